@@ -1,0 +1,28 @@
+// Package vsr is the pure Viewstamped Replication core of one consensus
+// group (replica-plane.md sections 4 and 5): a value you call, with no
+// goroutines, clocks, sockets or actor imports, in the style of etcd's raft
+// (Step/Ready) and TigerBeetle's VSR.
+//
+// Inputs enter through one door each: Submit (a request admitted by the
+// shell at the primary), Step (a replica-plane frame), Journaled (the shell
+// finished a journal append), Tick (10 ms of virtual time). Outputs are
+// collected in a Ready value: prepares to append to the journal, frames to
+// send, and committed ops to apply, in order. The shell's rule, as etcd's
+// MustSync: append every Ready.Journal entry durably and report it with
+// Journaled before sending anything that depends on it. The core enforces
+// the other half itself: it never acknowledges or forwards a prepare before
+// Journaled reported it (replica-plane.md 9.5 rules 1-2).
+//
+// A node alone is a cluster of one: the same path with a quorum of one
+// (q_rep = 1), so a single node's writes are prepared, journaled,
+// self-acknowledged and committed exactly as a primary's are in a cluster.
+//
+// This package covers normal operation (section 5). View change, recovery,
+// repair and state transfer (sections 6-8) extend it; until then a backup
+// whose primary goes silent only records the fact (see Status).
+//
+// Invariants asserted (a violation is a bug, not bad input, and panics with
+// the invariant's name): commit_min <= commit_max, commit_min <= sequencer,
+// view >= log_view, the pipeline is contiguous and hash-chained. Peer input
+// never panics: malformed or out-of-range frames are dropped and counted.
+package vsr
