@@ -1,0 +1,623 @@
+package metadata
+
+import (
+	"encoding/binary"
+	"math"
+	"math/bits"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"iggynode/wire"
+)
+
+// Topic option catalog (client-plane.md 10.4; server-behaviour.md 4.2).
+
+// Compression codes of the TopicHeader (client-plane.md 7.3).
+const (
+	CompressionNone uint8 = 1
+	CompressionGzip uint8 = 2
+)
+
+// Bounds of the catalog (10.4).
+const (
+	Never                       = math.MaxUint64 // message_expiry never / max_topic_size unlimited
+	minSegmentSize              = 1 << 20
+	maxSegmentSize              = 1 << 30
+	segmentSizeAlign            = 512
+	maxMessagesRequiredToSave   = 16_777_216
+	maxSizeOfMessagesToSave     = 1 << 30
+	maxPreallocatedBytes        = 64 << 30
+	maxExpirySeconds            = math.MaxUint32
+	defaultSegmentSize          = 1 << 30
+	defaultMessagesToSave       = 1024
+	defaultSizeOfMessagesToSave = 1 << 20
+)
+
+// TopicSettings are a topic's effective settings: explicit wins over
+// derived, and the three updatable ones follow the fixed header fields.
+type TopicSettings struct {
+	MessageExpiry                uint64 // µs; Never = never expire
+	Compression                  uint8  // CompressionNone or CompressionGzip
+	MaxTopicSize                 uint64 // bytes; Never = unlimited
+	SegmentSize                  uint64 // bytes
+	EnforceFsync                 bool
+	MessagesRequiredToSave       uint32
+	SizeOfMessagesRequiredToSave uint64 // bytes
+	PreallocateSegments          bool
+}
+
+// DefaultTopicSettings are the build-time defaults (4.2.4).
+func DefaultTopicSettings() TopicSettings {
+	return TopicSettings{
+		MessageExpiry: Never, Compression: CompressionNone, MaxTopicSize: Never,
+		SegmentSize: defaultSegmentSize, MessagesRequiredToSave: defaultMessagesToSave,
+		SizeOfMessagesRequiredToSave: defaultSizeOfMessagesToSave,
+	}
+}
+
+// catalogOrder is the catalog's key order (10.4).
+var catalogOrder = []string{
+	wire.OptCompressionAlgorithm, wire.OptMessageExpiry, wire.OptMaxTopicSize, wire.OptSegmentSize,
+	wire.OptEnforceFsync, wire.OptMessagesRequiredToSave, wire.OptSizeOfMessagesRequiredToSave,
+	wire.OptPreallocateSegments,
+}
+
+func inCatalog(key string) bool {
+	for _, k := range catalogOrder {
+		if k == key {
+			return true
+		}
+	}
+	return false
+}
+
+// updatable reports the keys UpdateTopic may carry (4.2.2).
+func updatable(key string) bool {
+	return key == wire.OptCompressionAlgorithm || key == wire.OptMessageExpiry || key == wire.OptMaxTopicSize
+}
+
+// optionValue is one parsed option. absent marks a server-default sentinel
+// (4.2.9): the key counts as not sent.
+type optionValue struct {
+	absent bool
+	num    uint64 // u64 keys, messages_required_to_save, compression code
+	flag   bool   // bool keys
+}
+
+// parseOption parses one catalog key's value in any accepted kind (10.4),
+// checking its own range; ok is false for InvalidOptionValue (4042).
+func parseOption(kv wire.KeyValue) (optionValue, bool) {
+	switch kv.Key {
+	case wire.OptCompressionAlgorithm:
+		return parseCompression(kv)
+	case wire.OptMessageExpiry:
+		return parseMessageExpiry(kv)
+	case wire.OptMaxTopicSize:
+		return parseMaxTopicSize(kv)
+	case wire.OptSegmentSize:
+		v, ok := parseByteSizeOption(kv)
+		if ok && !v.absent && (v.num < minSegmentSize || v.num > maxSegmentSize || v.num%segmentSizeAlign != 0) {
+			return v, false
+		}
+		return v, ok
+	case wire.OptEnforceFsync, wire.OptPreallocateSegments:
+		return parseBool(kv)
+	case wire.OptMessagesRequiredToSave:
+		return parseMessagesRequiredToSave(kv)
+	case wire.OptSizeOfMessagesRequiredToSave:
+		v, ok := parseByteSizeOption(kv)
+		if ok && !v.absent && v.num > maxSizeOfMessagesToSave {
+			return v, false
+		}
+		return v, ok
+	}
+	return optionValue{}, false
+}
+
+func asString(kv wire.KeyValue) (string, bool) {
+	if kv.Kind != wire.KindString || !utf8.Valid(kv.Value) {
+		return "", false
+	}
+	return strings.TrimSpace(string(kv.Value)), true
+}
+
+func asU64(kv wire.KeyValue) (uint64, bool) {
+	if kv.Kind != wire.KindUint64 || len(kv.Value) != 8 {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint64(kv.Value), true
+}
+
+func parseCompression(kv wire.KeyValue) (optionValue, bool) {
+	if kv.Kind == wire.KindUint8 {
+		if len(kv.Value) == 1 && (kv.Value[0] == CompressionNone || kv.Value[0] == CompressionGzip) {
+			return optionValue{num: uint64(kv.Value[0])}, true
+		}
+		return optionValue{}, false
+	}
+	s, ok := asString(kv)
+	switch {
+	case !ok:
+		return optionValue{}, false
+	case strings.EqualFold(s, "none"):
+		return optionValue{num: uint64(CompressionNone)}, true
+	case strings.EqualFold(s, "gzip"):
+		return optionValue{num: uint64(CompressionGzip)}, true
+	}
+	return optionValue{}, false
+}
+
+func parseMessageExpiry(kv wire.KeyValue) (optionValue, bool) {
+	if v, ok := asU64(kv); ok {
+		return optionValue{absent: v == 0, num: v}, true
+	}
+	s, ok := asString(kv)
+	if !ok {
+		return optionValue{}, false
+	}
+	switch strings.ToLower(s) {
+	case "none", "unlimited", "never_expire":
+		return optionValue{num: Never}, true
+	case "default", "server_default":
+		return optionValue{absent: true}, true
+	}
+	secs, nanos, ok := parseHumanDuration(s)
+	if !ok || secs > maxExpirySeconds {
+		return optionValue{}, false
+	}
+	us := secs*1_000_000 + uint64(nanos)/1000
+	return optionValue{absent: us == 0, num: us}, true
+}
+
+func parseMaxTopicSize(kv wire.KeyValue) (optionValue, bool) {
+	if v, ok := asU64(kv); ok {
+		return optionValue{absent: v == 0, num: v}, true
+	}
+	s, ok := asString(kv)
+	if !ok {
+		return optionValue{}, false
+	}
+	switch strings.ToLower(s) {
+	case "unlimited":
+		return optionValue{num: Never}, true
+	case "0", "none", "server_default":
+		return optionValue{absent: true}, true
+	}
+	n, ok := parseByteSize(s)
+	return optionValue{absent: n == 0, num: n}, ok
+}
+
+// parseByteSizeOption reads a Uint64 or a byte-size String; 0 is absent.
+func parseByteSizeOption(kv wire.KeyValue) (optionValue, bool) {
+	if v, ok := asU64(kv); ok {
+		return optionValue{absent: v == 0, num: v}, true
+	}
+	s, ok := asString(kv)
+	if !ok {
+		return optionValue{}, false
+	}
+	n, ok := parseByteSize(s)
+	return optionValue{absent: n == 0, num: n}, ok
+}
+
+func parseBool(kv wire.KeyValue) (optionValue, bool) {
+	if kv.Kind == wire.KindBool {
+		if len(kv.Value) == 1 && kv.Value[0] <= 1 {
+			return optionValue{flag: kv.Value[0] == 1}, true
+		}
+		return optionValue{}, false
+	}
+	s, ok := asString(kv)
+	switch {
+	case !ok:
+		return optionValue{}, false
+	case strings.EqualFold(s, "true"):
+		return optionValue{flag: true}, true
+	case strings.EqualFold(s, "false"):
+		return optionValue{flag: false}, true
+	}
+	return optionValue{}, false
+}
+
+func parseMessagesRequiredToSave(kv wire.KeyValue) (optionValue, bool) {
+	var n uint64
+	switch kv.Kind {
+	case wire.KindUint32:
+		if len(kv.Value) != 4 {
+			return optionValue{}, false
+		}
+		n = uint64(binary.LittleEndian.Uint32(kv.Value))
+	case wire.KindString:
+		s, ok := asString(kv)
+		if !ok {
+			return optionValue{}, false
+		}
+		v, err := strconv.ParseUint(s, 10, 32)
+		if err != nil {
+			return optionValue{}, false
+		}
+		n = v
+	default:
+		return optionValue{}, false
+	}
+	if n < 1 || n > maxMessagesRequiredToSave {
+		return optionValue{}, false
+	}
+	return optionValue{num: n}, true
+}
+
+// canonical encodes a present value in its key's canonical kind (4.1.6).
+func canonical(key string, v optionValue) wire.KeyValue {
+	switch key {
+	case wire.OptCompressionAlgorithm:
+		name := "none"
+		if uint8(v.num) == CompressionGzip {
+			name = "gzip"
+		}
+		return wire.KeyValue{Key: key, Kind: wire.KindString, Value: []byte(name)}
+	case wire.OptEnforceFsync, wire.OptPreallocateSegments:
+		b := byte(0)
+		if v.flag {
+			b = 1
+		}
+		return wire.KeyValue{Key: key, Kind: wire.KindBool, Value: []byte{b}}
+	case wire.OptMessagesRequiredToSave:
+		return wire.KeyValue{Key: key, Kind: wire.KindUint32, Value: binary.LittleEndian.AppendUint32(nil, uint32(v.num))}
+	}
+	return wire.KeyValue{Key: key, Kind: wire.KindUint64, Value: binary.LittleEndian.AppendUint64(nil, v.num)}
+}
+
+// set stores a present value of key into st.
+func (st *TopicSettings) set(key string, v optionValue) {
+	switch key {
+	case wire.OptCompressionAlgorithm:
+		st.Compression = uint8(v.num)
+	case wire.OptMessageExpiry:
+		st.MessageExpiry = v.num
+	case wire.OptMaxTopicSize:
+		st.MaxTopicSize = v.num
+	case wire.OptSegmentSize:
+		st.SegmentSize = v.num
+	case wire.OptEnforceFsync:
+		st.EnforceFsync = v.flag
+	case wire.OptMessagesRequiredToSave:
+		st.MessagesRequiredToSave = uint32(v.num)
+	case wire.OptSizeOfMessagesRequiredToSave:
+		st.SizeOfMessagesRequiredToSave = v.num
+	case wire.OptPreallocateSegments:
+		st.PreallocateSegments = v.flag
+	}
+}
+
+// value returns st's value of key in canonical form.
+func (st TopicSettings) value(key string) optionValue {
+	switch key {
+	case wire.OptCompressionAlgorithm:
+		return optionValue{num: uint64(st.Compression)}
+	case wire.OptMessageExpiry:
+		return optionValue{num: st.MessageExpiry}
+	case wire.OptMaxTopicSize:
+		return optionValue{num: st.MaxTopicSize}
+	case wire.OptSegmentSize:
+		return optionValue{num: st.SegmentSize}
+	case wire.OptEnforceFsync:
+		return optionValue{flag: st.EnforceFsync}
+	case wire.OptMessagesRequiredToSave:
+		return optionValue{num: uint64(st.MessagesRequiredToSave)}
+	case wire.OptSizeOfMessagesRequiredToSave:
+		return optionValue{num: st.SizeOfMessagesRequiredToSave}
+	}
+	return optionValue{flag: st.PreallocateSegments}
+}
+
+// TopicOptionsPlan is what CreateTopic admission resolves from the options
+// block: the explicit block as the topic stores it, the derived block, and
+// the effective settings.
+type TopicOptionsPlan struct {
+	Explicit wire.Options // sent keys, sentinels dropped, canonical kinds, sorted by key
+	Derived  wire.Options // every other catalog key at its default, sorted by key
+	Settings TopicSettings
+}
+
+// PlanCreateTopic runs the pre-consensus checks of CreateTopic after the
+// body decoded, in the order of client-plane.md 8.7.2: unknown key (4041),
+// value kind/parse/range (4042), segment_size bounds (4042), preallocation
+// budget (4042), partitions_count <= 1000 (2015), explicit max_topic_size
+// below the effective segment size (1019). It returns 0 on success.
+func PlanCreateTopic(opts wire.Options, partitionsCount uint32) (TopicOptionsPlan, wire.ErrorCode) {
+	for _, kv := range opts {
+		if !inCatalog(kv.Key) {
+			return TopicOptionsPlan{}, wire.ErrUnsupportedOptionKey
+		}
+	}
+	plan := TopicOptionsPlan{Settings: DefaultTopicSettings()}
+	sent := make(map[string]bool, len(opts))
+	for _, kv := range opts {
+		v, ok := parseOption(kv)
+		if !ok {
+			return TopicOptionsPlan{}, wire.ErrInvalidOptionValue
+		}
+		if v.absent {
+			continue
+		}
+		sent[kv.Key] = true
+		plan.Settings.set(kv.Key, v)
+		plan.Explicit = append(plan.Explicit, canonical(kv.Key, v))
+	}
+	st := plan.Settings
+	if st.PreallocateSegments && st.SegmentSize*uint64(partitionsCount) > maxPreallocatedBytes {
+		return TopicOptionsPlan{}, wire.ErrInvalidOptionValue
+	}
+	if partitionsCount > MaxPartitionsPerChange {
+		return TopicOptionsPlan{}, wire.ErrTooManyPartitions
+	}
+	if sent[wire.OptMaxTopicSize] && st.MaxTopicSize < st.SegmentSize {
+		return TopicOptionsPlan{}, wire.ErrInvalidTopicSize
+	}
+	for _, key := range catalogOrder {
+		if !sent[key] {
+			plan.Derived = append(plan.Derived, canonical(key, st.value(key)))
+		}
+	}
+	plan.Explicit, plan.Derived = plan.Explicit.Sorted(), plan.Derived.Sorted()
+	return plan, 0
+}
+
+// topicPatch is a parsed UpdateTopic options block.
+type topicPatch struct {
+	set      map[string]optionValue // present (non-sentinel) values
+	verbatim wire.Options           // every sent pair, stored as sent (8.7.3)
+}
+
+// PlanUpdateTopic runs UpdateTopic's option checks (client-plane.md 8.7.3):
+// a key other than the three updatable ones (4041), a bad value (4042), a
+// new max_topic_size (other than 0) below segmentSize, the topic's own
+// segment size (1019). It returns 0 on success.
+func PlanUpdateTopic(opts wire.Options, segmentSize uint64) wire.ErrorCode {
+	_, code := planUpdateTopic(opts, segmentSize)
+	return code
+}
+
+func planUpdateTopic(opts wire.Options, segmentSize uint64) (topicPatch, wire.ErrorCode) {
+	for _, kv := range opts {
+		if !updatable(kv.Key) {
+			return topicPatch{}, wire.ErrUnsupportedOptionKey
+		}
+	}
+	p := topicPatch{set: make(map[string]optionValue), verbatim: opts}
+	for _, kv := range opts {
+		v, ok := parseOption(kv)
+		if !ok {
+			return topicPatch{}, wire.ErrInvalidOptionValue
+		}
+		if !v.absent {
+			p.set[kv.Key] = v
+		}
+	}
+	if v, ok := p.set[wire.OptMaxTopicSize]; ok && v.num < segmentSize {
+		return topicPatch{}, wire.ErrInvalidTopicSize
+	}
+	return p, 0
+}
+
+// settingsOf resolves the effective settings of stored explicit and
+// derived blocks (explicit wins). ok is false when a stored value does not
+// parse, which only a corrupt prepare can produce.
+func settingsOf(explicit, derived wire.Options) (TopicSettings, bool) {
+	st := DefaultTopicSettings()
+	for _, block := range []wire.Options{derived, explicit} {
+		for _, kv := range block {
+			if !inCatalog(kv.Key) {
+				return st, false
+			}
+			v, ok := parseOption(kv)
+			if !ok {
+				return st, false
+			}
+			if !v.absent {
+				st.set(kv.Key, v)
+			}
+		}
+	}
+	return st, true
+}
+
+// mergeExplicit patches the explicit block with pairs stored as sent.
+func mergeExplicit(explicit, patch wire.Options) wire.Options {
+	out := make(wire.Options, 0, len(explicit)+len(patch))
+	for _, kv := range explicit {
+		if _, replaced := patch.Get(kv.Key); !replaced {
+			out = append(out, kv)
+		}
+	}
+	out = append(out, patch...)
+	return out.Sorted()
+}
+
+// parseHumanDuration parses a humantime duration ("7 days", "1h 30m",
+// "500ms"): numbers each followed by a unit, spaces allowed between and
+// inside items, as humantime 2 does. It returns whole seconds and the
+// remaining nanoseconds.
+func parseHumanDuration(s string) (secs uint64, nanos uint32, ok bool) {
+	rs := []rune(s)
+	i := 0
+	skipSpace := func() {
+		for i < len(rs) && unicode.IsSpace(rs[i]) {
+			i++
+		}
+	}
+	isUnitRune := func(r rune) bool { return r < utf8.RuneSelf && unicode.IsLetter(r) || r == 'µ' }
+	var total struct{ secs, nanos uint64 }
+	add := func(n uint64, unit string) bool {
+		s, ns, ok := durationOf(n, unit)
+		if !ok {
+			return false
+		}
+		total.nanos += ns
+		carry := total.nanos / 1e9
+		total.nanos %= 1e9
+		var c1, c2 uint64
+		total.secs, c1 = bits.Add64(total.secs, s, 0)
+		total.secs, c2 = bits.Add64(total.secs, carry, 0)
+		return c1 == 0 && c2 == 0
+	}
+	skipSpace()
+	if i == len(rs) || rs[i] < '0' || rs[i] > '9' {
+		return 0, 0, false
+	}
+	n := uint64(rs[i] - '0')
+	i++
+	for {
+		for i < len(rs) && !isUnitRune(rs[i]) {
+			switch c := rs[i]; {
+			case c >= '0' && c <= '9':
+				hi, lo := bits.Mul64(n, 10)
+				lo2, carry := bits.Add64(lo, uint64(c-'0'), 0)
+				if hi != 0 || carry != 0 {
+					return 0, 0, false
+				}
+				n = lo2
+			case unicode.IsSpace(c):
+			default:
+				return 0, 0, false
+			}
+			i++
+		}
+		start := i
+		next := false
+		for i < len(rs) && !unicode.IsSpace(rs[i]) {
+			c := rs[i]
+			if c >= '0' && c <= '9' {
+				if !add(n, string(rs[start:i])) {
+					return 0, 0, false
+				}
+				n = uint64(c - '0')
+				i++
+				next = true
+				break
+			}
+			if !isUnitRune(c) {
+				return 0, 0, false
+			}
+			i++
+		}
+		if next {
+			continue
+		}
+		if !add(n, string(rs[start:i])) {
+			return 0, 0, false
+		}
+		skipSpace()
+		if i == len(rs) {
+			return total.secs, uint32(total.nanos), true
+		}
+		if rs[i] < '0' || rs[i] > '9' {
+			return 0, 0, false
+		}
+		n = uint64(rs[i] - '0')
+		i++
+	}
+}
+
+// durationOf converts n units to (seconds, nanoseconds); humantime's unit
+// names, case-sensitive ("M" is months, "m" minutes).
+func durationOf(n uint64, unit string) (uint64, uint64, bool) {
+	var mul uint64
+	switch unit {
+	case "nanos", "nsec", "ns":
+		return n / 1e9, n % 1e9, true
+	case "usec", "us", "µs":
+		return n / 1e6, n % 1e6 * 1e3, true
+	case "millis", "msec", "ms":
+		return n / 1e3, n % 1e3 * 1e6, true
+	case "seconds", "second", "secs", "sec", "s":
+		mul = 1
+	case "minutes", "minute", "min", "mins", "m":
+		mul = 60
+	case "hours", "hour", "hr", "hrs", "h":
+		mul = 3600
+	case "days", "day", "d":
+		mul = 86400
+	case "weeks", "week", "w":
+		mul = 7 * 86400
+	case "months", "month", "M":
+		mul = 2_630_016 // 30.44 days
+	case "years", "year", "y":
+		mul = 31_557_600 // 365.25 days
+	default:
+		return 0, 0, false
+	}
+	hi, lo := bits.Mul64(n, mul)
+	return lo, 0, hi == 0
+}
+
+// byteUnits maps a lower-cased unit to its multiplier: decimal units are
+// powers of 1000, "i" units powers of 1024 (server-behaviour.md 4.2.6).
+var byteUnits = map[string]uint64{
+	"": 1, "b": 1,
+	"k": 1e3, "kb": 1e3, "ki": 1 << 10, "kib": 1 << 10,
+	"m": 1e6, "mb": 1e6, "mi": 1 << 20, "mib": 1 << 20,
+	"g": 1e9, "gb": 1e9, "gi": 1 << 30, "gib": 1 << 30,
+	"t": 1e12, "tb": 1e12, "ti": 1 << 40, "tib": 1 << 40,
+	"p": 1e15, "pb": 1e15, "pi": 1 << 50, "pib": 1 << 50,
+	"e": 1e18, "eb": 1e18, "ei": 1 << 60, "eib": 1 << 60,
+}
+
+// parseByteSize parses "1073741824", "1 GiB", "128MiB", "1.5 GB": a
+// decimal number (fraction allowed), optional spaces, an optional unit
+// (case-insensitive). The result is truncated to whole bytes.
+func parseByteSize(s string) (uint64, bool) {
+	s = strings.TrimSpace(s)
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	intPart := s[:i]
+	frac := ""
+	if i < len(s) && s[i] == '.' {
+		j := i + 1
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		frac, i = s[i+1:j], j
+	}
+	if intPart == "" && frac == "" {
+		return 0, false
+	}
+	mul, ok := byteUnits[strings.ToLower(strings.TrimSpace(s[i:]))]
+	if !ok {
+		return 0, false
+	}
+	var whole uint64
+	if intPart != "" {
+		v, err := strconv.ParseUint(intPart, 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		whole = v
+	}
+	hi, total := bits.Mul64(whole, mul)
+	if hi != 0 {
+		return 0, false
+	}
+	if len(frac) > 19 {
+		frac = frac[:19]
+	}
+	if frac != "" {
+		f, _ := strconv.ParseUint(frac, 10, 64)
+		scale := uint64(1)
+		for range frac {
+			scale *= 10
+		}
+		phi, plo := bits.Mul64(f, mul)
+		part, _ := bits.Div64(phi, plo, scale)
+		var carry uint64
+		total, carry = bits.Add64(total, part, 0)
+		if carry != 0 {
+			return 0, false
+		}
+	}
+	return total, true
+}
