@@ -1,0 +1,177 @@
+package actors
+
+import (
+	"log/slog"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	clientplane "iggynode/plane/client"
+	"iggynode/wire"
+)
+
+// connection is the actor behind one client connection: it owns the
+// session (binding), applies the header and session rules of
+// client-plane.md 4.1-4.2 in that order, answers what needs no other actor
+// and hands the rest to the actor that owns the data. Requests are
+// processed strictly one at a time in arrival order (server-behaviour.md
+// 0.3): the next frame is looked at only after the current one's reply.
+type connection struct {
+	conn    clientplane.Conn
+	id      uint32
+	node    *nodeRefs
+	log     *slog.Logger
+	bound   *binding
+	pending [][]byte
+	busy    bool
+	seen    bool
+	closed  bool
+	self    *actor.PID
+}
+
+func (c *connection) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		c.self = ctx.Self()
+	case *actor.Stopped:
+		// Also reached when the supervisor stops a failed connection: the
+		// client sees its transport close and reconnects.
+		c.conn.Close()
+	case *frameIn:
+		if !c.seen {
+			c.seen = true
+			ctx.Send(c.node.metadata, &connInfo{pid: ctx.Self(), id: c.id, address: c.conn.RemoteAddr(),
+				transport: c.conn.Transport(), userID: noUser})
+		}
+		c.pending = append(c.pending, m.buf)
+		c.next(ctx)
+	case *replyOut:
+		c.deliver(ctx, m)
+		c.busy = false
+		c.next(ctx)
+	case *unbindClient:
+		if c.bound != nil && c.bound.client == m.client {
+			c.bound = nil
+			ctx.Send(c.node.metadata, &connBound{id: c.id, userID: noUser})
+		}
+	case *connCrash:
+		panic("connection crash requested")
+	case *connClosed:
+		c.closed = true
+		if c.bound != nil {
+			// A closed transport triggers the same internal logout
+			// (client-plane.md 5.5; replica-plane.md 5.12.3 rule 5).
+			ctx.Send(c.node.metadata, &internalLogout{client: c.bound.client, epoch: c.bound.epoch})
+		}
+		ctx.Send(c.node.metadata, &connGone{id: c.id})
+		ctx.Stop(ctx.Self())
+	}
+}
+
+const noUser = 0xFFFFFFFF
+
+// deliver sends a reply and applies its effect on the binding.
+func (c *connection) deliver(ctx actor.Context, r *replyOut) {
+	if r.frame != nil {
+		c.conn.Send(r.frame)
+	}
+	c.conn.Done()
+	switch {
+	case r.bind != nil:
+		c.bound = r.bind
+		ctx.Send(c.node.metadata, &connBound{id: c.id, userID: r.bind.userID, client: r.bind.client})
+	case r.unbind:
+		c.bound = nil
+		ctx.Send(c.node.metadata, &connBound{id: c.id, userID: noUser})
+	}
+	if r.close {
+		c.conn.Close()
+	}
+}
+
+func (c *connection) next(ctx actor.Context) {
+	for !c.busy && !c.closed && len(c.pending) > 0 {
+		buf := c.pending[0]
+		c.pending[0] = nil
+		c.pending = c.pending[1:]
+		if r := c.handle(ctx, buf); r != nil {
+			c.deliver(ctx, r)
+		} else {
+			c.busy = true
+		}
+	}
+}
+
+// handle applies client-plane.md 4.2 to one frame. It returns the reply when
+// the connection answers itself, or nil after handing the request on.
+func (c *connection) handle(ctx actor.Context, buf []byte) *replyOut {
+	h := wire.HeaderOf(buf)
+	hdr, err := wire.DecodeRequestHeader(h)
+	if err != nil {
+		// The reference drops these silently; a compatible server answers
+		// with InvalidRequestOperation so a lockstep client never hangs
+		// (client-plane.md 4.1).
+		client := hdr.Client
+		if client.IsZero() {
+			client = h.Request().Client
+		}
+		if client.IsZero() {
+			client = wire.U128{Lo: uint64(c.id)}
+		}
+		c.log.Debug("invalid request header", "conn", c.id, "err", err)
+		return &replyOut{frame: eviction(client, wire.EvictInvalidRequestOperation)}
+	}
+	body := buf[wire.HeaderSize:]
+	commit := c.node.commit.Load()
+	if !hdr.RequestChecksum.IsZero() && hdr.RequestChecksum != wire.RequestChecksum(body) {
+		return &replyOut{frame: denyReply(&hdr, c.id, commit, wire.ErrInvalidFormat)}
+	}
+	req := &clientRequest{conn: ctx.Self(), connID: c.id, hdr: hdr, frame: buf, bound: c.bound, address: c.conn.RemoteAddr()}
+	switch op := hdr.Operation; {
+	case op == wire.OpNonReplicated:
+		return c.read(ctx, req)
+	case op == wire.OpRegister:
+		ctx.Send(c.node.metadata, req)
+		return nil
+	case op == wire.OpLogout:
+		if c.bound == nil {
+			return &replyOut{frame: logoutReply(&hdr, hdr.Client, 0, commit)}
+		}
+		ctx.Send(c.node.metadata, req)
+		return nil
+	case c.bound == nil:
+		return &replyOut{frame: eviction(hdr.Client, wire.EvictNoSession)}
+	case op.Internal():
+		// 64..=67 are refused; a client-sent 68 is treated the same
+		// (client-plane.md 4.1, compatible server).
+		return &replyOut{frame: eviction(c.bound.client, wire.EvictInvalidRequestOperation)}
+	case op.Partition():
+		ctx.Send(c.node.metadata, req) // resolved by metadata, then routed to the partition
+		return nil
+	default:
+		ctx.Send(c.node.metadata, req)
+		return nil
+	}
+}
+
+// read dispatches a NonReplicated request (client-plane.md 4.2 step 4, 6).
+func (c *connection) read(ctx actor.Context, req *clientRequest) *replyOut {
+	hdr := &req.hdr
+	commit := c.node.commit.Load()
+	code := hdr.Code
+	switch {
+	case code == wire.CodeLoginUser || code == wire.CodeLoginWithPersonalAccessToken:
+		return &replyOut{frame: eviction(hdr.Client, wire.EvictMalformedLogin)}
+	case c.bound == nil && code != wire.CodePing:
+		return &replyOut{frame: readReply(hdr, commit, wire.ErrUnauthenticated, nil)}
+	case code == wire.CodePing:
+		return &replyOut{frame: readReply(hdr, commit, 0, nil)}
+	case code == wire.CodeFlushUnsavedBuffer || code.Replicated():
+		return &replyOut{frame: readReply(hdr, commit, wire.ErrFeatureUnavailable, nil)}
+	case code == wire.CodeLogoutUser || code == wire.CodeLoginRegister || code == wire.CodeLoginRegisterWithPAT:
+		return &replyOut{frame: readReply(hdr, commit, 0, nil)}
+	case !code.Known():
+		return &replyOut{frame: readReply(hdr, commit, wire.ErrInvalidCommand, nil)}
+	}
+	ctx.Send(c.node.metadata, req)
+	return nil
+}

@@ -1,0 +1,80 @@
+package actors
+
+import (
+	"github.com/asynkron/protoactor-go/actor"
+
+	clientplane "iggynode/plane/client"
+	"iggynode/wire"
+)
+
+// Messages between the node's actors. Pointers travel; receivers treat them
+// as owned.
+
+// frameIn carries one client frame from the edge to its connection actor.
+type frameIn struct{ buf []byte }
+
+// connClosed tells a connection actor that its transport ended.
+type connClosed struct{}
+
+// replyOut is the answer to the connection's current request: a complete
+// reply (or eviction) frame, and what it does to the connection's binding.
+type replyOut struct {
+	frame  []byte
+	bind   *binding // set by a successful Register
+	unbind bool     // set by a Logout, and by fencing
+	close  bool     // close the transport after sending
+}
+
+// binding is a connection's session (client-plane.md 5.1).
+type binding struct {
+	client wire.U128
+	epoch  uint64
+	userID uint32
+}
+
+// clientRequest is a validated request the connection hands to the actor
+// that owns its plane. The receiver answers the connection with exactly one
+// replyOut.
+type clientRequest struct {
+	conn    *actor.PID
+	connID  uint32
+	hdr     wire.RequestHeader
+	frame   []byte
+	bound   *binding // nil before login
+	address string
+}
+
+// connInfo registers a connection in the node's client list (8.6).
+type connInfo struct {
+	pid       *actor.PID
+	id        uint32
+	address   string
+	transport clientplane.Transport
+	userID    uint32 // 0xFFFFFFFF when not logged in
+	client    wire.U128
+}
+
+// connGone removes a connection from the client list.
+type connGone struct{ id uint32 }
+
+// connBound updates a connection's user in the client list.
+type connBound struct {
+	id     uint32
+	userID uint32
+	client wire.U128
+}
+
+// unbindClient tells a connection that a newer registration of its client
+// id fenced it (client-plane.md 5.4).
+type unbindClient struct{ client wire.U128 }
+
+// connCrash makes a connection actor panic: fault injection that proves a
+// failing connection is contained by its supervisor.
+type connCrash struct{}
+
+// listConns asks the metadata actor for the connection list (fault
+// injection and diagnostics).
+type listConns struct{ reply chan<- []*actor.PID }
+
+// listPartitions asks the metadata actor for the partition actors.
+type listPartitions struct{ reply chan<- map[uint64]*actor.PID }

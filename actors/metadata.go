@@ -1,0 +1,505 @@
+package actors
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"iggynode/metadata"
+	"iggynode/vsr"
+	"iggynode/wire"
+)
+
+// metadataActor owns the metadata consensus group (a vsr.Replica), the
+// metadata state machine and the node's connection list. It admits
+// metadata requests (client-table preflight, pre-consensus checks),
+// journals prepares durably before acknowledging them, applies committed
+// ops and answers. It also resolves partition requests against committed
+// metadata and routes them to the partition actors it supervises
+// (replica-plane.md 13.4).
+type metadataActor struct {
+	n          *Node
+	log        *slog.Logger
+	state      *metadata.State
+	core       *vsr.Replica
+	partitions map[uint64]*actor.PID
+	conns      map[uint32]*connInfo
+	inflight   map[wire.U128]bool
+	booted     chan error
+}
+
+// partitionStats carries a partition's figures to the metadata actor.
+type partitionStats struct {
+	group uint64
+	stats metadata.PartitionStats
+}
+
+// internalLogout is the replicated logout of a closed connection's session
+// (request number u64::MAX, replica-plane.md 5.12.3 rule 5).
+type internalLogout struct {
+	client wire.U128
+	epoch  uint64
+}
+
+// metaPending tags an admitted metadata prepare with the request it answers.
+type metaPending struct{ req *clientRequest }
+
+func newMetadataActor(n *Node) (*metadataActor, error) {
+	return &metadataActor{n: n, log: n.log.With("actor", "metadata"), booted: make(chan error, 1)}, nil
+}
+
+// producer hands protoactor a fresh instance on every (re)start; each one
+// rebuilds from durable state.
+func (m *metadataActor) producer() actor.Producer {
+	first := true
+	return func() actor.Actor {
+		if first {
+			first = false
+			return m
+		}
+		return &metadataActor{n: m.n, log: m.log, booted: make(chan error, 1)}
+	}
+}
+
+func (m *metadataActor) waitReady(timeout time.Duration) error {
+	select {
+	case err := <-m.booted:
+		return err
+	case <-time.After(timeout):
+		return errors.New("metadata actor did not start in time")
+	}
+}
+
+func (m *metadataActor) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		err := m.boot(ctx)
+		m.booted <- err
+		if err != nil {
+			m.log.Error("metadata boot failed", "err", err)
+			ctx.Stop(ctx.Self())
+		}
+	case *clientRequest:
+		m.onRequest(ctx, msg)
+	case *internalLogout:
+		m.onInternalLogout(ctx, msg)
+	case *partitionStats:
+		m.state.SetPartitionStats(msg.group, msg.stats)
+	case *connInfo:
+		m.conns[msg.id] = msg
+	case *connBound:
+		if c := m.conns[msg.id]; c != nil {
+			c.userID, c.client = msg.userID, msg.client
+		}
+	case *connGone:
+		delete(m.conns, msg.id)
+	case *listConns:
+		var pids []*actor.PID
+		for _, c := range m.conns {
+			pids = append(pids, c.pid)
+		}
+		msg.reply <- pids
+	case *listPartitions:
+		out := make(map[uint64]*actor.PID, len(m.partitions))
+		for g, pid := range m.partitions {
+			out[g] = pid
+		}
+		msg.reply <- out
+	}
+}
+
+const rootKey = "metadata/root"
+
+// boot restores the root user, replays the metadata journal, restores the
+// consensus core at the journal head (a cluster of one commits everything
+// it journaled, replica-plane.md 9.3 step 4) and starts the partitions.
+func (m *metadataActor) boot(ctx actor.Context) error {
+	st := m.n.store
+	m.state = metadata.New(metadata.Config{ClientsTableMax: int(m.n.opts.Config.Metadata.ClientsTableMax)})
+	m.partitions, m.conns, m.inflight = map[uint64]*actor.PID{}, map[uint32]*connInfo{}, map[wire.U128]bool{}
+	if err := m.bootstrapRoot(); err != nil {
+		return err
+	}
+	var head uint64
+	var headChecksum wire.U128
+	var headTs uint64
+	err := st.ScanPrepares(wire.MetadataGroup, 1, func(op uint64, frame []byte) error {
+		if err := wire.VerifyPrepare(frame); err != nil {
+			return fmt.Errorf("metadata journal op %d: %w", op, err)
+		}
+		ph := wire.HeaderOf(frame).Prepare()
+		if ph.Op != head+1 || ph.Parent != headChecksum {
+			return fmt.Errorf("metadata journal breaks its hash chain at op %d", op)
+		}
+		m.state.Apply(frame)
+		head, headChecksum, headTs = ph.Op, ph.Checksum, ph.Timestamp
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	m.core = vsr.New(vsr.Config{Group: wire.MetadataGroup, Metadata: true,
+		PrepareQueueDepth: int(m.n.opts.Config.Metadata.PrepareQueueDepth)})
+	if head > 0 {
+		m.core.Restore(0, 0, head, headChecksum, headTs)
+	}
+	m.n.refs.commit.Store(head)
+	for _, ref := range m.state.Partitions() {
+		if err := m.startPartition(ctx, ref); err != nil {
+			return err
+		}
+	}
+	m.log.Info("metadata recovered", "op", head, "partitions", len(m.partitions))
+	return nil
+}
+
+// bootstrapRoot creates the root user (server-behaviour.md 2.1): on first
+// start from the configured credentials, stored so later starts recover
+// the same root whatever the environment says.
+func (m *metadataActor) bootstrapRoot() error {
+	v, ok, err := m.n.store.Get(rootKey)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		salt := make([]byte, 16)
+		_, _ = rand.Read(salt)
+		v = []byte(m.n.opts.RootUsername + "\x00" + metadata.HashPassword(m.n.opts.RootPassword, salt))
+		if err := m.n.store.Put(rootKey, v, true); err != nil {
+			return err
+		}
+	}
+	for i, c := range v {
+		if c == 0 {
+			return m.state.Bootstrap(string(v[:i]), string(v[i+1:]))
+		}
+	}
+	return errors.New("corrupt root user record")
+}
+
+func (m *metadataActor) startPartition(ctx actor.Context, ref metadata.PartitionRef) error {
+	ts, _ := m.state.TopicSettings(ref.Stream, ref.Topic)
+	props := actor.PropsFromProducer(newPartitionActor(m.n, ref, partitionSettings{
+		enforceFsync: ts.EnforceFsync, segmentSize: ts.SegmentSize,
+	}))
+	pid, err := ctx.SpawnNamed(props, "p-"+strconv.FormatUint(ref.Group, 16)+"-"+strconv.FormatUint(ref.CreationID, 10))
+	if err != nil {
+		return err
+	}
+	m.partitions[ref.Group] = pid
+	return nil
+}
+
+// onRequest dispatches a request handed over by a connection actor.
+func (m *metadataActor) onRequest(ctx actor.Context, req *clientRequest) {
+	switch op := req.hdr.Operation; {
+	case op == wire.OpNonReplicated:
+		m.onRead(ctx, req)
+	case op == wire.OpRegister:
+		m.onRegister(ctx, req)
+	case op.Partition():
+		m.onPartitionWrite(ctx, req)
+	default:
+		m.onMetadataWrite(ctx, req)
+	}
+}
+
+func (m *metadataActor) reply(ctx actor.Context, req *clientRequest, r *replyOut) {
+	ctx.Send(req.conn, r)
+}
+
+func (m *metadataActor) commit() uint64 { return m.core.CommitMax() }
+
+// onRegister is the login handshake (client-plane.md 5.2).
+func (m *metadataActor) onRegister(ctx actor.Context, req *clientRequest) {
+	hdr := &req.hdr
+	evict := func(reason wire.EvictionReason) {
+		m.reply(ctx, req, &replyOut{frame: eviction(hdr.Client, reason)})
+	}
+	rb, err := wire.DecodeRegister(req.frame[wire.HeaderSize:])
+	if err != nil {
+		evict(wire.EvictMalformedLogin)
+		return
+	}
+	if !wire.ProtocolVersion.Accepts(rb.ClientInfo.Version) {
+		evict(wire.EvictIncompatibleProtocol)
+		return
+	}
+	userID, reason := uint32(0), wire.EvictMalformedLogin
+	if rb.Password != nil {
+		userID, reason = m.state.Login(rb.Password.Username, rb.Password.Password)
+	}
+	if reason != 0 && rb.Token != nil {
+		// Personal access tokens arrive with the users issue; no token
+		// matches until then.
+		reason = wire.EvictInvalidToken
+	}
+	if reason != 0 {
+		evict(reason)
+		return
+	}
+	if b := req.bound; b != nil {
+		// Already bound: the existing session, nothing committed (5.2 step 6).
+		m.reply(ctx, req, &replyOut{frame: loginReply(hdr, b.epoch, m.commit(), uint64(userID))})
+		return
+	}
+	if m.inflight[hdr.Client] {
+		m.reply(ctx, req, &replyOut{frame: rejectReply(hdr, hdr.Client, m.commit(), wire.OpRegister, wire.ErrTransientNotCommitted)})
+		return
+	}
+	p, denial := m.state.Admit(metadata.Request{Client: hdr.Client, UserID: userID, Operation: wire.OpRegister}, m.admitEnv())
+	if denial != nil {
+		m.answerDenial(ctx, req, hdr.Client, denial)
+		return
+	}
+	m.submit(ctx, req, hdr.Client, userID, p)
+}
+
+// onMetadataWrite runs the metadata preflight (client-plane.md 5.3) and
+// admission (4.2 step 10) for Logout and 128..=149.
+func (m *metadataActor) onMetadataWrite(ctx actor.Context, req *clientRequest) {
+	hdr := &req.hdr
+	b := req.bound
+	if b == nil {
+		m.reply(ctx, req, &replyOut{frame: eviction(hdr.Client, wire.EvictNoSession)})
+		return
+	}
+	isLogout := hdr.Operation == wire.OpLogout
+	transient := func(code wire.ErrorCode) {
+		if isLogout {
+			m.reply(ctx, req, &replyOut{frame: denyReply(hdr, req.connID, m.commit(), code)})
+			return
+		}
+		m.reply(ctx, req, &replyOut{frame: rejectReply(hdr, b.client, m.commit(), replyOperation(hdr.Operation), code)})
+	}
+	switch {
+	case !m.core.IsPrimary():
+		transient(wire.ErrTransientNotAccepted)
+		return
+	case m.inflight[b.client] || !m.core.CaughtUpPrimary():
+		transient(wire.ErrTransientNotCommitted)
+		return
+	}
+	pf := m.state.Preflight(b.client, b.epoch, hdr.Request, hdr.RequestChecksum)
+	if isLogout && pf.Verdict != metadata.VerdictNew {
+		// The session is already gone or fenced: logout is idempotent and
+		// is never answered with an eviction (client-plane.md 5.5, 19 #15).
+		m.reply(ctx, req, &replyOut{frame: logoutReply(hdr, b.client, b.epoch, m.commit()), unbind: true})
+		return
+	}
+	switch pf.Verdict {
+	case metadata.VerdictNoSession:
+		m.reply(ctx, req, &replyOut{frame: eviction(b.client, wire.EvictNoSession)})
+		return
+	case metadata.VerdictFenced:
+		m.reply(ctx, req, &replyOut{frame: eviction(b.client, wire.EvictSessionTooLow)})
+		return
+	case metadata.VerdictEpochAhead, metadata.VerdictChecksumMismatch:
+		// The reference sends nothing (a client bug); a compatible server
+		// must not leave a lockstep client hanging: evict the session.
+		m.reply(ctx, req, &replyOut{frame: eviction(b.client, wire.EvictInvalidRequestBody)})
+		return
+	case metadata.VerdictDuplicate:
+		if pf.Code != 0 {
+			transient(pf.Code)
+		} else {
+			m.reply(ctx, req, &replyOut{frame: append([]byte(nil), pf.Reply...)})
+		}
+		return
+	case metadata.VerdictAlreadyApplied:
+		transient(pf.Code)
+		return
+	}
+	p, denial := m.state.Admit(metadata.Request{Client: b.client, UserID: b.userID, Operation: hdr.Operation,
+		Body: req.frame[wire.HeaderSize:]}, m.admitEnv())
+	if denial != nil {
+		m.answerDenial(ctx, req, b.client, denial)
+		return
+	}
+	m.submit(ctx, req, b.client, b.userID, p)
+}
+
+// replyOperation is the operation a result-framed reply to op carries
+// (client-plane.md 4.4 note on class C; DeleteSegments must use 68).
+func replyOperation(op wire.Operation) wire.Operation {
+	if c, ok := wire.CodeForOperation(op); ok {
+		if info, _ := c.Info(); info.ReplyOp != 0 {
+			return info.ReplyOp
+		}
+	}
+	return op
+}
+
+func (m *metadataActor) answerDenial(ctx actor.Context, req *clientRequest, client wire.U128, d *metadata.Denial) {
+	hdr := &req.hdr
+	switch {
+	case d.Evict != 0:
+		m.reply(ctx, req, &replyOut{frame: eviction(client, d.Evict)})
+	case d.Result != 0:
+		op := d.ReplyOp
+		if op == 0 {
+			op = replyOperation(hdr.Operation)
+		}
+		m.reply(ctx, req, &replyOut{frame: rejectReply(hdr, client, m.commit(), op, d.Result)})
+	default:
+		m.reply(ctx, req, &replyOut{frame: denyReply(hdr, req.connID, m.commit(), d.Status)})
+	}
+}
+
+func (m *metadataActor) admitEnv() metadata.AdmitEnv {
+	return metadata.AdmitEnv{
+		Random: func(b []byte) { _, _ = rand.Read(b) },
+		SealedUpTo: func(p metadata.PartitionRef, count uint32) (uint64, bool, error) {
+			pid := m.partitions[p.Group]
+			if pid == nil {
+				return 0, false, errors.New("partition not running")
+			}
+			ch := make(chan segmentsAnswer, 1)
+			m.n.root().Send(pid, &partitionSegments{count: count, reply: ch})
+			select {
+			case a := <-ch:
+				return a.upTo, a.ok, nil
+			case <-time.After(2 * time.Second):
+				return 0, false, errors.New("partition did not answer")
+			}
+		},
+	}
+}
+
+// submit hands an admitted prepare to the consensus core. The prepare
+// frame is built in a fresh buffer: metadata bodies are small and may
+// have been rewritten by admission.
+func (m *metadataActor) submit(ctx actor.Context, req *clientRequest, client wire.U128, userID uint32, p metadata.Prepare) {
+	hdr := &req.hdr
+	frame := make([]byte, wire.HeaderSize+len(p.Body))
+	copy(frame[wire.HeaderSize:], p.Body)
+	err := m.core.Submit(vsr.Request{Client: client, Request: hdr.Request, RequestChecksum: hdr.RequestChecksum,
+		Operation: p.Operation, Release: hdr.Release, UserID: userID, Frame: frame, Tag: &metaPending{req: req}},
+		m.n.opts.Clock())
+	if err != nil {
+		m.reply(ctx, req, &replyOut{frame: rejectReply(hdr, client, m.commit(), replyOperation(hdr.Operation), wire.ErrTransientNotAccepted)})
+		return
+	}
+	m.inflight[client] = true
+	m.drive(ctx)
+}
+
+// drive carries out the core's outputs: journal durably (one sync for the
+// whole Ready, shared by every prepare in it), then apply and answer.
+func (m *metadataActor) drive(ctx actor.Context) {
+	for m.core.HasReady() {
+		rd := m.core.Ready()
+		if len(rd.Journal) > 0 {
+			err := m.journal(rd.Journal)
+			for _, f := range rd.Journal {
+				m.core.Journaled(wire.HeaderOf(f).Prepare().Op, err)
+			}
+		}
+		for _, c := range rd.Commit {
+			m.apply(ctx, c)
+		}
+		for _, t := range rd.Canceled {
+			if p, ok := t.(*metaPending); ok {
+				delete(m.inflight, p.req.hdr.Client)
+				if p.req.bound != nil {
+					delete(m.inflight, p.req.bound.client)
+				}
+				m.reply(ctx, p.req, &replyOut{frame: rejectReply(&p.req.hdr, p.req.hdr.Client, m.commit(),
+					replyOperation(p.req.hdr.Operation), wire.ErrTransientNotCommitted)})
+			}
+		}
+	}
+}
+
+func (m *metadataActor) journal(frames [][]byte) error {
+	for _, f := range frames {
+		if err := m.n.store.AppendPrepare(wire.MetadataGroup, wire.HeaderOf(f).Prepare().Op, f, false); err != nil {
+			return err
+		}
+	}
+	return m.n.store.Sync()
+}
+
+// apply applies one committed op, carries out its effects and answers the
+// connection that submitted it.
+func (m *metadataActor) apply(ctx actor.Context, c vsr.Committed) {
+	res := m.state.Apply(c.Frame)
+	m.n.refs.commit.Store(c.Op)
+	delete(m.inflight, res.Client)
+	m.carryOut(ctx, res.Effects)
+	p, _ := c.Tag.(*metaPending)
+	if p == nil {
+		return
+	}
+	out := &replyOut{frame: res.Reply}
+	switch res.Operation {
+	case wire.OpRegister:
+		out.bind = &binding{client: res.Client, epoch: res.Op, userID: res.UserID}
+		// A newer registration of the same client id fences every other
+		// local connection bound to it (client-plane.md 5.4).
+		for _, ci := range m.conns {
+			if ci.client == res.Client && ci.pid != nil && !ci.pid.Equal(p.req.conn) {
+				ctx.Send(ci.pid, &unbindClient{client: res.Client})
+			}
+		}
+	case wire.OpLogout:
+		out.unbind = true
+	}
+	m.reply(ctx, p.req, out)
+}
+
+func (m *metadataActor) carryOut(ctx actor.Context, e metadata.Effects) {
+	for _, ref := range e.CreatedPartitions {
+		if err := m.startPartition(ctx, ref); err != nil {
+			m.log.Error("start partition", "group", ref.Group, "err", err)
+		}
+	}
+	for _, ref := range e.DeletedPartitions {
+		if pid := m.partitions[ref.Group]; pid != nil {
+			ctx.Send(pid, &partitionDrop{})
+			delete(m.partitions, ref.Group)
+		}
+	}
+	for _, ref := range e.PurgedPartitions {
+		if pid := m.partitions[ref.Group]; pid != nil {
+			ctx.Send(pid, &partitionPurge{})
+		}
+	}
+	for _, t := range e.Truncated {
+		if pid := m.partitions[t.Partition.Group]; pid != nil {
+			ctx.Send(pid, &partitionTruncate{upTo: t.UpToOffset})
+		}
+	}
+}
+
+// onInternalLogout commits the logout of a closed connection's session.
+func (m *metadataActor) onInternalLogout(ctx actor.Context, l *internalLogout) {
+	if e, ok := m.state.Clients().Lookup(l.client); !ok || e.Epoch != l.epoch || !m.core.IsPrimary() {
+		return
+	}
+	frame := make([]byte, wire.HeaderSize)
+	err := m.core.Submit(vsr.Request{Client: l.client, Request: ^uint64(0), Operation: wire.OpLogout, Frame: frame},
+		m.n.opts.Clock())
+	if err != nil {
+		m.log.Warn("internal logout not admitted", "err", err)
+		return
+	}
+	m.drive(ctx)
+}
+
+// clusterMetadata is the single-node roster (client-plane.md 7.15).
+func (m *metadataActor) clusterMetadata() []byte {
+	node := wire.ClusterNode{Name: "iggy-node", IP: "127.0.0.1", Role: wire.RoleLeader, Status: wire.NodeHealthy}
+	if addr := m.n.TCPAddr(); addr != "" {
+		host, port, _ := net.SplitHostPort(addr)
+		p, _ := strconv.Atoi(port)
+		node.IP, node.TCPPort = host, uint16(p)
+	}
+	return (&wire.ClusterMetadata{Name: "single-node", Nodes: []wire.ClusterNode{node}}).AppendTo(nil)
+}

@@ -1,0 +1,204 @@
+package actors
+
+import (
+	"bytes"
+	"crypto/tls"
+	"os"
+	"path/filepath"
+
+	"errors"
+	"fmt"
+	"github.com/BurntSushi/toml"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"iggynode/config"
+	"iggynode/diag"
+	clientplane "iggynode/plane/client"
+	"iggynode/storage"
+)
+
+// nodeRefs is what every actor of a node may reach.
+type nodeRefs struct {
+	metadata *actor.PID
+	// commit is the metadata group's commit point, published for the
+	// replies connections build themselves (client-plane.md 4.4 "commit").
+	commit atomic.Uint64
+	// restarts counts actor restarts and stops after a panic, for tests and
+	// telemetry.
+	restarts atomic.Uint64
+}
+
+// Options are the parts of a node that tests and cmd/node inject.
+type Options struct {
+	Config config.Config
+	// RootUsername and RootPassword create the root user on first start.
+	RootUsername, RootPassword string
+	Logger                     *slog.Logger
+	// Clock returns the wall clock in µs (prepare timestamps). Default: time.Now.
+	Clock func() uint64
+	TLS   *tls.Config
+}
+
+// Node is one running iggynode: an actor system, its storage and its
+// client listeners.
+type Node struct {
+	opts   Options
+	log    *slog.Logger
+	system *actor.ActorSystem
+	store  *storage.Store
+	refs   *nodeRefs
+	tcp    *clientplane.TCPListener
+	connID atomic.Uint32
+	conns  *actor.RootContext
+	// collector answers GetStats with process and host figures.
+	collector *diag.Collector
+
+	closeOnce sync.Once
+}
+
+// Start opens storage, recovers state, spawns the actors and opens the
+// listeners. The node is serving when Start returns.
+func Start(opts Options) (*Node, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Clock == nil {
+		opts.Clock = func() uint64 { return uint64(time.Now().UnixMicro()) }
+	}
+	cfg := opts.Config
+	store, err := storage.Open(cfg.System.Path, storage.Options{Logger: opts.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("open storage in %s: %w", cfg.System.Path, err)
+	}
+	n := &Node{opts: opts, log: opts.Logger, store: store, refs: &nodeRefs{}, collector: diag.NewCollector(cfg.System.Path)}
+	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return opts.Logger.With("component", "actors")
+	}))
+
+	meta, err := newMetadataActor(n)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	// The metadata actor supervises the partition actors; a panic in it
+	// restarts it from durable state.
+	root := n.system.Root.WithGuardian(restartStrategy(n.refs, opts.Logger))
+	n.refs.metadata, err = root.SpawnNamed(actor.PropsFromProducer(meta.producer(),
+		actor.WithSupervisor(restartStrategy(n.refs, opts.Logger))), "metadata")
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	if err := meta.waitReady(10 * time.Second); err != nil {
+		n.Close()
+		return nil, err
+	}
+	// Connections are stopped, never restarted, after a panic: the
+	// transport is closed and the client reconnects (the session state
+	// is not worth resurrecting).
+	n.conns = n.system.Root.WithGuardian(stopStrategy(n.refs, opts.Logger))
+	if cfg.TCP.Enabled {
+		tlsCfg := opts.TLS
+		n.tcp, err = clientplane.ListenTCP(cfg.TCP.Address, clientplane.Config{
+			MaxFrameSize: uint32(cfg.MessageBus.MaxMessageSize), TLS: tlsCfg, Logger: opts.Logger,
+		}, n)
+		if err != nil {
+			n.Close()
+			return nil, fmt.Errorf("tcp listener on %s: %w", cfg.TCP.Address, err)
+		}
+		n.log.Info("tcp listener up", "address", n.tcp.Addr().String(), "tls", tlsCfg != nil)
+	}
+	if err := n.writeRuntimeConfig(); err != nil {
+		n.log.Warn("could not write the runtime configuration copy", "err", err)
+	}
+	return n, nil
+}
+
+// TCPAddr is the bound TCP address ("" when TCP is disabled).
+func (n *Node) TCPAddr() string {
+	if n.tcp == nil {
+		return ""
+	}
+	return n.tcp.Addr().String()
+}
+
+// Restarts counts actor failures handled by supervisors.
+func (n *Node) Restarts() uint64 { return n.refs.restarts.Load() }
+
+// Open implements clientplane.Handler: one connection actor per connection.
+func (n *Node) Open(c clientplane.Conn) clientplane.Session {
+	id := n.connID.Add(1)
+	conn := &connection{conn: c, id: id, node: n.refs, log: n.log}
+	pid := n.conns.Spawn(actor.PropsFromProducer(func() actor.Actor { return conn }))
+	return &session{root: n.system.Root, pid: pid}
+}
+
+// session adapts the edge's callbacks to actor messages.
+type session struct {
+	root *actor.RootContext
+	pid  *actor.PID
+}
+
+func (s *session) Frame(buf []byte) { s.root.Send(s.pid, &frameIn{buf: buf}) }
+func (s *session) Closed()          { s.root.Send(s.pid, &connClosed{}) }
+
+// Close shuts the node down gracefully: stop accepting, close client
+// connections, stop the actors (the metadata actor flushes partitions on
+// stop), then close storage.
+func (n *Node) Close() error {
+	var err error
+	n.closeOnce.Do(func() {
+		if n.tcp != nil {
+			n.tcp.Close()
+		}
+		if n.refs.metadata != nil {
+			if e := n.system.Root.StopFuture(n.refs.metadata).Wait(); e != nil {
+				err = errors.Join(err, e)
+			}
+		}
+		n.system.Shutdown()
+		err = errors.Join(err, n.store.Close())
+	})
+	return err
+}
+
+func restartStrategy(refs *nodeRefs, log *slog.Logger) actor.SupervisorStrategy {
+	return actor.NewOneForOneStrategy(10, 10*time.Second, func(reason interface{}) actor.Directive {
+		refs.restarts.Add(1)
+		log.Error("actor failed; restarting it", "reason", reason)
+		return actor.RestartDirective
+	})
+}
+
+func stopStrategy(refs *nodeRefs, log *slog.Logger) actor.SupervisorStrategy {
+	return actor.NewOneForOneStrategy(0, time.Second, func(reason interface{}) actor.Directive {
+		refs.restarts.Add(1)
+		log.Error("actor failed; stopping it", "reason", reason)
+		return actor.StopDirective
+	})
+}
+
+// writeRuntimeConfig writes the effective configuration, with the bound
+// addresses and without secrets, to {system.path}/runtime/current_config.toml
+// (server-behaviour.md 11.1.4).
+func (n *Node) writeRuntimeConfig() error {
+	cfg := n.opts.Config
+	if n.tcp != nil {
+		cfg.TCP.Address = n.TCPAddr()
+	}
+	cfg.Cluster.Auth.SharedSecret, cfg.Cluster.Auth.PreviousSharedSecret = "", ""
+	path := runtimeConfigPath(cfg.System.Path, cfg.System.Runtime.Path)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := toml.NewEncoder(&buf).Encode(cfg); err != nil {
+		return err
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o600)
+}

@@ -1,0 +1,390 @@
+package actors
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"iggynode/metadata"
+	"iggynode/partition"
+	"iggynode/storage"
+	"iggynode/vsr"
+	"iggynode/wire"
+)
+
+// partitionActor owns one partition: its consensus group (a vsr.Replica,
+// quorum of one on a single node), its committed log (partition.Log) and
+// its durable batches and consumer offsets in storage. Every partition
+// write takes the consensus path: admit, prepare, journal (stamp and store
+// the batch), commit, apply, reply.
+type partitionActor struct {
+	node     *Node
+	ref      metadata.PartitionRef
+	settings partitionSettings
+	log      *slog.Logger
+	core     *vsr.Replica
+	plog     *partition.Log
+	pollBuf  []byte
+	parent   *actor.PID // the metadata actor, which keeps the statistics
+}
+
+// partitionSettings are the topic options a partition acts on.
+type partitionSettings struct {
+	enforceFsync bool
+	segmentSize  uint64
+}
+
+// Messages to a partition actor; each carries the client request it
+// answers. The metadata actor resolved and authorized it.
+type (
+	partitionSend struct {
+		req           *clientRequest
+		batch         []byte // the batch inside req.frame
+		messagesCount uint32
+	}
+	partitionPoll struct {
+		req       *clientRequest
+		poll      wire.PollMessages
+		kind      wire.ConsumerKind
+		key       uint32
+		partition uint32
+	}
+	partitionGetOffset struct {
+		req  *clientRequest
+		kind wire.ConsumerKind
+		key  uint32
+	}
+	partitionOffsetWrite struct {
+		req    *clientRequest
+		delete bool
+		kind   wire.ConsumerKind
+		key    uint32
+		offset uint64
+		ack    wire.AckLevel
+		body   []byte // the prepare body (client-plane.md 13.1: flag 1, numeric group id)
+	}
+	partitionTruncate struct{ upTo uint64 }
+	partitionPurge    struct{}
+	partitionDrop     struct{} // the partition was deleted: remove its data and stop
+	partitionSegments struct {
+		count uint32
+		reply chan<- segmentsAnswer
+	}
+	segmentsAnswer struct {
+		upTo uint64
+		ok   bool
+	}
+	// partitionCrash makes the actor panic; tests use it to prove the
+	// supervisor contains a failing partition.
+	partitionCrash struct{}
+)
+
+// pending is the consensus tag of an admitted partition request.
+type pending struct {
+	req   *clientRequest
+	write *partitionOffsetWrite
+}
+
+func newPartitionActor(n *Node, ref metadata.PartitionRef, s partitionSettings) actor.Producer {
+	return func() actor.Actor {
+		return &partitionActor{node: n, ref: ref, settings: s, log: n.log.With("partition", ref.Group)}
+	}
+}
+
+func (p *partitionActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		p.parent = ctx.Parent()
+		if err := p.boot(); err != nil {
+			panic(fmt.Sprintf("partition %d boot: %v", p.ref.Group, err))
+		}
+	case *partitionSend:
+		p.onSend(ctx, m)
+	case *partitionPoll:
+		p.onPoll(ctx, m)
+	case *partitionGetOffset:
+		p.onGetOffset(ctx, m)
+	case *partitionOffsetWrite:
+		p.onOffsetWrite(ctx, m)
+	case *partitionTruncate:
+		p.truncate(m.upTo)
+	case *partitionPurge:
+		p.purge()
+	case *partitionSegments:
+		upTo, ok := p.plog.DeleteSegmentsUpTo(m.count)
+		m.reply <- segmentsAnswer{upTo, ok}
+	case *partitionDrop:
+		if err := p.node.store.DeletePartition(p.ref.Group); err != nil {
+			p.log.Error("delete partition data", "err", err)
+		}
+		_ = p.node.store.Delete(watermarkKey(p.ref.Group))
+		ctx.Stop(ctx.Self())
+	case *partitionCrash:
+		panic("partition crash requested")
+	}
+}
+
+// storeAdapter gives the log read access to this partition's batches.
+type storeAdapter struct {
+	s     *storage.Store
+	group uint64
+}
+
+func (a storeAdapter) ReadBatch(base uint64) ([]byte, error) { return a.s.ReadBatch(a.group, base) }
+
+func watermarkKey(group uint64) string { return fmt.Sprintf("partition/%d/next", group) }
+
+// boot rebuilds the log from storage (its batches, the retained-offset
+// watermark and the consumer offsets) and starts the consensus core.
+func (p *partitionActor) boot() error {
+	st := p.node.store
+	p.plog = partition.New(partition.Config{SegmentSize: p.settings.segmentSize}, storeAdapter{st, p.ref.Group})
+	var infos []partition.BatchInfo
+	err := st.ScanBatches(p.ref.Group, 0, func(_ uint64, b []byte) error {
+		info, err := partition.BatchInfoOf(b)
+		infos = append(infos, info)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	var next uint64
+	if v, ok, err := st.Get(watermarkKey(p.ref.Group)); err != nil {
+		return err
+	} else if ok && len(v) == 8 {
+		next = binary.LittleEndian.Uint64(v)
+	}
+	stored, err := st.LoadOffsets(p.ref.Group)
+	if err != nil {
+		return err
+	}
+	var offsets []partition.StoredOffset
+	for k, v := range stored {
+		offsets = append(offsets, partition.StoredOffset{Kind: wire.ConsumerKind(k.Kind), Key: k.Consumer, Offset: v})
+	}
+	if err := p.plog.Restore(infos, next, offsets); err != nil {
+		return err
+	}
+	p.core = vsr.New(vsr.Config{Group: p.ref.Group})
+	p.publishStats()
+	return nil
+}
+
+func (p *partitionActor) publishStats() {
+	s := p.plog.Stats()
+	p.node.root().Send(p.parent, &partitionStats{group: p.ref.Group, stats: metadata.PartitionStats{
+		SegmentsCount: s.SegmentsCount, CurrentOffset: s.CurrentOffset, SizeBytes: s.SizeBytes, MessagesCount: s.MessagesCount,
+	}})
+}
+
+// onSend admits a SendMessages batch (client-plane.md 13.1 steps 3-7) and
+// submits it to consensus.
+func (p *partitionActor) onSend(ctx actor.Context, m *partitionSend) {
+	req := m.req
+	if err := wire.ValidateBatch(m.batch, m.messagesCount); err != nil {
+		code, _ := wire.CodeOf(err)
+		p.replyTo(ctx, req, denyReply(&req.hdr, req.connID, 0, code))
+		return
+	}
+	wire.Batch(m.batch).StampPartition(uint64(p.ref.Partition))
+	// The prepare header goes into the 256 bytes in front of the batch:
+	// the request header and send metadata, already decoded (no copy).
+	at := len(req.frame) - len(m.batch) - wire.HeaderSize
+	err := p.core.Submit(vsr.Request{
+		Client: req.hdr.Client, Request: req.hdr.Request, RequestChecksum: req.hdr.RequestChecksum,
+		Operation: wire.OpSendMessages, UserID: req.bound.userID, Frame: req.frame[at:], Tag: &pending{req: req},
+	}, p.node.opts.Clock())
+	if err != nil {
+		p.replyTo(ctx, req, denyReply(&req.hdr, req.connID, 0, wire.ErrTransientNotAccepted))
+		return
+	}
+	p.drive(ctx)
+}
+
+// drive carries out the core's outputs until it is quiet: journal (stamp
+// and store) before acknowledging, then apply commits and reply.
+func (p *partitionActor) drive(ctx actor.Context) {
+	for p.core.HasReady() {
+		rd := p.core.Ready()
+		for _, f := range rd.Journal {
+			ph := wire.HeaderOf(f).Prepare()
+			p.core.Journaled(ph.Op, p.journal(ph, f[wire.HeaderSize:]))
+		}
+		for _, c := range rd.Commit {
+			p.apply(ctx, c)
+		}
+		for _, t := range rd.Canceled {
+			if pd, ok := t.(*pending); ok {
+				p.replyTo(ctx, pd.req, denyReply(&pd.req.hdr, pd.req.connID, 0, wire.ErrTransientNotCommitted))
+			}
+		}
+	}
+}
+
+// journal appends one prepare's body: a SendMessages batch is stamped and
+// stored (synced when the topic enforces fsync); an offset write journals
+// nothing durable until it commits.
+func (p *partitionActor) journal(ph wire.PrepareHeader, body []byte) error {
+	if ph.Operation != wire.OpSendMessages {
+		return nil
+	}
+	base := p.plog.StampNext(body, ph.Timestamp)
+	if err := p.node.store.AppendBatch(p.ref.Group, base, body, p.settings.enforceFsync); err != nil {
+		p.plog.RollbackJournal(base)
+		p.log.Error("journal append failed", "err", err)
+		return err
+	}
+	return nil
+}
+
+func (p *partitionActor) apply(ctx actor.Context, c vsr.Committed) {
+	h := wire.HeaderOf(c.Frame)
+	ph := h.Prepare()
+	pd, _ := c.Tag.(*pending)
+	switch ph.Operation {
+	case wire.OpSendMessages:
+		batch := c.Frame[wire.HeaderSize:]
+		if err := p.plog.ApplySend(batch); err != nil {
+			p.log.Error("apply send", "err", err)
+		}
+		p.plog.MarkPersisted(p.plog.HighWatermark())
+		if pd != nil {
+			conf := wire.SendConfirmations{{StreamID: p.ref.Stream, TopicID: p.ref.Topic,
+				PartitionID: p.ref.Partition, BaseOffset: wire.Batch(batch).BaseOffset()}}
+			p.replyTo(ctx, pd.req, p.committedReply(ph, pd.req, conf.AppendTo(nil)))
+		}
+	case wire.OpStoreConsumerOffset, wire.OpDeleteConsumerOffset:
+		if pd == nil || pd.write == nil {
+			return
+		}
+		p.applyOffsetWrite(pd.write)
+		p.replyTo(ctx, pd.req, p.committedReply(ph, pd.req, wire.AppendResultOK(nil)))
+	}
+	p.publishStats()
+}
+
+// committedReply is class E of client-plane.md 4.4.
+func (p *partitionActor) committedReply(ph wire.PrepareHeader, req *clientRequest, body []byte) []byte {
+	return replyFrame(wire.ReplyHeader{
+		Cluster: ph.Cluster, View: ph.View, Release: req.hdr.Release, Replica: ph.Replica,
+		RequestChecksum: req.hdr.RequestChecksum, Client: wire.U128{Lo: uint64(req.connID)},
+		Op: ph.Op, Commit: ph.Op, Timestamp: ph.Timestamp, Request: req.hdr.Request, Operation: ph.Operation,
+	}, body)
+}
+
+func (p *partitionActor) replyTo(ctx actor.Context, req *clientRequest, frame []byte) {
+	ctx.Send(req.conn, &replyOut{frame: frame})
+}
+
+// onPoll serves a poll from the committed log (client-plane.md 8.4.1).
+func (p *partitionActor) onPoll(ctx actor.Context, m *partitionPoll) {
+	stored, has := p.plog.GetOffset(m.kind, m.key)
+	body, polled, err := p.plog.AppendPollReply(p.pollBuf[:0], m.partition, m.poll.Strategy, m.poll.Count, stored, has)
+	if err != nil {
+		p.log.Error("poll read failure", "err", err)
+	}
+	if m.poll.AutoCommit && polled.Count > 0 {
+		// Best effort, not acknowledged (8.4.1): applied and persisted
+		// locally like a NoAck store.
+		p.applyOffsetWrite(&partitionOffsetWrite{kind: m.kind, key: m.key, offset: polled.Last})
+	}
+	p.replyTo(ctx, m.req, readReply(&m.req.hdr, p.node.refs.commit.Load(), 0, body))
+	if cap(body) <= 1<<20 {
+		p.pollBuf = body[:0]
+	}
+}
+
+// onGetOffset answers GetConsumerOffset (8.5.1): Z when nothing is stored.
+func (p *partitionActor) onGetOffset(ctx actor.Context, m *partitionGetOffset) {
+	var body []byte
+	if off, ok := p.plog.GetOffset(m.kind, m.key); ok {
+		body = (&wire.ConsumerOffset{PartitionID: p.ref.Partition, CurrentOffset: p.plog.CurrentOffset(), StoredOffset: off}).AppendTo(nil)
+	}
+	p.replyTo(ctx, m.req, readReply(&m.req.hdr, p.node.refs.commit.Load(), 0, body))
+}
+
+// onOffsetWrite handles Store/DeleteConsumerOffset (8.5.2, 8.5.3): checks
+// at the primary, then NoAck applies locally (class F) and Quorum goes
+// through consensus (class E).
+func (p *partitionActor) onOffsetWrite(ctx actor.Context, m *partitionOffsetWrite) {
+	req := m.req
+	code := p.plog.CheckStore(m.offset)
+	if m.delete {
+		code = p.plog.CheckDelete(m.kind, m.key)
+	}
+	if code != 0 {
+		p.replyTo(ctx, req, denyReply(&req.hdr, req.connID, 0, code))
+		return
+	}
+	if m.ack == wire.AckNone {
+		p.applyOffsetWrite(m)
+		p.replyTo(ctx, req, replyFrame(wire.ReplyHeader{
+			Client: wire.U128{Lo: uint64(req.connID)}, Op: p.core.CommitMax(), Commit: p.core.CommitMax(),
+			Timestamp: req.hdr.Timestamp, Request: req.hdr.Request, Operation: req.hdr.Operation,
+			RequestChecksum: req.hdr.RequestChecksum,
+		}, wire.AppendResultOK(nil)))
+		return
+	}
+	op := wire.OpStoreConsumerOffset
+	if m.delete {
+		op = wire.OpDeleteConsumerOffset
+	}
+	frame := make([]byte, wire.HeaderSize+len(m.body))
+	copy(frame[wire.HeaderSize:], m.body)
+	err := p.core.Submit(vsr.Request{Client: req.hdr.Client, Request: req.hdr.Request,
+		RequestChecksum: req.hdr.RequestChecksum, Operation: op, UserID: req.bound.userID,
+		Frame: frame, Tag: &pending{req: req, write: m}}, p.node.opts.Clock())
+	if err != nil {
+		p.replyTo(ctx, req, denyReply(&req.hdr, req.connID, 0, wire.ErrTransientNotAccepted))
+		return
+	}
+	p.drive(ctx)
+}
+
+// applyOffsetWrite applies and persists a consumer-offset write.
+func (p *partitionActor) applyOffsetWrite(m *partitionOffsetWrite) {
+	var err error
+	if m.delete {
+		if p.plog.ApplyDeleteOffset(m.kind, m.key) {
+			err = p.node.store.DeleteOffset(p.ref.Group, uint8(m.kind), m.key)
+		}
+	} else if p.plog.ApplyStoreOffset(m.kind, m.key, m.offset) {
+		off, _ := p.plog.GetOffset(m.kind, m.key)
+		err = p.node.store.StoreOffset(p.ref.Group, uint8(m.kind), m.key, off, p.settings.enforceFsync)
+	}
+	if err != nil {
+		p.log.Error("persist consumer offset", "err", err)
+	}
+}
+
+// truncate applies a committed TruncatePartition (DeleteSegments).
+func (p *partitionActor) truncate(upTo uint64) {
+	t := p.plog.Truncate(upTo)
+	p.persistTruncation(t.OldestRetained)
+}
+
+func (p *partitionActor) persistTruncation(oldest uint64) {
+	var v [8]byte
+	binary.LittleEndian.PutUint64(v[:], oldest)
+	err := errors.Join(
+		p.node.store.Put(watermarkKey(p.ref.Group), v[:], true),
+		p.node.store.DeleteBatchesBelow(p.ref.Group, oldest))
+	if err != nil {
+		p.log.Error("persist truncation", "err", err)
+	}
+	p.publishStats()
+}
+
+// purge empties the partition (server-behaviour.md 5.8): offsets restart
+// at 0 and stored consumer offsets are cleared.
+func (p *partitionActor) purge() {
+	p.plog.Purge()
+	if err := p.node.store.DeletePartition(p.ref.Group); err != nil {
+		p.log.Error("purge partition", "err", err)
+	}
+	_ = p.node.store.Delete(watermarkKey(p.ref.Group))
+	p.publishStats()
+}

@@ -1,0 +1,47 @@
+package actors
+
+import (
+	"path/filepath"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"iggynode/diag"
+	"iggynode/wire"
+)
+
+// stats is GetStats (7.14): process and host figures from diag, counters
+// from metadata and the connection list.
+func (m *metadataActor) stats() []byte {
+	t := m.state.Totals()
+	s := m.n.collector.Collect(diag.Counters{
+		MessagesSizeBytes: t.SizeBytes, StreamsCount: t.Streams, TopicsCount: t.Topics,
+		PartitionsCount: t.Partitions, SegmentsCount: t.Segments, MessagesCount: t.MessagesCount,
+		ClientsCount: uint32(len(m.conns)), ConsumerGroupsCount: t.ConsumerGroups,
+	})
+	return s.AppendTo(nil)
+}
+
+// snapshot builds the GetSnapshot archive off the actor's mailbox (it
+// reads /proc and log files) and answers the connection directly.
+func (m *metadataActor) snapshot(ctx actor.Context, req *clientRequest) {
+	cfg := m.n.opts.Config
+	env := diag.SnapshotEnv{
+		LogDir:         filepath.Join(cfg.System.Path, cfg.System.Logging.Path),
+		ConfigPath:     runtimeConfigPath(cfg.System.Path, cfg.System.Runtime.Path),
+		MaxArchiveSize: int(cfg.MessageBus.MaxMessageSize) - wire.HeaderSize,
+	}
+	body := req.frame[wire.HeaderSize:]
+	commit := m.commit()
+	root := m.n.root()
+	go func() {
+		archive, code := diag.SnapshotFromBody(body, env)
+		root.Send(req.conn, &replyOut{frame: readReply(&req.hdr, commit, code, archive)})
+	}()
+}
+
+func runtimeConfigPath(system, runtime string) string {
+	if filepath.IsAbs(runtime) {
+		return filepath.Join(runtime, "current_config.toml")
+	}
+	return filepath.Join(system, runtime, "current_config.toml")
+}

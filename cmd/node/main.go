@@ -1,0 +1,109 @@
+// Command node runs one iggynode: an Apache Iggy binary protocol 0.11.0
+// server. With no arguments it starts on the embedded defaults: TCP on
+// 127.0.0.1:8090, data in ./local_data, root user iggy/iggy.
+//
+// Configuration: --config FILE (or IGGY_CONFIG_PATH) in TOML, overridden
+// by IGGY_* environment variables (server-behaviour.md 11).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"iggynode/actors"
+	"iggynode/config"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Environ()); err != nil {
+		fmt.Fprintln(os.Stderr, "iggynode:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, environ []string) error {
+	fs := flag.NewFlagSet("node", flag.ContinueOnError)
+	configPath := fs.String("config", "", "TOML configuration file (default: IGGY_CONFIG_PATH)")
+	fresh := fs.Bool("fresh", false, "delete the data directory before starting")
+	level := fs.String("log-level", "", "log level: debug, info, warn, error (default: system.logging.level)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, warnings, err := config.Load(*configPath, environ)
+	if err != nil {
+		return err
+	}
+	if *level != "" {
+		cfg.System.Logging.Level = *level
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: parseLevel(cfg.System.Logging.Level)}))
+	slog.SetDefault(logger)
+	for _, w := range warnings {
+		logger.Warn(w)
+	}
+	user, pass, err := config.RootCredentials(environ)
+	if err != nil {
+		return err
+	}
+	if *fresh {
+		if err := os.RemoveAll(cfg.System.Path); err != nil {
+			return err
+		}
+	}
+	warnExposed(logger, cfg, pass)
+
+	node, err := actors.Start(actors.Options{Config: cfg, RootUsername: user, RootPassword: pass, Logger: logger})
+	if err != nil {
+		return err
+	}
+	logger.Info("iggynode serving", "tcp", node.TCPAddr(), "data", cfg.System.Path)
+
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	s := <-sig
+	logger.Info("shutting down", "signal", s.String())
+	go func() {
+		for s := range sig {
+			logger.Warn("already shutting down; signal ignored", "signal", s.String())
+		}
+	}()
+	return node.Close()
+}
+
+// warnExposed warns loudly when a listener is reachable beyond loopback
+// while the root password is the well-known default.
+func warnExposed(logger *slog.Logger, cfg config.Config, rootPassword string) {
+	if rootPassword != "iggy" || !cfg.TCP.Enabled {
+		return
+	}
+	host, _, err := net.SplitHostPort(cfg.TCP.Address)
+	if err != nil {
+		return
+	}
+	ip := net.ParseIP(host)
+	if host == "localhost" || (ip != nil && ip.IsLoopback()) {
+		return
+	}
+	logger.Warn(strings.Repeat("!", 72))
+	logger.Warn("the TCP listener is reachable beyond loopback and the root password is the default 'iggy'",
+		"address", cfg.TCP.Address, "fix", "set IGGY_ROOT_USERNAME and IGGY_ROOT_PASSWORD before the first start")
+	logger.Warn(strings.Repeat("!", 72))
+}
+
+func parseLevel(s string) slog.Level {
+	switch strings.ToLower(s) {
+	case "debug", "trace":
+		return slog.LevelDebug
+	case "warn", "warning":
+		return slog.LevelWarn
+	case "error":
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}

@@ -1,0 +1,69 @@
+package e2e
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"iggynode/actors"
+	"iggynode/client"
+	"iggynode/config"
+)
+
+// testNode is a node on 127.0.0.1:0 with its data in dir.
+type testNode struct {
+	*actors.Node
+	dir string
+}
+
+func logger() *slog.Logger {
+	if os.Getenv("E2E_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+func startNodeIn(t testing.TB, dir string) *testNode {
+	t.Helper()
+	cfg := config.Default()
+	cfg.System.Path = dir
+	cfg.TCP.Address = "127.0.0.1:0"
+	n, err := actors.Start(actors.Options{Config: cfg, RootUsername: "iggy", RootPassword: "iggy", Logger: logger()})
+	if err != nil {
+		t.Fatalf("start node: %v", err)
+	}
+	return &testNode{Node: n, dir: dir}
+}
+
+func startNode(t testing.TB) *testNode {
+	t.Helper()
+	n := startNodeIn(t, t.TempDir())
+	t.Cleanup(func() { _ = n.Close() })
+	return n
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// connect returns a client logged in as root.
+func connect(t testing.TB, n *testNode) *client.Client {
+	t.Helper()
+	return connectAs(t, n, "iggy", "iggy")
+}
+
+func connectAs(t testing.TB, n *testNode, user, pass string) *client.Client {
+	t.Helper()
+	c, err := client.Connect(ctxT(t), client.Options{Address: n.TCPAddr(), Username: user, Password: pass,
+		RequestTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
