@@ -28,7 +28,7 @@ type RequestHeader struct {
 // Request reads the RequestHeader fields of h without validating them.
 func (h *Header) Request() RequestHeader {
 	c := h.readCommon()
-	return RequestHeader{
+	r := RequestHeader{
 		Cluster: c.Cluster, Size: c.Size, View: c.View, Release: c.Release, Replica: c.Replica,
 		Client:          h.u128(128),
 		RequestChecksum: h.u128(144),
@@ -37,9 +37,14 @@ func (h *Header) Request() RequestHeader {
 		Operation:       Operation(h[176]),
 		Session:         h.u64(184),
 		UserID:          h.u32(192),
-		Code:            CommandCode(h.u32(196)),
 		Group:           h.u64(248),
 	}
+	if r.Operation == OpNonReplicated {
+		// Bytes 196..200 carry the code only for NonReplicated; for every
+		// other operation they are reserved (framing.md).
+		r.Code = CommandCode(h.u32(196))
+	}
+	return r
 }
 
 // Encode writes r into h with command 5; every byte it does not set is zero.

@@ -1,0 +1,82 @@
+// Package bench is iggynode's load generator (cmd/bench is its command):
+// producers and consumers driven through the Go SDK (package client)
+// against a node, or against Sink, a built-in server that answers without
+// storing anything so the same client measures the transport ceiling.
+//
+// # Workloads (Run)
+//
+// Setup makes sure streams <prefix><n> (n = 1..Streams, "bench-" by
+// default) each hold the topic "bench" with at least PartitionsPerTopic
+// partitions; existing ones are reused, so runs against one node
+// accumulate data. Producers and consumers are numbered per kind and
+// placed round-robin: actor i uses stream i mod Streams and partition
+// (i / Streams) mod PartitionsPerTopic. By default there is one stream per
+// actor, so producer i and consumer i share a partition. When producers
+// run, every consumer's partition must have one (else the consumer could
+// never read its quota and the run is refused).
+//
+// Every actor dials its own connection and logs in before any actor
+// starts; then all run at once. A producer sends BatchCount batches of
+// MessagesPerBatch messages of MessageSize bytes with PartitionId
+// partitioning. Its []wire.Message is built once around one shared payload;
+// each batch only restamps ids (producer index in the high half, a
+// sequence in the low) and origin timestamps, so the loop allocates
+// nothing per message (the SDK encodes into its reused buffer). A consumer
+// polls its partition with the Offset strategy from offset 0, count
+// MessagesPerBatch (less for the last poll), advancing past the last offset
+// served, until it has read BatchCount*MessagesPerBatch messages. An empty
+// poll (its producers are behind) is counted apart, waits 1 ms and is not
+// recorded as latency.
+//
+// Warmup runs before each actor measures: producers send batches that are
+// not counted (they are extra messages in the partition); consumers poll
+// offset 0 without advancing, so the measured read still starts at 0.
+//
+// # Figures
+//
+// Latency is per request: a send from the call to the decoded
+// confirmation, a poll from the call to the decoded reply, kept in an
+// HdrHistogram (1 ns..10 min, 3 significant digits) per actor and merged
+// per kind. Reported: p50, p90, p95, p99, p99.9, p99.99 (the top of the
+// percentile's bucket, at most 0.1% above the true value, never above the
+// max), and exact min and max. Throughput counts payload bytes only (not
+// headers or framing), in decimal MB/s, and messages/s; an actor's rates
+// use its own measured span, a group's use the span from the first actor's
+// start to the last one's end. Consumers running beside producers include
+// the time spent waiting for them; to measure polling alone, produce first
+// and then run consumers only (Producers = 0 reads existing data).
+//
+// # Sink
+//
+// Sink listens with the node's own client edge (plane/client) and answers
+// each frame on the connection's reader goroutine:
+//
+//   - Register: any credentials; result count 0 + LoginRegisterResponse
+//     with a fresh nonzero session (class G of client-plane.md 4.4).
+//   - GetClusterMetadata (12): one healthy leader at the sink's address,
+//     so the SDK's post-login roster read (7.15) stays put.
+//   - PollMessages: min(count, what fits a 64 MiB frame) canned messages
+//     of SinkOptions.PollMessageSize bytes, one batch starting at the
+//     requested offset (0 for strategies other than Offset), stamped with
+//     that base offset, the partition and the time; or the 16-byte empty
+//     poll with EmptyPolls. The canned frame is built once per connection
+//     and count and restamped in place: safe because clients are lockstep
+//     (transports.md 1.3), the next request follows the previous reply.
+//   - SendMessages: the batch is not validated (a ceiling, not a server);
+//     SendConfirmations with count 1 carrying the numeric stream and topic,
+//     the partition, and a per-partition base offset that grows by
+//     messages_count (7.18).
+//   - CreateStream / CreateTopic: result-framed StreamDetails /
+//     TopicDetails under fresh ids, CreateTopic under operation 64 (4.4
+//     class C note); nothing is stored, so lookups keep answering "not
+//     found" and setup creates anew.
+//   - Ping and every other read: status 0, empty body, operation 2. Logout:
+//     operation 3, empty. Other replicated requests: success, result count
+//     0 when the operation is result-framed (CreatePartitions under 65,
+//     DeleteSegments under 68).
+//
+// Replies echo request, client, cluster, view, release, replica and
+// timestamp; a header that fails RequestHeader.Validate gets no reply
+// (4.3). Sessions are not enforced: a replicated request before login is
+// answered too.
+package bench

@@ -1,0 +1,160 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"time"
+)
+
+// Report is what a run measured, per group of actors and per actor.
+type Report struct {
+	Config    Config      `json:"config"`
+	StartedAt time.Time   `json:"started_at"`
+	Producers GroupReport `json:"producers"`
+	Consumers GroupReport `json:"consumers"`
+}
+
+// GroupReport sums one kind of actor. Its rates divide the group's totals
+// by the span from the first actor's start to the last one's end, so they
+// are what the actors achieved together.
+type GroupReport struct {
+	Actors         int           `json:"actors"`
+	Messages       uint64        `json:"messages"`
+	PayloadBytes   uint64        `json:"payload_bytes"`
+	Requests       uint64        `json:"requests"`
+	EmptyPolls     uint64        `json:"empty_polls,omitempty"`
+	Duration       time.Duration `json:"duration_ns"`
+	MBPerSec       float64       `json:"mb_per_s"`
+	MessagesPerSec float64       `json:"msgs_per_s"`
+	// Latency merges every actor's requests: send to confirmation for
+	// producers, poll to reply for consumers (non-empty polls only).
+	Latency  Latency       `json:"latency"`
+	PerActor []ActorReport `json:"per_actor,omitempty"`
+}
+
+// ActorReport is one producer's or consumer's figures over its own
+// measured span (after its warmup).
+type ActorReport struct {
+	Kind           string        `json:"kind"`
+	Index          int           `json:"index"`
+	StreamID       uint32        `json:"stream_id"`
+	TopicID        uint32        `json:"topic_id"`
+	PartitionID    uint32        `json:"partition_id"`
+	Messages       uint64        `json:"messages"`
+	PayloadBytes   uint64        `json:"payload_bytes"`
+	Requests       uint64        `json:"requests"`
+	EmptyPolls     uint64        `json:"empty_polls,omitempty"`
+	Duration       time.Duration `json:"duration_ns"`
+	MBPerSec       float64       `json:"mb_per_s"`
+	MessagesPerSec float64       `json:"msgs_per_s"`
+	Latency        Latency       `json:"latency"`
+}
+
+// buildReport turns the finished actors into a Report.
+func buildReport(cfg Config, started time.Time, actors []*actor) Report {
+	r := Report{Config: cfg, StartedAt: started}
+	r.Producers = group(actors, KindProducer)
+	r.Consumers = group(actors, KindConsumer)
+	return r
+}
+
+// group aggregates the actors of one kind.
+func group(actors []*actor, kind string) GroupReport {
+	var g GroupReport
+	hist := NewHistogram()
+	var first, last time.Time
+	for _, a := range actors {
+		if a.kind != kind {
+			continue
+		}
+		ar := a.report()
+		g.PerActor = append(g.PerActor, ar)
+		g.Actors++
+		g.Messages += ar.Messages
+		g.PayloadBytes += ar.PayloadBytes
+		g.Requests += ar.Requests
+		g.EmptyPolls += ar.EmptyPolls
+		hist.Merge(a.hist)
+		if first.IsZero() || a.start.Before(first) {
+			first = a.start
+		}
+		if a.end.After(last) {
+			last = a.end
+		}
+	}
+	if g.Actors > 0 {
+		g.Duration = last.Sub(first)
+	}
+	g.MBPerSec, g.MessagesPerSec = Throughput(g.PayloadBytes, g.Messages, g.Duration)
+	g.Latency = hist.Summary()
+	return g
+}
+
+func (a *actor) report() ActorReport {
+	ar := ActorReport{
+		Kind: a.kind, Index: a.index,
+		StreamID: a.target.stream, TopicID: a.target.topic, PartitionID: a.target.partition,
+		Messages: a.messages, PayloadBytes: a.bytes, Requests: a.requests, EmptyPolls: a.emptyPolls,
+		Duration: a.end.Sub(a.start),
+		Latency:  a.hist.Summary(),
+	}
+	ar.MBPerSec, ar.MessagesPerSec = Throughput(ar.PayloadBytes, ar.Messages, ar.Duration)
+	return ar
+}
+
+// WriteText prints a human summary: the run's shape, then per group the
+// totals, rates and latency percentiles, then one line per actor.
+func (r Report) WriteText(w io.Writer) error {
+	c := r.Config
+	p := &printer{w: w}
+	p.printf("target %s: %d producers, %d consumers, %d streams x %d partitions, %d batches x %d messages x %d B, warmup %v\n",
+		c.Address, c.Producers, c.Consumers, c.Streams, c.PartitionsPerTopic, c.BatchCount, c.MessagesPerBatch, c.MessageSize, c.Warmup)
+	for _, g := range []struct {
+		name, latency string
+		GroupReport
+	}{{"producers", "send", r.Producers}, {"consumers", "poll", r.Consumers}} {
+		if g.Actors == 0 {
+			continue
+		}
+		p.printf("%s: %d messages, %.1f MB in %.3f s: %.1f MB/s, %.0f msgs/s, %d requests",
+			g.name, g.Messages, float64(g.PayloadBytes)/bytesPerMB, g.Duration.Seconds(), g.MBPerSec, g.MessagesPerSec, g.Requests)
+		if g.EmptyPolls > 0 {
+			p.printf(", %d empty polls", g.EmptyPolls)
+		}
+		p.printf("\n  %s latency: %s\n", g.latency, latencyLine(g.Latency))
+		for _, a := range g.PerActor {
+			p.printf("  %s %d (stream %d, topic %d, partition %d): %.1f MB/s, %.0f msgs/s, p50 %s, p99 %s, max %s\n",
+				a.Kind, a.Index, a.StreamID, a.TopicID, a.PartitionID, a.MBPerSec, a.MessagesPerSec,
+				micros(a.Latency.P50Us), micros(a.Latency.P99Us), micros(a.Latency.MaxUs))
+		}
+	}
+	return p.err
+}
+
+func latencyLine(l Latency) string {
+	return fmt.Sprintf("p50 %s, p90 %s, p95 %s, p99 %s, p999 %s, p9999 %s, max %s (%d requests)",
+		micros(l.P50Us), micros(l.P90Us), micros(l.P95Us), micros(l.P99Us), micros(l.P999Us), micros(l.P9999Us), micros(l.MaxUs), l.Count)
+}
+
+// micros prints a microsecond figure in the unit that reads best.
+func micros(us float64) string {
+	switch {
+	case us >= 1e6:
+		return fmt.Sprintf("%.2f s", us/1e6)
+	case us >= 1e3:
+		return fmt.Sprintf("%.2f ms", us/1e3)
+	}
+	return fmt.Sprintf("%.1f µs", us)
+}
+
+// printer keeps the first write error.
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) printf(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format, args...)
+	}
+}
