@@ -32,6 +32,7 @@ type metadataActor struct {
 	conns      map[uint32]*connInfo
 	inflight   map[wire.U128]bool
 	booted     chan error
+	snapshotOp uint64 // op of the last metadata snapshot
 }
 
 // partitionStats carries a partition's figures to the metadata actor.
@@ -121,28 +122,52 @@ const rootKey = "metadata/root"
 // it journaled, replica-plane.md 9.3 step 4) and starts the partitions.
 func (m *metadataActor) boot(ctx actor.Context) error {
 	st := m.n.store
-	m.state = metadata.New(metadata.Config{ClientsTableMax: int(m.n.opts.Config.Metadata.ClientsTableMax)})
+	cfg := metadata.Config{ClientsTableMax: int(m.n.opts.Config.Metadata.ClientsTableMax)}
 	m.partitions, m.conns, m.inflight = map[uint64]*actor.PID{}, map[uint32]*connInfo{}, map[wire.U128]bool{}
-	if err := m.bootstrapRoot(); err != nil {
-		return err
+	snap, ok, err := st.LoadSnapshot(wire.MetadataGroup)
+	if err != nil {
+		return fmt.Errorf("metadata snapshot: %w", err)
 	}
+	if ok {
+		if m.state, err = metadata.Restore(cfg, snap); err != nil {
+			return fmt.Errorf("metadata snapshot: %w", err)
+		}
+	} else {
+		m.state = metadata.New(cfg)
+		if err := m.bootstrapRoot(); err != nil {
+			return err
+		}
+	}
+	// Replay the journal above the snapshot (replica-plane.md 9.3). The
+	// entry at the snapshot's op is kept by compaction so the hash chain
+	// can be checked from it; it is not applied again.
+	floor := m.state.AppliedOp()
+	m.snapshotOp = floor
 	var head uint64
 	var headChecksum wire.U128
 	var headTs uint64
-	err := st.ScanPrepares(wire.MetadataGroup, 1, func(op uint64, frame []byte) error {
+	err = st.ScanPrepares(wire.MetadataGroup, max(floor, 1), func(op uint64, frame []byte) error {
 		if err := wire.VerifyPrepare(frame); err != nil {
 			return fmt.Errorf("metadata journal op %d: %w", op, err)
 		}
 		ph := wire.HeaderOf(frame).Prepare()
-		if ph.Op != head+1 || ph.Parent != headChecksum {
+		if head != 0 && (ph.Op != head+1 || ph.Parent != headChecksum) {
 			return fmt.Errorf("metadata journal breaks its hash chain at op %d", op)
 		}
-		m.state.Apply(frame)
+		if head == 0 && floor == 0 && (ph.Op != 1 || !ph.Parent.IsZero()) {
+			return fmt.Errorf("metadata journal does not start at op 1")
+		}
+		if ph.Op > floor {
+			m.state.Apply(frame)
+		}
 		head, headChecksum, headTs = ph.Op, ph.Checksum, ph.Timestamp
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	if head < floor {
+		return fmt.Errorf("metadata journal ends at op %d below the snapshot at %d", head, floor)
 	}
 	m.core = vsr.New(vsr.Config{Group: wire.MetadataGroup, Metadata: true,
 		PrepareQueueDepth: int(m.n.opts.Config.Metadata.PrepareQueueDepth)})
@@ -155,8 +180,32 @@ func (m *metadataActor) boot(ctx actor.Context) error {
 			return err
 		}
 	}
-	m.log.Info("metadata recovered", "op", head, "partitions", len(m.partitions))
+	m.log.Info("metadata recovered", "snapshot_op", floor, "op", head, "partitions", len(m.partitions))
 	return nil
+}
+
+// checkpointEvery is how many ops the journal may hold above the last
+// snapshot: metadata.journal_slots less max(64, prepare_queue_depth)
+// (replica-plane.md 9.1).
+func (m *metadataActor) checkpointEvery() uint64 {
+	c := m.n.opts.Config.Metadata
+	return uint64(max(int(c.JournalSlots)-max(64, int(c.PrepareQueueDepth)), 16))
+}
+
+// checkpoint snapshots the state at commit_min and drains the journal
+// below it, keeping the entry at the snapshot's op (9.1). A failure keeps
+// the journal: nothing is lost, the next checkpoint retries.
+func (m *metadataActor) checkpoint() {
+	op := m.state.AppliedOp()
+	if err := m.n.store.SaveSnapshot(wire.MetadataGroup, m.state.Snapshot()); err != nil {
+		m.log.Error("metadata checkpoint", "err", err)
+		return
+	}
+	if err := m.n.store.CompactPrepares(wire.MetadataGroup, op); err != nil {
+		m.log.Error("metadata journal compaction", "err", err)
+	}
+	m.snapshotOp = op
+	m.log.Debug("metadata checkpoint", "op", op)
 }
 
 // bootstrapRoot creates the root user (server-behaviour.md 2.1): on first
@@ -403,6 +452,9 @@ func (m *metadataActor) drive(ctx actor.Context) {
 		}
 		for _, c := range rd.Commit {
 			m.apply(ctx, c)
+		}
+		if m.state.AppliedOp()-m.snapshotOp >= m.checkpointEvery() {
+			m.checkpoint()
 		}
 		for _, t := range rd.Canceled {
 			if p, ok := t.(*metaPending); ok {
