@@ -78,3 +78,9 @@ type listConns struct{ reply chan<- []*actor.PID }
 
 // listPartitions asks the metadata actor for the partition actors.
 type listPartitions struct{ reply chan<- map[uint64]*actor.PID }
+
+// maintainNow runs the node's periodic maintenance once (segment cleaner).
+type maintainNow struct {
+	nowUs uint64
+	done  chan<- struct{}
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -100,6 +101,8 @@ func (m *metadataActor) Receive(ctx actor.Context) {
 		}
 	case *connGone:
 		delete(m.conns, msg.id)
+	case *maintainNow:
+		m.maintain(msg.nowUs, msg.done)
 	case *listConns:
 		var pids []*actor.PID
 		for _, c := range m.conns {
@@ -233,16 +236,57 @@ func (m *metadataActor) bootstrapRoot() error {
 }
 
 func (m *metadataActor) startPartition(ctx actor.Context, ref metadata.PartitionRef) error {
-	ts, _ := m.state.TopicSettings(ref.Stream, ref.Topic)
-	props := actor.PropsFromProducer(newPartitionActor(m.n, ref, partitionSettings{
-		enforceFsync: ts.EnforceFsync, segmentSize: ts.SegmentSize,
-	}))
+	props := actor.PropsFromProducer(newPartitionActor(m.n, ref, m.partitionSettings(ref.Stream, ref.Topic)))
 	pid, err := ctx.SpawnNamed(props, "p-"+strconv.FormatUint(ref.Group, 16)+"-"+strconv.FormatUint(ref.CreationID, 10))
 	if err != nil {
 		return err
 	}
 	m.partitions[ref.Group] = pid
 	return nil
+}
+
+// partitionSettings are the topic settings a partition of (stream, topic)
+// acts on.
+func (m *metadataActor) partitionSettings(stream, topic uint32) partitionSettings {
+	ts, _ := m.state.TopicSettings(stream, topic)
+	count := uint32(0)
+	for _, ref := range m.state.Partitions() {
+		if ref.Stream == stream && ref.Topic == topic {
+			count++
+		}
+	}
+	return partitionSettings{enforceFsync: ts.EnforceFsync, segmentSize: ts.SegmentSize,
+		messageExpiryUs: ts.MessageExpiry, maxTopicSize: ts.MaxTopicSize, partitionsCount: count,
+		maxMessageSize: uint64(m.n.opts.Config.MessageBus.MaxMessageSize)}
+}
+
+// reconfigure sends a topic's current settings to its partitions.
+func (m *metadataActor) reconfigure(ctx actor.Context, stream, topic uint32) {
+	s := m.partitionSettings(stream, topic)
+	for _, ref := range m.state.Partitions() {
+		if ref.Stream == stream && ref.Topic == topic {
+			if pid := m.partitions[ref.Group]; pid != nil {
+				ctx.Send(pid, &partitionConfigure{settings: s})
+			}
+		}
+	}
+}
+
+// maintain runs the periodic background work once: the segment cleaner on
+// every partition (server-behaviour.md 5.7). done is closed when all of it
+// finished.
+func (m *metadataActor) maintain(nowUs uint64, done chan<- struct{}) {
+	var wg sync.WaitGroup
+	for _, pid := range m.partitions {
+		wg.Add(1)
+		m.n.root().Send(pid, &partitionMaintain{nowUs: nowUs, done: wg.Done})
+	}
+	go func() {
+		wg.Wait()
+		if done != nil {
+			close(done)
+		}
+	}()
 }
 
 // onRequest dispatches a request handed over by a connection actor.
@@ -522,6 +566,18 @@ func (m *metadataActor) carryOut(ctx actor.Context, e metadata.Effects) {
 		if pid := m.partitions[ref.Group]; pid != nil {
 			ctx.Send(pid, &partitionPurge{})
 		}
+	}
+	touched := map[metadata.TopicRef]bool{}
+	for _, t := range e.UpdatedTopics {
+		touched[t] = true
+	}
+	for _, refs := range [][]metadata.PartitionRef{e.CreatedPartitions, e.DeletedPartitions} {
+		for _, ref := range refs {
+			touched[metadata.TopicRef{Stream: ref.Stream, Topic: ref.Topic}] = true
+		}
+	}
+	for t := range touched {
+		m.reconfigure(ctx, t.Stream, t.Topic)
 	}
 	for _, t := range e.Truncated {
 		if pid := m.partitions[t.Partition.Group]; pid != nil {

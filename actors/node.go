@@ -59,6 +59,7 @@ type Node struct {
 	collector *diag.Collector
 
 	closeOnce sync.Once
+	stop      chan struct{}
 }
 
 // Start opens storage, recovers state, spawns the actors and opens the
@@ -75,7 +76,8 @@ func Start(opts Options) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open storage in %s: %w", cfg.System.Path, err)
 	}
-	n := &Node{opts: opts, log: opts.Logger, store: store, refs: &nodeRefs{}, collector: diag.NewCollector(cfg.System.Path)}
+	n := &Node{opts: opts, log: opts.Logger, store: store, refs: &nodeRefs{}, collector: diag.NewCollector(cfg.System.Path),
+		stop: make(chan struct{})}
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return opts.Logger.With("component", "actors")
 	}))
@@ -113,6 +115,7 @@ func Start(opts Options) (*Node, error) {
 		}
 		n.log.Info("tcp listener up", "address", n.tcp.Addr().String(), "tls", tlsCfg != nil)
 	}
+	n.startMaintenance()
 	if err := n.writeRuntimeConfig(); err != nil {
 		n.log.Warn("could not write the runtime configuration copy", "err", err)
 	}
@@ -153,6 +156,7 @@ func (s *session) Closed()          { s.root.Send(s.pid, &connClosed{}) }
 func (n *Node) Close() error {
 	var err error
 	n.closeOnce.Do(func() {
+		close(n.stop)
 		if n.tcp != nil {
 			n.tcp.Close()
 		}
@@ -201,4 +205,38 @@ func (n *Node) writeRuntimeConfig() error {
 		return err
 	}
 	return os.WriteFile(path, buf.Bytes(), 0o600)
+}
+
+// Maintain runs the periodic maintenance (segment cleaner) now, at the
+// node's clock, and returns when every partition finished its pass. Tests
+// drive retention with it and an injected clock instead of sleeping.
+func (n *Node) Maintain() {
+	done := make(chan struct{})
+	n.root().Send(n.refs.metadata, &maintainNow{nowUs: n.opts.Clock(), done: done})
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		n.log.Warn("maintenance pass did not finish in time")
+	}
+}
+
+// startMaintenance ticks the segment cleaner every
+// data_maintenance.messages.interval when it is enabled (5.7.1).
+func (n *Node) startMaintenance() {
+	c := n.opts.Config.DataMaintenance.Messages
+	if !c.CleanerEnabled || c.Interval <= 0 {
+		return
+	}
+	go func() {
+		t := time.NewTicker(c.Interval.D())
+		defer t.Stop()
+		for {
+			select {
+			case <-n.stop:
+				return
+			case <-t.C:
+				n.root().Send(n.refs.metadata, &maintainNow{nowUs: n.opts.Clock()})
+			}
+		}
+	}()
 }

@@ -33,8 +33,12 @@ type partitionActor struct {
 
 // partitionSettings are the topic options a partition acts on.
 type partitionSettings struct {
-	enforceFsync bool
-	segmentSize  uint64
+	enforceFsync    bool
+	segmentSize     uint64
+	messageExpiryUs uint64 // metadata.Never: never expire
+	maxTopicSize    uint64 // metadata.Never: unlimited
+	partitionsCount uint32 // of the topic, for the size budget
+	maxMessageSize  uint64 // message_bus.max_message_size
 }
 
 // Messages to a partition actor; each carries the client request it
@@ -80,6 +84,15 @@ type (
 	// partitionCrash makes the actor panic; tests use it to prove the
 	// supervisor contains a failing partition.
 	partitionCrash struct{}
+	// partitionConfigure carries changed topic settings (UpdateTopic,
+	// partition count changes).
+	partitionConfigure struct{ settings partitionSettings }
+	// partitionMaintain runs the segment cleaner once at nowUs
+	// (server-behaviour.md 5.7); done is called when it finished.
+	partitionMaintain struct {
+		nowUs uint64
+		done  func()
+	}
 )
 
 // pending is the consensus tag of an admitted partition request.
@@ -124,6 +137,11 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 		ctx.Stop(ctx.Self())
 	case *partitionCrash:
 		panic("partition crash requested")
+	case *partitionConfigure:
+		p.settings = m.settings
+	case *partitionMaintain:
+		p.clean(m.nowUs)
+		m.done()
 	}
 }
 
@@ -387,4 +405,21 @@ func (p *partitionActor) purge() {
 	}
 	_ = p.node.store.Delete(watermarkKey(p.ref.Group))
 	p.publishStats()
+}
+
+// clean is one pass of the segment cleaner (server-behaviour.md 5.7):
+// expired and over-budget sealed segments go, oldest first, never past the
+// consumer barrier, at most 16 per pass. Retention is local to each
+// replica's copy.
+func (p *partitionActor) clean(nowUs uint64) {
+	n, upTo := p.plog.RetentionCandidates(nowUs, partition.Retention{
+		MessageExpiryUs: p.settings.messageExpiryUs, MaxTopicSize: p.settings.maxTopicSize,
+		PartitionsCount: p.settings.partitionsCount, SegmentSize: p.settings.segmentSize,
+		MaxMessageSize: p.settings.maxMessageSize,
+	})
+	if n == 0 {
+		return
+	}
+	p.truncate(upTo)
+	p.log.Info("segment cleaner removed sealed segments", "segments", n, "up_to_offset", upTo)
 }

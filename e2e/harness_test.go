@@ -28,10 +28,19 @@ func logger() *slog.Logger {
 
 func startNodeIn(t testing.TB, dir string) *testNode {
 	t.Helper()
+	return startNodeWith(t, dir, nil, nil)
+}
+
+// startNodeWith starts a node with a configuration hook and a clock (µs).
+func startNodeWith(t testing.TB, dir string, tune func(*config.Config), clock func() uint64) *testNode {
+	t.Helper()
 	cfg := config.Default()
 	cfg.System.Path = dir
 	cfg.TCP.Address = "127.0.0.1:0"
-	n, err := actors.Start(actors.Options{Config: cfg, RootUsername: "iggy", RootPassword: "iggy", Logger: logger()})
+	if tune != nil {
+		tune(&cfg)
+	}
+	n, err := actors.Start(actors.Options{Config: cfg, RootUsername: "iggy", RootPassword: "iggy", Logger: logger(), Clock: clock})
 	if err != nil {
 		t.Fatalf("start node: %v", err)
 	}
