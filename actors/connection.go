@@ -26,6 +26,10 @@ type connection struct {
 	seen    bool
 	closed  bool
 	self    *actor.PID
+	// lastSeenUs is when the connection last sent a frame (every request
+	// counts as a heartbeat, client-plane.md 5.6).
+	lastSeenUs uint64
+	clock      func() uint64
 }
 
 func (c *connection) Receive(ctx actor.Context) {
@@ -37,6 +41,7 @@ func (c *connection) Receive(ctx actor.Context) {
 		// client sees its transport close and reconnects.
 		c.conn.Close()
 	case *frameIn:
+		c.lastSeenUs = c.clock()
 		if !c.seen {
 			c.seen = true
 			ctx.Send(c.node.metadata, &connInfo{pid: ctx.Self(), id: c.id, address: c.conn.RemoteAddr(),
@@ -53,6 +58,8 @@ func (c *connection) Receive(ctx actor.Context) {
 			c.bound = nil
 			ctx.Send(c.node.metadata, &connBound{id: c.id, userID: noUser})
 		}
+	case *staleCheck:
+		c.checkStale(ctx, m)
 	case *connCrash:
 		panic("connection crash requested")
 	case *connClosed:
@@ -174,4 +181,18 @@ func (c *connection) read(ctx actor.Context, req *clientRequest) *replyOut {
 	}
 	ctx.Send(c.node.metadata, req)
 	return nil
+}
+
+// checkStale evicts a bound connection idle for longer than the threshold
+// (server-behaviour.md 8.5): a replicated logout releases its session and
+// group memberships, and the client gets Eviction(StaleClient). The
+// metadata actor only asks connections whose client is in a group.
+func (c *connection) checkStale(ctx actor.Context, m *staleCheck) {
+	if c.bound == nil || m.nowUs < c.lastSeenUs || m.nowUs-c.lastSeenUs <= m.idleUs {
+		return
+	}
+	ctx.Send(c.node.metadata, &internalLogout{client: c.bound.client, epoch: c.bound.epoch})
+	c.conn.Send(eviction(c.bound.client, wire.EvictStaleClient))
+	c.bound = nil
+	ctx.Send(c.node.metadata, &connBound{id: c.id, userID: noUser})
 }

@@ -84,3 +84,13 @@ type maintainNow struct {
 	nowUs uint64
 	done  chan<- struct{}
 }
+
+// staleCheck asks a connection whether it has been idle for longer than
+// idleUs at nowUs (heartbeat verifier).
+type staleCheck struct {
+	nowUs  uint64
+	idleUs uint64
+}
+
+// heartbeatTick runs the heartbeat verifier once at nowUs.
+type heartbeatTick struct{ nowUs uint64 }

@@ -101,6 +101,8 @@ func (m *metadataActor) Receive(ctx actor.Context) {
 		}
 	case *connGone:
 		delete(m.conns, msg.id)
+	case *heartbeatTick:
+		m.verifyHeartbeats(msg.nowUs)
 	case *maintainNow:
 		m.maintain(msg.nowUs, msg.done)
 	case *listConns:
@@ -610,4 +612,16 @@ func (m *metadataActor) clusterMetadata() []byte {
 		node.IP, node.TCPPort = host, uint16(p)
 	}
 	return (&wire.ClusterMetadata{Name: "single-node", Nodes: []wire.ClusterNode{node}}).AppendTo(nil)
+}
+
+// verifyHeartbeats asks every bound connection whose client is a member of
+// a consumer group to evict itself if it has been idle for more than 1.2 x
+// heartbeat.interval (server-behaviour.md 8.5.2).
+func (m *metadataActor) verifyHeartbeats(nowUs uint64) {
+	idle := uint64(m.n.opts.Config.Heartbeat.Interval.D().Microseconds()) * 6 / 5
+	for _, c := range m.conns {
+		if c.userID != noUser && c.pid != nil && len(m.state.Memberships(c.client)) > 0 {
+			m.n.root().Send(c.pid, &staleCheck{nowUs: nowUs, idleUs: idle})
+		}
+	}
 }

@@ -136,7 +136,7 @@ func (n *Node) Restarts() uint64 { return n.refs.restarts.Load() }
 // Open implements clientplane.Handler: one connection actor per connection.
 func (n *Node) Open(c clientplane.Conn) clientplane.Session {
 	id := n.connID.Add(1)
-	conn := &connection{conn: c, id: id, node: n.refs, log: n.log}
+	conn := &connection{conn: c, id: id, node: n.refs, log: n.log, clock: n.opts.Clock}
 	pid := n.conns.Spawn(actor.PropsFromProducer(func() actor.Actor { return conn }))
 	return &session{root: n.system.Root, pid: pid}
 }
@@ -220,9 +220,18 @@ func (n *Node) Maintain() {
 	}
 }
 
+// VerifyHeartbeats runs the stale-client verifier now, at the node's clock
+// (tests drive it with an injected clock).
+func (n *Node) VerifyHeartbeats() {
+	n.root().Send(n.refs.metadata, &heartbeatTick{nowUs: n.opts.Clock()})
+}
+
 // startMaintenance ticks the segment cleaner every
 // data_maintenance.messages.interval when it is enabled (5.7.1).
 func (n *Node) startMaintenance() {
+	if hb := n.opts.Config.Heartbeat; hb.Enabled && hb.Interval > 0 {
+		go n.every(hb.Interval.D(), func() { n.VerifyHeartbeats() })
+	}
 	c := n.opts.Config.DataMaintenance.Messages
 	if !c.CleanerEnabled || c.Interval <= 0 {
 		return
@@ -239,4 +248,18 @@ func (n *Node) startMaintenance() {
 			}
 		}
 	}()
+}
+
+// every runs fn every d until the node stops.
+func (n *Node) every(d time.Duration, fn func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+			fn()
+		}
+	}
 }
