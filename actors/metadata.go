@@ -603,14 +603,25 @@ func (m *metadataActor) onInternalLogout(ctx actor.Context, l *internalLogout) {
 	m.drive(ctx)
 }
 
-// clusterMetadata is the single-node roster (client-plane.md 7.15).
+// clusterMetadata is the single-node roster (client-plane.md 7.15,
+// server-behaviour.md 8.7.1): one node, Leader and Healthy, with the bound
+// port of every transport (0 when disabled).
 func (m *metadataActor) clusterMetadata() []byte {
 	node := wire.ClusterNode{Name: "iggy-node", IP: "127.0.0.1", Role: wire.RoleLeader, Status: wire.NodeHealthy}
-	if addr := m.n.TCPAddr(); addr != "" {
-		host, port, _ := net.SplitHostPort(addr)
-		p, _ := strconv.Atoi(port)
-		node.IP, node.TCPPort = host, uint16(p)
+	port := func(addr string) uint16 {
+		if addr == "" {
+			return 0
+		}
+		host, p, _ := net.SplitHostPort(addr)
+		if node.IP == "127.0.0.1" && host != "" && host != "0.0.0.0" && host != "::" {
+			node.IP = host
+		}
+		v, _ := strconv.Atoi(p)
+		return uint16(v)
 	}
+	node.TCPPort = port(m.n.TCPAddr())
+	node.QUICPort = port(m.n.QUICAddr())
+	node.WebSocketPort = port(m.n.WebSocketAddr())
 	return (&wire.ClusterMetadata{Name: "single-node", Nodes: []wire.ClusterNode{node}}).AppendTo(nil)
 }
 

@@ -41,7 +41,9 @@ type Options struct {
 	Logger                     *slog.Logger
 	// Clock returns the wall clock in µs (prepare timestamps). Default: time.Now.
 	Clock func() uint64
-	TLS   *tls.Config
+	// TLS, when set, replaces the configured certificates of every TLS
+	// listener (TCP+TLS and WSS when enabled, and QUIC).
+	TLS *tls.Config
 }
 
 // Node is one running iggynode: an actor system, its storage and its
@@ -53,6 +55,8 @@ type Node struct {
 	store  *storage.Store
 	refs   *nodeRefs
 	tcp    *clientplane.TCPListener
+	quic   *clientplane.QUICListener
+	ws     *clientplane.WSListener
 	connID atomic.Uint32
 	conns  *actor.RootContext
 	// collector answers GetStats with process and host figures.
@@ -104,16 +108,9 @@ func Start(opts Options) (*Node, error) {
 	// transport is closed and the client reconnects (the session state
 	// is not worth resurrecting).
 	n.conns = n.system.Root.WithGuardian(stopStrategy(n.refs, opts.Logger))
-	if cfg.TCP.Enabled {
-		tlsCfg := opts.TLS
-		n.tcp, err = clientplane.ListenTCP(cfg.TCP.Address, clientplane.Config{
-			MaxFrameSize: uint32(cfg.MessageBus.MaxMessageSize), TLS: tlsCfg, Logger: opts.Logger,
-		}, n)
-		if err != nil {
-			n.Close()
-			return nil, fmt.Errorf("tcp listener on %s: %w", cfg.TCP.Address, err)
-		}
-		n.log.Info("tcp listener up", "address", n.tcp.Addr().String(), "tls", tlsCfg != nil)
+	if err := n.listen(); err != nil {
+		n.Close()
+		return nil, err
 	}
 	n.startMaintenance()
 	if err := n.writeRuntimeConfig(); err != nil {
@@ -128,6 +125,88 @@ func (n *Node) TCPAddr() string {
 		return ""
 	}
 	return n.tcp.Addr().String()
+}
+
+// QUICAddr is the bound QUIC (UDP) address ("" when QUIC is disabled).
+func (n *Node) QUICAddr() string {
+	if n.quic == nil {
+		return ""
+	}
+	return n.quic.Addr().String()
+}
+
+// WebSocketAddr is the bound WebSocket address ("" when disabled).
+func (n *Node) WebSocketAddr() string {
+	if n.ws == nil {
+		return ""
+	}
+	return n.ws.Addr().String()
+}
+
+// listen opens every enabled client listener (transports.md 2) and logs
+// which are up. The connection actor never learns which one it serves.
+func (n *Node) listen() error {
+	cfg := n.opts.Config
+	base := clientplane.Config{
+		MaxFrameSize:   uint32(cfg.MessageBus.MaxMessageSize),
+		QueueCapacity:  int(cfg.MessageBus.PeerQueueCapacity),
+		HandshakeGrace: cfg.MessageBus.HandshakeGrace.D(),
+		CloseGrace:     cfg.MessageBus.CloseGrace.D(),
+		Logger:         n.log,
+	}
+	tlsFor := func(t config.TLS, quic bool) (*tls.Config, error) {
+		if n.opts.TLS != nil {
+			return n.opts.TLS, nil
+		}
+		src := clientplane.CertSource{SelfSigned: t.SelfSigned, CertFile: t.CertFile, KeyFile: t.KeyFile}
+		if quic {
+			return clientplane.QUICServerTLS(src, n.log)
+		}
+		return clientplane.ServerTLS(src, n.log)
+	}
+	var err error
+	if cfg.TCP.Enabled {
+		c := base
+		if cfg.TCP.TLS.Enabled {
+			if c.TLS, err = tlsFor(cfg.TCP.TLS, false); err != nil {
+				return fmt.Errorf("tcp tls: %w", err)
+			}
+		}
+		if n.tcp, err = clientplane.ListenTCP(cfg.TCP.Address, c, n); err != nil {
+			return fmt.Errorf("tcp listener on %s: %w", cfg.TCP.Address, err)
+		}
+		n.log.Info("tcp listener up", "address", n.TCPAddr(), "tls", c.TLS != nil)
+	}
+	if cfg.QUIC.Enabled {
+		c := base
+		if c.TLS, err = tlsFor(cfg.QUIC.Certificate, true); err != nil {
+			return fmt.Errorf("quic certificate: %w", err)
+		}
+		q := clientplane.DefaultQUICConfig()
+		q.MaxConcurrentBidiStreams = int64(max(cfg.QUIC.MaxConcurrentBidiStreams, 1))
+		q.InitialMTU = uint16(max(cfg.QUIC.InitialMTU, 1200))
+		q.ReceiveWindow, q.StreamReceiveWindow = uint64(cfg.QUIC.ReceiveWindow), uint64(cfg.QUIC.StreamReceiveWindow)
+		q.KeepAliveInterval, q.MaxIdleTimeout = cfg.QUIC.KeepAliveInterval.D(), cfg.QUIC.MaxIdleTimeout.D()
+		if n.quic, err = clientplane.ListenQUIC(cfg.QUIC.Address, c, q, n); err != nil {
+			return fmt.Errorf("quic listener on %s: %w", cfg.QUIC.Address, err)
+		}
+		n.log.Info("quic listener up", "address", n.QUICAddr())
+	}
+	if cfg.WebSocket.Enabled {
+		c := base
+		if cfg.WebSocket.TLS.Enabled {
+			if c.TLS, err = tlsFor(cfg.WebSocket.TLS, false); err != nil {
+				return fmt.Errorf("websocket tls: %w", err)
+			}
+		}
+		w := clientplane.WebSocketConfig{ReadBufferSize: int(cfg.WebSocket.ReadBufferSize),
+			WriteBufferSize: int(cfg.WebSocket.WriteBufferSize), MaxMessageSize: uint32(cfg.WebSocket.MaxMessageSize)}
+		if n.ws, err = clientplane.ListenWebSocket(cfg.WebSocket.Address, c, w, n); err != nil {
+			return fmt.Errorf("websocket listener on %s: %w", cfg.WebSocket.Address, err)
+		}
+		n.log.Info("websocket listener up", "address", n.WebSocketAddr(), "tls", c.TLS != nil)
+	}
+	return nil
 }
 
 // Restarts counts actor failures handled by supervisors.
@@ -159,6 +238,12 @@ func (n *Node) Close() error {
 		close(n.stop)
 		if n.tcp != nil {
 			n.tcp.Close()
+		}
+		if n.quic != nil {
+			n.quic.Close()
+		}
+		if n.ws != nil {
+			n.ws.Close()
 		}
 		if n.refs.metadata != nil {
 			if e := n.system.Root.StopFuture(n.refs.metadata).Wait(); e != nil {

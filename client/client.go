@@ -67,7 +67,19 @@ func New(opts Options) (*Client, error) {
 				return nil, err
 			}
 			t = tcp
-		case TransportQUIC, TransportWS, TransportHTTP:
+		case TransportQUIC:
+			quic, err := NewQUICTransport(opts)
+			if err != nil {
+				return nil, err
+			}
+			t = quic
+		case TransportWS:
+			ws, err := NewWSTransport(opts)
+			if err != nil {
+				return nil, err
+			}
+			t = ws
+		case TransportHTTP:
 			return nil, fmt.Errorf("client: %s: %w", opts.Transport, ErrTransportNotSupported)
 		default:
 			return nil, fmt.Errorf("client: unknown transport %q: %w", opts.Transport, wire.ErrInvalidConfiguration)

@@ -45,29 +45,31 @@ func topicDetails(name string, partitions uint32) []byte {
 // 17.5: SendMessages with PartitionId(0) sends the vector body byte for
 // byte under operation 160 and decodes the confirmation.
 func TestSendMessagesVector(t *testing.T) {
-	f := newFake(t)
-	f.setScript(func(fc *fakeConn, r fakeRequest) bool {
-		if r.operation == 160 {
-			fc.reply(r, 160, 0, confirmation(0, 0, 0, 17))
-			return true
+	forEachTransport(t, func(t *testing.T, transport string) {
+		f := newFakeOn(t, transport)
+		f.setScript(func(fc *fakeConn, r fakeRequest) bool {
+			if r.operation == 160 {
+				fc.reply(r, 160, 0, confirmation(0, 0, 0, 17))
+				return true
+			}
+			return false
+		})
+		c := loggedIn(t, f, testOptions(f))
+		conf, err := c.SendMessages(t.Context(), wire.ID(0), wire.ID(0), wire.PartitionID(0), []wire.Message{helloMessage()})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return false
+		if len(conf) != 1 || conf[0].BaseOffset != 17 {
+			t.Fatalf("confirmation %+v", conf)
+		}
+		sent, _ := f.last(160, 0)
+		if want := sendVector(t); !bytes.Equal(sent.body, want) {
+			t.Fatalf("send body\n got %x\nwant %x", sent.body, want)
+		}
+		if sent.request != 1 || sent.session != 42 || sent.code != 0 {
+			t.Fatalf("send header %+v", sent)
+		}
 	})
-	c := loggedIn(t, f, testOptions(f))
-	conf, err := c.SendMessages(t.Context(), wire.ID(0), wire.ID(0), wire.PartitionID(0), []wire.Message{helloMessage()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(conf) != 1 || conf[0].BaseOffset != 17 {
-		t.Fatalf("confirmation %+v", conf)
-	}
-	sent, _ := f.last(160, 0)
-	if want := sendVector(t); !bytes.Equal(sent.body, want) {
-		t.Fatalf("send body\n got %x\nwant %x", sent.body, want)
-	}
-	if sent.request != 1 || sent.session != 42 || sent.code != 0 {
-		t.Fatalf("send header %+v", sent)
-	}
 }
 
 // 14.2: Balanced and MessagesKey are resolved client-side from the topic's
@@ -177,42 +179,44 @@ func TestRoutingWithoutPartitions(t *testing.T) {
 // 7.17, 8.4.1: the poll request body and a hand-built reply with one
 // record; the result owns its bytes.
 func TestPollMessages(t *testing.T) {
-	record := sendVector(t)[26:]
-	binary.LittleEndian.PutUint64(record[8:], 5)       // base_offset
-	binary.LittleEndian.PutUint64(record[16:], 123456) // base_timestamp
-	binary.LittleEndian.PutUint32(record[256+28:], 3)  // timestamp_delta
-	var body lb
-	body.u32(2).u64(5).u32(1).raw(record)
-	f := newFake(t)
-	f.setScript(func(fc *fakeConn, r fakeRequest) bool {
-		if r.operation == 2 && r.code == 100 {
-			fc.reply(r, 2, 0, body.out())
-			return true
+	forEachTransport(t, func(t *testing.T, transport string) {
+		record := sendVector(t)[26:]
+		binary.LittleEndian.PutUint64(record[8:], 5)       // base_offset
+		binary.LittleEndian.PutUint64(record[16:], 123456) // base_timestamp
+		binary.LittleEndian.PutUint32(record[256+28:], 3)  // timestamp_delta
+		var body lb
+		body.u32(2).u64(5).u32(1).raw(record)
+		f := newFakeOn(t, transport)
+		f.setScript(func(fc *fakeConn, r fakeRequest) bool {
+			if r.operation == 2 && r.code == 100 {
+				fc.reply(r, 2, 0, body.out())
+				return true
+			}
+			return false
+		})
+		c := loggedIn(t, f, testOptions(f))
+		polled, err := c.PollMessages(t.Context(), wire.SingleConsumer(wire.ID(1)), wire.ID(0), wire.ID(0), wire.Partition(2), wire.NextStrategy(), 10, true)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return false
+		req, _ := f.last(2, 100)
+		want := unhex(t, `01 01 04 01 00 00 00  01 04 00 00 00 00  01 04 00 00 00 00  01 02 00 00 00
+			05 00 00 00 00 00 00 00 00  0a 00 00 00  01`)
+		if !bytes.Equal(req.body, want) {
+			t.Fatalf("poll body %x, want %x", req.body, want)
+		}
+		if err := c.Ping(t.Context()); err != nil { // reuses the read buffer
+			t.Fatal(err)
+		}
+		msgs := Messages(polled)
+		if polled.PartitionID != 2 || polled.CurrentOffset != 5 || len(msgs) != 1 {
+			t.Fatalf("poll %+v, %d messages", polled, len(msgs))
+		}
+		m := msgs[0]
+		if m.Offset != 5 || m.Timestamp != 123456 || m.OriginTimestamp != 1_700_000_000_000_003 || string(m.Payload) != "hello" || m.ID.Lo != 1 {
+			t.Fatalf("message %+v", m)
+		}
 	})
-	c := loggedIn(t, f, testOptions(f))
-	polled, err := c.PollMessages(t.Context(), wire.SingleConsumer(wire.ID(1)), wire.ID(0), wire.ID(0), wire.Partition(2), wire.NextStrategy(), 10, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, _ := f.last(2, 100)
-	want := unhex(t, `01 01 04 01 00 00 00  01 04 00 00 00 00  01 04 00 00 00 00  01 02 00 00 00
-		05 00 00 00 00 00 00 00 00  0a 00 00 00  01`)
-	if !bytes.Equal(req.body, want) {
-		t.Fatalf("poll body %x, want %x", req.body, want)
-	}
-	if err := c.Ping(t.Context()); err != nil { // reuses the read buffer
-		t.Fatal(err)
-	}
-	msgs := Messages(polled)
-	if polled.PartitionID != 2 || polled.CurrentOffset != 5 || len(msgs) != 1 {
-		t.Fatalf("poll %+v, %d messages", polled, len(msgs))
-	}
-	m := msgs[0]
-	if m.Offset != 5 || m.Timestamp != 123456 || m.OriginTimestamp != 1_700_000_000_000_003 || string(m.Payload) != "hello" || m.ID.Lo != 1 {
-		t.Fatalf("message %+v", m)
-	}
 }
 
 // 8.10: join, sync and the group polling helper, with the re-sync sentinel.

@@ -6,9 +6,32 @@
 // # What it does
 //
 //   - Transport seam (transports.md 1): a Transport dials a Conn that writes
-//     one frame and reads one frame. TCP and TCP+TLS are built in
-//     (certificate verification on by default, a CA PEM file, a server name,
-//     TCP_NODELAY); QUIC and WebSocket plug in through Options.Dialer.
+//     one frame and reads one frame; Options.Transport (or the connection
+//     string's scheme) picks one, Options.Dialer replaces it. The commands,
+//     sessions, request numbering, replays, reconnects and leader redirects
+//     are the same on every carriage; a redirect dials the roster port of
+//     the transport in use (tcp_port, quic_port or websocket_port).
+//   - TCP and TCP+TLS (5): frames back to back; certificate verification on
+//     by default, a CA PEM file, a server name, TCP_NODELAY.
+//   - QUIC (4, quic-go): a UDP socket bound to 127.0.0.1:0 (configurable)
+//     and one connection per dial; each request, replays included, opens a
+//     fresh bidirectional stream, writes the frame and finishes the send side
+//     (FIN), then reads exactly one frame (an Eviction on any stream) and the
+//     server's FIN. A stream finished without a frame is a lost connection
+//     (the SDK's EmptyResponse). No ALPN; certificates verified only with
+//     ValidateCertificate (against QUIC.CAFile or the system roots) for
+//     server name "localhost" unless set. keep_alive_interval,
+//     max_idle_timeout, initial_mtu, receive_window and
+//     max_concurrent_bidi_streams become quic-go's Config;
+//     response_buffer_size bounds a reply (NewQUICTransport).
+//   - WebSocket and WSS (6, gorilla/websocket): ws://host:port/ or wss://,
+//     no subprotocol, no compression, no proxy. Each request is one binary
+//     message; each reply must be one binary message exactly its size field
+//     long, else a *ProtocolError that drops the connection. Pings are
+//     answered by the library. WSS verifies only when asked
+//     (tls_validate_certificate), against tls_ca_file, for tls_domain or the
+//     address's host. Buffer sizes and max_message_size come from the
+//     options (NewWSTransport).
 //   - Frame acceptance as the Go SDK does it (client-plane.md 4.4): the size
 //     must lie in 256..=64 MiB before the body is read, the command must be
 //     Reply (8) or Eviction (13), a reply must echo the request number; any
@@ -97,7 +120,21 @@
 //     (8.2, 8.3); every other bad number or duration is
 //     InvalidConnectionString. Durations accept the humantime units the Rust
 //     SDK accepts (ns, us, ms, s, m, h, d, w and their long forms, summed:
-//     "1h 30m"). QUIC, WebSocket and HTTP options are parsed and kept, but
-//     Connect reports ErrTransportNotSupported for those schemes until their
-//     carriages exist (unless Options.Dialer supplies one).
+//     "1h 30m"). HTTP options are parsed and kept, but Connect reports
+//     ErrTransportNotSupported for iggy+http:// (a REST API, not a frame
+//     carriage) unless Options.Dialer supplies one.
+//   - QUIC: send_window and datagram_send_buffer_size have no quic-go
+//     counterpart and are only kept; receive_window fixes the connection
+//     receive window (quic-go does not auto-tune past it);
+//     max_idle_timeout=0 advertises a year, so the server's timeout rules.
+//     Bytes after the reply frame on a stream are a protocol violation. The
+//     client binds 127.0.0.1:0 as the SDK does, so a remote server needs
+//     QUIC.ClientAddress (e.g. "0.0.0.0:0").
+//   - WebSocket: max_write_buffer_size, max_frame_size and
+//     accept_unmasked_frames have no gorilla counterpart on a client and are
+//     only kept; the write buffer (also gorilla's fragment size) is capped at
+//     16 MiB, the server's frame limit. A text reply is refused, although
+//     the Rust SDK reads it leniently. Closing sends a Close frame (100 ms
+//     at most) before the socket closes; cancelling a request closes the
+//     socket.
 package client

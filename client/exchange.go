@@ -54,8 +54,10 @@ func (e *DisconnectedError) Unwrap() []error { return []error{wire.ErrDisconnect
 
 // ProtocolError reports a reply the SDK refuses (client-plane.md 4.4): a
 // command other than Reply or Eviction, a request-number mismatch, an
-// undefined operation byte. It matches wire.ErrInvalidCommand. Dropped says
-// whether the connection was torn down.
+// undefined operation byte, or a carriage violation (a WebSocket reply
+// message whose length is not its frame size, bytes after the frame on a
+// QUIC stream; transports.md 4.4, 6.3). It matches wire.ErrInvalidCommand.
+// Dropped says whether the connection was torn down.
 type ProtocolError struct {
 	Reason  string
 	Dropped bool
@@ -190,8 +192,12 @@ func (c *Client) replay(ctx context.Context, deadline time.Time, frame []byte, r
 		in, err := c.conn.ReadFrame(ctx, deadline)
 		if err != nil {
 			c.dropConn()
+			// A frame the transport refused (bad size, a WebSocket message
+			// whose length is not its size) is a protocol violation, not a
+			// lost connection: it is reported, not retried.
 			var fe *FrameError
-			if errors.As(err, &fe) {
+			var pe *ProtocolError
+			if errors.As(err, &fe) || errors.As(err, &pe) {
 				return reply{}, err
 			}
 			return reply{}, &DisconnectedError{Written: true, Err: err}

@@ -2,14 +2,22 @@ package client
 
 import (
 	"bytes"
+	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
+	"log"
 	"net"
+	"net/http"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/quic-go/quic-go"
 )
 
 // The fake server reads real request frames and answers with reply and
@@ -19,7 +27,8 @@ import (
 
 // fakeRequest is a received request header, read at the framing.md offsets.
 type fakeRequest struct {
-	conn      int // 1-based connection number on this fake
+	conn      int   // 1-based connection number on this fake
+	stream    int64 // QUIC stream id; 0 on other carriages
 	raw       []byte
 	size      uint32
 	command   uint8
@@ -54,14 +63,24 @@ func parseFakeRequest(conn int, f []byte) fakeRequest {
 	}
 }
 
-// fakeConn is the server side of one accepted connection.
-type fakeConn struct {
-	id int
-	nc net.Conn
+// fakeLink is the server end of one client connection on some carriage:
+// it yields request frames and sends reply frames as the carriage frames
+// them (transports.md 1.1).
+type fakeLink interface {
+	next() ([]byte, error)
+	send(frame []byte)
+	close()
+	remote() string
 }
 
-func (c *fakeConn) send(frame []byte) { _, _ = c.nc.Write(frame) }
-func (c *fakeConn) close()            { _ = c.nc.Close() }
+// fakeConn is the server side of one accepted connection.
+type fakeConn struct {
+	id   int
+	link fakeLink
+}
+
+func (c *fakeConn) send(frame []byte) { c.link.send(frame) }
+func (c *fakeConn) close()            { c.link.close() }
 
 // reply answers r with a class-A style reply: request echoed, the given
 // operation, status and body.
@@ -73,12 +92,16 @@ func (c *fakeConn) reply(r fakeRequest, op uint8, status uint32, body []byte) {
 type script func(c *fakeConn, r fakeRequest) bool
 
 type fake struct {
-	t  *testing.T
-	ln net.Listener
+	t    *testing.T
+	kind string // the transport a client of this fake uses
+	// address is where the fake listens; stop stops accepting.
+	address string
+	stop    func()
 
 	mu      sync.Mutex
 	reqs    []fakeRequest
 	nconns  int
+	peers   []string // the client address of each connection
 	eofs    map[int]bool
 	script  script
 	roster  func() []byte // body for code 12; nil = one healthy leader (this fake)
@@ -86,8 +109,25 @@ type fake struct {
 	userID  uint32
 }
 
-func newFake(t *testing.T) *fake {
+// newFake serves plain TCP.
+func newFake(t *testing.T) *fake { return newFakeOn(t, TransportTCP) }
+
+// newFakeOn serves one carriage on 127.0.0.1:0: TCP, QUIC (with a
+// self-signed certificate the client does not verify by default) or
+// WebSocket.
+func newFakeOn(t *testing.T, kind string) *fake {
 	t.Helper()
+	switch kind {
+	case TransportQUIC:
+		cert, _ := testCertificate(t)
+		return startQUICFake(t, cert)
+	case TransportWS:
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return startWSFake(t, ln)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -95,14 +135,160 @@ func newFake(t *testing.T) *fake {
 	return startFake(t, ln)
 }
 
-func startFake(t *testing.T, ln net.Listener) *fake {
-	f := &fake{t: t, ln: ln, eofs: map[int]bool{}, session: 42, userID: 7}
-	t.Cleanup(func() { ln.Close() })
-	go f.accept()
+func newFakeState(t *testing.T, kind, address string, stop func()) *fake {
+	f := &fake{t: t, kind: kind, address: address, stop: stop, eofs: map[int]bool{}, session: 42, userID: 7}
+	t.Cleanup(stop)
 	return f
 }
 
-func (f *fake) addr() string { return f.ln.Addr().String() }
+// startFake serves byte-stream frames (TCP, TLS) on ln.
+func startFake(t *testing.T, ln net.Listener) *fake {
+	f := newFakeState(t, TransportTCP, ln.Addr().String(), func() { ln.Close() })
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go f.serve(&streamLink{nc: nc})
+		}
+	}()
+	return f
+}
+
+// startWSFake upgrades any path on ln (a TLS listener for WSS) with no
+// subprotocol and no compression, the way transports.md 6.1 and its Go note
+// describe the server.
+func startWSFake(t *testing.T, ln net.Listener) *fake {
+	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
+	var f *fake
+	srv := &http.Server{ErrorLog: log.New(io.Discard, "", 0), Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			t.Errorf("fake: websocket upgrade: %v", err)
+			return
+		}
+		if p := ws.Subprotocol(); p != "" {
+			t.Errorf("fake: client negotiated subprotocol %q", p)
+		}
+		ws.SetReadLimit(64 << 20)
+		f.serve(&wsLink{t: t, ws: ws})
+	})}
+	f = newFakeState(t, TransportWS, ln.Addr().String(), func() { srv.Close() })
+	go srv.Serve(ln)
+	return f
+}
+
+// startQUICFake listens with the server settings of transports.md 4.3's Go
+// note: one incoming bidirectional stream at a time, no unidirectional
+// streams, no ALPN.
+func startQUICFake(t *testing.T, cert tls.Certificate) *fake {
+	ln, err := quic.ListenAddr("127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}}, &quic.Config{
+		MaxIncomingStreams: 1, MaxIncomingUniStreams: -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFakeState(t, TransportQUIC, ln.Addr().String(), func() { ln.Close() })
+	go func() {
+		for {
+			qc, err := ln.Accept(context.Background())
+			if err != nil {
+				return
+			}
+			if p := qc.ConnectionState().TLS.NegotiatedProtocol; p != "" {
+				t.Errorf("fake: client negotiated ALPN %q", p)
+			}
+			go f.serve(&quicLink{t: t, qc: qc})
+		}
+	}()
+	return f
+}
+
+// streamLink: frames back to back on a byte stream.
+type streamLink struct{ nc net.Conn }
+
+func (l *streamLink) next() ([]byte, error) {
+	head := make([]byte, 256)
+	if _, err := io.ReadFull(l.nc, head); err != nil {
+		return nil, err
+	}
+	size := binary.LittleEndian.Uint32(head[48:])
+	if size < 256 || size > 64<<20 {
+		return nil, fmt.Errorf("request size %d", size)
+	}
+	frame := append(head, make([]byte, size-256)...)
+	_, err := io.ReadFull(l.nc, frame[256:])
+	return frame, err
+}
+
+func (l *streamLink) send(frame []byte) { _, _ = l.nc.Write(frame) }
+func (l *streamLink) close()            { _ = l.nc.Close() }
+func (l *streamLink) remote() string    { return l.nc.RemoteAddr().String() }
+
+// wsLink: one frame per binary message; the fake insists on exactly that
+// (transports.md 6.3).
+type wsLink struct {
+	t  *testing.T
+	ws *websocket.Conn
+}
+
+func (l *wsLink) next() ([]byte, error) {
+	kind, msg, err := l.ws.ReadMessage()
+	if err != nil {
+		return nil, err
+	}
+	if kind != websocket.BinaryMessage || len(msg) < 256 || binary.LittleEndian.Uint32(msg[48:]) != uint32(len(msg)) {
+		l.t.Errorf("fake: websocket request is not one binary message holding one frame (type %d, %d bytes)", kind, len(msg))
+		return nil, errors.New("bad request message")
+	}
+	return msg, nil
+}
+
+func (l *wsLink) send(frame []byte) { _ = l.ws.WriteMessage(websocket.BinaryMessage, frame) }
+
+// close drops the socket without a Close frame, like a crashed server.
+func (l *wsLink) close() { _ = l.ws.NetConn().Close() }
+
+func (l *wsLink) remote() string { return l.ws.RemoteAddr().String() }
+
+// quicLink: one request and one reply per client-opened stream
+// (transports.md 4.4). The fake reads the request to the client's FIN,
+// so a client that never finishes its send side hangs and fails.
+type quicLink struct {
+	t      *testing.T
+	qc     *quic.Conn
+	stream *quic.Stream
+}
+
+func (l *quicLink) next() ([]byte, error) {
+	s, err := l.qc.AcceptStream(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	l.stream = s
+	frame, err := io.ReadAll(s)
+	if err != nil {
+		return nil, err
+	}
+	if len(frame) < 256 || binary.LittleEndian.Uint32(frame[48:]) != uint32(len(frame)) {
+		l.t.Errorf("fake: quic stream did not carry exactly one frame (%d bytes)", len(frame))
+		return nil, errors.New("bad request stream")
+	}
+	return frame, nil
+}
+
+// send writes the stream's single answer and finishes it (FIN).
+func (l *quicLink) send(frame []byte) {
+	_, _ = l.stream.Write(frame)
+	_ = l.stream.Close()
+}
+
+func (l *quicLink) close() { _ = l.qc.CloseWithError(0x1003, "shutdown") }
+
+func (l *quicLink) remote() string { return l.qc.RemoteAddr().String() }
+
+func (f *fake) addr() string { return f.address }
 
 func (f *fake) port() uint16 {
 	_, p, _ := net.SplitHostPort(f.addr())
@@ -134,6 +320,13 @@ func (f *fake) last(op uint8, code uint32) (fakeRequest, bool) {
 	return fakeRequest{}, false
 }
 
+// remotes lists the client address of each connection so far.
+func (f *fake) remotes() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.peers...)
+}
+
 func (f *fake) connections() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -153,42 +346,28 @@ func (f *fake) waitEOF(id int) bool {
 	return false
 }
 
-func (f *fake) accept() {
-	for {
-		nc, err := f.ln.Accept()
-		if err != nil {
-			return
-		}
-		f.mu.Lock()
-		f.nconns++
-		c := &fakeConn{id: f.nconns, nc: nc}
-		f.mu.Unlock()
-		go f.serve(c)
-	}
-}
-
-func (f *fake) serve(c *fakeConn) {
+// serve answers the requests of one connection in order, one at a time.
+func (f *fake) serve(link fakeLink) {
+	f.mu.Lock()
+	f.nconns++
+	f.peers = append(f.peers, link.remote())
+	c := &fakeConn{id: f.nconns, link: link}
+	f.mu.Unlock()
 	defer func() {
 		f.mu.Lock()
 		f.eofs[c.id] = true
 		f.mu.Unlock()
-		c.nc.Close()
+		link.close()
 	}()
 	for {
-		head := make([]byte, 256)
-		if _, err := io.ReadFull(c.nc, head); err != nil {
-			return
-		}
-		size := binary.LittleEndian.Uint32(head[48:])
-		if size < 256 || size > 64<<20 {
-			f.t.Errorf("fake: request size %d", size)
-			return
-		}
-		frame := append(head, make([]byte, size-256)...)
-		if _, err := io.ReadFull(c.nc, frame[256:]); err != nil {
+		frame, err := link.next()
+		if err != nil {
 			return
 		}
 		r := parseFakeRequest(c.id, frame)
+		if q, ok := link.(*quicLink); ok {
+			r.stream = int64(q.stream.StreamID())
+		}
 		f.mu.Lock()
 		f.reqs = append(f.reqs, r)
 		s := f.script
@@ -211,7 +390,7 @@ func (f *fake) defaults(c *fakeConn, r fakeRequest) {
 	case r.operation == 2 && r.code == 1:
 		c.reply(r, 2, 0, nil)
 	case r.operation == 2 && r.code == 12:
-		body := rosterBody("single-node", node{"iggy-node", "127.0.0.1", f.port(), 0, 0})
+		body := rosterFor(f.kind, "single-node", node{"iggy-node", "127.0.0.1", f.port(), 0, 0})
 		if f.roster != nil {
 			body = f.roster()
 		}
@@ -279,16 +458,31 @@ func loginReplyBody(userID uint32, session uint64) []byte {
 
 type node struct {
 	name, ip     string
-	tcpPort      uint16
+	port         uint16
 	role, status uint8
 }
 
-// rosterBody is ClusterMetadata (7.15).
+// rosterBody is ClusterMetadata (7.15) with TCP ports.
 func rosterBody(cluster string, nodes ...node) []byte {
+	return rosterFor(TransportTCP, cluster, nodes...)
+}
+
+// rosterFor is ClusterMetadata (7.15) with each node's port in the slot of
+// the given transport: tcp_port, quic_port, http_port, websocket_port.
+func rosterFor(transport, cluster string, nodes ...node) []byte {
+	slot := map[string]int{TransportTCP: 0, TransportQUIC: 1, TransportHTTP: 2, TransportWS: 3}[transport]
 	var b lb
 	b.str32(cluster).u32(uint32(len(nodes)))
 	for _, n := range nodes {
-		b.str32(n.name).str32(n.ip).u16(n.tcpPort).u16(0).u16(0).u16(0).u8(n.role).u8(n.status)
+		b.str32(n.name).str32(n.ip)
+		for i := range 4 {
+			if i == slot {
+				b.u16(n.port)
+			} else {
+				b.u16(0)
+			}
+		}
+		b.u8(n.role).u8(n.status)
 	}
 	return b.out()
 }
@@ -305,9 +499,22 @@ func ok(payload []byte) []byte {
 	return b.u32(0).raw(payload).out()
 }
 
-// testOptions are options for a client of f: short deadline, no reconnect.
+// testOptions are options for a client of f: its transport, short
+// deadline, no reconnect.
 func testOptions(f *fake) Options {
-	return Options{Address: f.addr(), RequestTimeout: 3 * time.Second}
+	return Options{Transport: f.kind, Address: f.addr(), RequestTimeout: 3 * time.Second}
+}
+
+// carriages are the transports every scripted scenario of forEachTransport
+// runs over.
+var carriages = []string{TransportTCP, TransportQUIC, TransportWS}
+
+// forEachTransport runs the same scenario once per carriage; the scenario
+// builds its fakes with newFakeOn(t, transport).
+func forEachTransport(t *testing.T, scenario func(t *testing.T, transport string)) {
+	for _, transport := range carriages {
+		t.Run(transport, func(t *testing.T) { scenario(t, transport) })
+	}
 }
 
 // loggedIn connects a client to f and logs in as iggy/iggy.

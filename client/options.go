@@ -39,7 +39,8 @@ type Options struct {
 	Password            string
 	PersonalAccessToken string
 
-	// TLS applies to TCP (TCP+TLS) and WebSocket (WSS).
+	// TLS applies to TCP (TCP+TLS) and WebSocket (WSS); QUIC, always
+	// encrypted, takes its settings from QUIC.
 	TLS TLSOptions
 	// NoDelay sets TCP_NODELAY on TCP sockets.
 	NoDelay bool
@@ -66,7 +67,7 @@ type Options struct {
 	HTTP      HTTPOptions
 
 	// Dialer, when set, replaces the built-in transport chosen by Transport
-	// (how QUIC and WebSocket carriages plug in, and how tests inject one).
+	// (how tests and other carriages plug in).
 	Dialer Transport
 }
 
@@ -96,8 +97,10 @@ type ReconnectOptions struct {
 	ReestablishAfter time.Duration
 }
 
-// QUICOptions are the iggy+quic:// options (transports.md 8.3). They are
-// parsed and kept for the QUIC carriage, which is not implemented yet.
+// QUICOptions are the iggy+quic:// options (transports.md 8.3);
+// NewQUICTransport says how each maps onto quic-go. A zero numeric field
+// leaves quic-go's default, except MaxIdleTimeout, where 0 disables the
+// client's idle timeout as the connection string's 0 does.
 type QUICOptions struct {
 	ResponseBufferSize       uint64
 	MaxConcurrentBidiStreams uint64
@@ -108,12 +111,18 @@ type QUICOptions struct {
 	KeepAliveInterval        time.Duration // 0 disables
 	MaxIdleTimeout           time.Duration // 0 disables
 	ValidateCertificate      bool
-	// ServerName and ClientAddress cannot be set from a connection string.
+	// ServerName (empty: "localhost"), ClientAddress (the UDP ip:port the
+	// client binds; empty: "127.0.0.1:0") and CAFile (PEM CAs trusted when
+	// ValidateCertificate is set; empty: the system roots) cannot be set
+	// from a connection string.
 	ServerName    string
 	ClientAddress string
+	CAFile        string
 }
 
-// WebSocketOptions are the iggy+ws:// frame-layer options (transports.md 8.4).
+// WebSocketOptions are the iggy+ws:// frame-layer options (transports.md
+// 8.4); NewWSTransport says how each maps onto gorilla/websocket. Zero
+// leaves the library default.
 type WebSocketOptions struct {
 	ReadBufferSize       uint64
 	WriteBufferSize      uint64

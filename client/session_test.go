@@ -31,51 +31,53 @@ func unhex(t *testing.T, s string) []byte {
 // request 0, session 0, a nonzero client id and no command code; the reply's
 // result count is stripped and the session is echoed afterwards.
 func TestLoginRegisterBodyAndSession(t *testing.T) {
-	f := newFake(t)
-	opts := testOptions(f)
-	opts.SDKName, opts.SDKVersion = "rust-sdk", "0.11.0"
-	c, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	resp, err := c.Login(t.Context(), "iggy", "iggy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.UserID != 7 || resp.Session != 42 || resp.ServerProtocolVersion != 0x2C00 || resp.ServerVersion != "fake-0.9" {
-		t.Fatalf("login response %+v", resp)
-	}
-	reg := f.requests()[0]
-	want := unhex(t, `00 2c 00 00 08 72 75 73 74 2d 73 64 6b 06 30 2e
-		31 31 2e 30 04 69 67 67 79 04 69 67 67 79 00 00 00 00`)
-	if !bytes.Equal(reg.body, want) {
-		t.Fatalf("register body\n got %x\nwant %x", reg.body, want)
-	}
-	if reg.command != 5 || reg.operation != 1 || reg.request != 0 || reg.session != 0 || reg.size != 256+34 {
-		t.Fatalf("register header %+v", reg)
-	}
-	if reg.clientLo == 0 && reg.clientHi == 0 {
-		t.Fatal("register with client id 0")
-	}
-	if reg.code != 0 || !bytes.Equal(reg.checksum, make([]byte, 16)) {
-		t.Fatalf("register carries code %d / checksum %x; neither is stamped by default", reg.code, reg.checksum)
-	}
-	// 7.15: the roster is read right after the login, under the session.
-	roster := f.requests()[1]
-	if roster.operation != 2 || roster.code != 12 || roster.session != 42 || roster.request != 1 || roster.clientLo != reg.clientLo {
-		t.Fatalf("roster read %+v", roster)
-	}
-	if err := c.Ping(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	ping, _ := f.last(2, 1)
-	if ping.session != 42 || ping.userID != 7 || ping.request != 1 || ping.clientLo != reg.clientLo || ping.clientHi != reg.clientHi {
-		t.Fatalf("ping header %+v", ping)
-	}
-	if s, u := c.Session(); s != 42 || u != 7 {
-		t.Fatalf("Session() = %d, %d", s, u)
-	}
+	forEachTransport(t, func(t *testing.T, transport string) {
+		f := newFakeOn(t, transport)
+		opts := testOptions(f)
+		opts.SDKName, opts.SDKVersion = "rust-sdk", "0.11.0"
+		c, err := New(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		resp, err := c.Login(t.Context(), "iggy", "iggy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.UserID != 7 || resp.Session != 42 || resp.ServerProtocolVersion != 0x2C00 || resp.ServerVersion != "fake-0.9" {
+			t.Fatalf("login response %+v", resp)
+		}
+		reg := f.requests()[0]
+		want := unhex(t, `00 2c 00 00 08 72 75 73 74 2d 73 64 6b 06 30 2e
+			31 31 2e 30 04 69 67 67 79 04 69 67 67 79 00 00 00 00`)
+		if !bytes.Equal(reg.body, want) {
+			t.Fatalf("register body\n got %x\nwant %x", reg.body, want)
+		}
+		if reg.command != 5 || reg.operation != 1 || reg.request != 0 || reg.session != 0 || reg.size != 256+34 {
+			t.Fatalf("register header %+v", reg)
+		}
+		if reg.clientLo == 0 && reg.clientHi == 0 {
+			t.Fatal("register with client id 0")
+		}
+		if reg.code != 0 || !bytes.Equal(reg.checksum, make([]byte, 16)) {
+			t.Fatalf("register carries code %d / checksum %x; neither is stamped by default", reg.code, reg.checksum)
+		}
+		// 7.15: the roster is read right after the login, under the session.
+		roster := f.requests()[1]
+		if roster.operation != 2 || roster.code != 12 || roster.session != 42 || roster.request != 1 || roster.clientLo != reg.clientLo {
+			t.Fatalf("roster read %+v", roster)
+		}
+		if err := c.Ping(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		ping, _ := f.last(2, 1)
+		if ping.session != 42 || ping.userID != 7 || ping.request != 1 || ping.clientLo != reg.clientLo || ping.clientHi != reg.clientHi {
+			t.Fatalf("ping header %+v", ping)
+		}
+		if s, u := c.Session(); s != 42 || u != 7 {
+			t.Fatalf("Session() = %d, %d", s, u)
+		}
+	})
 }
 
 // 5.2: the token shape is [token Str8][context Str32] after the prefix.
@@ -139,54 +141,56 @@ func TestLoginSessionZeroIsInvalidSession(t *testing.T) {
 // Logout send it and advance it; partition and non-replicated requests send
 // it without advancing.
 func TestRequestNumbering(t *testing.T) {
-	f := newFake(t)
-	f.setScript(func(fc *fakeConn, r fakeRequest) bool {
-		switch {
-		case r.operation == 130 || r.operation == 131 || r.operation == 161:
-			fc.reply(r, r.operation, 0, ok(nil))
-		case r.operation == 2 && r.code == 201:
-			fc.reply(r, 2, 0, nil)
-		default:
-			return false
+	forEachTransport(t, func(t *testing.T, transport string) {
+		f := newFakeOn(t, transport)
+		f.setScript(func(fc *fakeConn, r fakeRequest) bool {
+			switch {
+			case r.operation == 130 || r.operation == 131 || r.operation == 161:
+				fc.reply(r, r.operation, 0, ok(nil))
+			case r.operation == 2 && r.code == 201:
+				fc.reply(r, 2, 0, nil)
+			default:
+				return false
+			}
+			return true
+		})
+		c := loggedIn(t, f, testOptions(f))
+		ctx := t.Context()
+		steps := []struct {
+			name    string
+			run     func() error
+			op      uint8
+			request uint64
+		}{
+			{"read", func() error { _, err := c.GetStreams(ctx); return err }, 2, 1},
+			{"metadata", func() error { return c.DeleteStream(ctx, wire.ID(1)) }, 130, 1},
+			{"metadata", func() error { return c.PurgeStream(ctx, wire.ID(1)) }, 131, 2},
+			{"partition", func() error {
+				return c.StoreConsumerOffset(ctx, wire.SingleConsumer(wire.ID(1)), wire.ID(0), wire.ID(0), wire.Partition(0), 0, wire.AckQuorum)
+			}, 161, 3},
+			{"read", func() error { _, err := c.GetStreams(ctx); return err }, 2, 3},
+			{"partition again", func() error {
+				return c.StoreConsumerOffset(ctx, wire.SingleConsumer(wire.ID(1)), wire.ID(0), wire.ID(0), wire.Partition(0), 0, wire.AckNone)
+			}, 161, 3},
+			{"metadata", func() error { return c.DeleteStream(ctx, wire.ID(1)) }, 130, 3},
+			{"logout", func() error { return c.Logout(ctx) }, 3, 4},
+			{"login", func() error { _, err := c.Login(ctx, "iggy", "iggy"); return err }, 1, 0},
+			{"metadata after login", func() error { return c.DeleteStream(ctx, wire.ID(1)) }, 130, 1},
 		}
-		return true
+		for _, s := range steps {
+			n := len(f.requests())
+			if err := s.run(); err != nil {
+				t.Fatalf("%s: %v", s.name, err)
+			}
+			r := f.requests()[n]
+			if r.operation != s.op || r.request != s.request {
+				t.Fatalf("%s: sent operation %d request %d, want %d / %d", s.name, r.operation, r.request, s.op, s.request)
+			}
+			if s.op != 1 && (r.session != 42 || r.userID != 7) {
+				t.Fatalf("%s: session %d user %d not echoed", s.name, r.session, r.userID)
+			}
+		}
 	})
-	c := loggedIn(t, f, testOptions(f))
-	ctx := t.Context()
-	steps := []struct {
-		name    string
-		run     func() error
-		op      uint8
-		request uint64
-	}{
-		{"read", func() error { _, err := c.GetStreams(ctx); return err }, 2, 1},
-		{"metadata", func() error { return c.DeleteStream(ctx, wire.ID(1)) }, 130, 1},
-		{"metadata", func() error { return c.PurgeStream(ctx, wire.ID(1)) }, 131, 2},
-		{"partition", func() error {
-			return c.StoreConsumerOffset(ctx, wire.SingleConsumer(wire.ID(1)), wire.ID(0), wire.ID(0), wire.Partition(0), 0, wire.AckQuorum)
-		}, 161, 3},
-		{"read", func() error { _, err := c.GetStreams(ctx); return err }, 2, 3},
-		{"partition again", func() error {
-			return c.StoreConsumerOffset(ctx, wire.SingleConsumer(wire.ID(1)), wire.ID(0), wire.ID(0), wire.Partition(0), 0, wire.AckNone)
-		}, 161, 3},
-		{"metadata", func() error { return c.DeleteStream(ctx, wire.ID(1)) }, 130, 3},
-		{"logout", func() error { return c.Logout(ctx) }, 3, 4},
-		{"login", func() error { _, err := c.Login(ctx, "iggy", "iggy"); return err }, 1, 0},
-		{"metadata after login", func() error { return c.DeleteStream(ctx, wire.ID(1)) }, 130, 1},
-	}
-	for _, s := range steps {
-		n := len(f.requests())
-		if err := s.run(); err != nil {
-			t.Fatalf("%s: %v", s.name, err)
-		}
-		r := f.requests()[n]
-		if r.operation != s.op || r.request != s.request {
-			t.Fatalf("%s: sent operation %d request %d, want %d / %d", s.name, r.operation, r.request, s.op, s.request)
-		}
-		if s.op != 1 && (r.session != 42 || r.userID != 7) {
-			t.Fatalf("%s: session %d user %d not echoed", s.name, r.session, r.userID)
-		}
-	}
 }
 
 // 12.3, 17.1, 17.4: with stamping on, Register, Logout and metadata
@@ -244,275 +248,287 @@ func TestRequestChecksumStamping(t *testing.T) {
 // 4.3, 4.4: a deny frame is a *wire.StatusError with the code; the
 // connection is kept.
 func TestDenyFrame(t *testing.T) {
-	f := newFake(t)
-	f.setScript(func(fc *fakeConn, r fakeRequest) bool {
-		if r.operation == 2 && r.code == 200 {
-			fc.reply(r, 2, 1009, nil)
-			return true
+	forEachTransport(t, func(t *testing.T, transport string) {
+		f := newFakeOn(t, transport)
+		f.setScript(func(fc *fakeConn, r fakeRequest) bool {
+			if r.operation == 2 && r.code == 200 {
+				fc.reply(r, 2, 1009, nil)
+				return true
+			}
+			return false
+		})
+		c := loggedIn(t, f, testOptions(f))
+		_, err := c.GetStream(t.Context(), wire.ID(9))
+		var se *wire.StatusError
+		if !errors.As(err, &se) || se.Code != wire.ErrStreamIdNotFound {
+			t.Fatalf("got %v, want StatusError 1009", err)
 		}
-		return false
+		if err := c.Ping(t.Context()); err != nil || f.connections() != 1 {
+			t.Fatalf("connection not kept after a deny: %v, %d connections", err, f.connections())
+		}
 	})
-	c := loggedIn(t, f, testOptions(f))
-	_, err := c.GetStream(t.Context(), wire.ID(9))
-	var se *wire.StatusError
-	if !errors.As(err, &se) || se.Code != wire.ErrStreamIdNotFound {
-		t.Fatalf("got %v, want StatusError 1009", err)
-	}
-	if err := c.Ping(t.Context()); err != nil || f.connections() != 1 {
-		t.Fatalf("connection not kept after a deny: %v, %d connections", err, f.connections())
-	}
 }
 
 // 4.3, 18 #11: result framing is decided by the reply's operation byte.
 func TestResultFramingByReplyOperation(t *testing.T) {
-	f := newFake(t)
-	var replyOp atomic.Uint32
-	var code atomic.Uint32
-	f.setScript(func(fc *fakeConn, r fakeRequest) bool {
-		if r.operation >= 128 {
-			fc.reply(r, uint8(replyOp.Load()), 0, rejection(code.Load()))
-			return true
-		}
-		return false
-	})
-	c := loggedIn(t, f, testOptions(f))
-	ctx := t.Context()
-	cases := []struct {
-		name    string
-		replyOp uint8
-		code    uint32
-		run     func() error
-		want    wire.ErrorCode // 0 = success
-	}{
-		{"DeleteStream rejected", 130, 1009, func() error { return c.DeleteStream(ctx, wire.ID(0)) }, wire.ErrStreamIdNotFound},
-		{"CreateTopic rejected under 64", 64, 2013, func() error {
-			_, err := c.CreateTopic(ctx, wire.ID(0), "t", 1, nil)
-			return err
-		}, wire.ErrTopicNameAlreadyExists},
-		{"DeleteSegments under 68 is framed", 68, 3007, func() error { return c.DeleteSegments(ctx, wire.ID(0), wire.ID(0), 0, 1) }, wire.ErrPartitionNotFound},
-		{"DeleteSegments under 138 is not framed", 138, 3007, func() error { return c.DeleteSegments(ctx, wire.ID(0), wire.ID(0), 0, 1) }, 0},
-	}
-	for _, tc := range cases {
-		replyOp.Store(uint32(tc.replyOp))
-		code.Store(tc.code)
-		err := tc.run()
-		if tc.want == 0 {
-			if err != nil {
-				t.Errorf("%s: %v", tc.name, err)
+	forEachTransport(t, func(t *testing.T, transport string) {
+		f := newFakeOn(t, transport)
+		var replyOp atomic.Uint32
+		var code atomic.Uint32
+		f.setScript(func(fc *fakeConn, r fakeRequest) bool {
+			if r.operation >= 128 {
+				fc.reply(r, uint8(replyOp.Load()), 0, rejection(code.Load()))
+				return true
 			}
-			continue
+			return false
+		})
+		c := loggedIn(t, f, testOptions(f))
+		ctx := t.Context()
+		cases := []struct {
+			name    string
+			replyOp uint8
+			code    uint32
+			run     func() error
+			want    wire.ErrorCode // 0 = success
+		}{
+			{"DeleteStream rejected", 130, 1009, func() error { return c.DeleteStream(ctx, wire.ID(0)) }, wire.ErrStreamIdNotFound},
+			{"CreateTopic rejected under 64", 64, 2013, func() error {
+				_, err := c.CreateTopic(ctx, wire.ID(0), "t", 1, nil)
+				return err
+			}, wire.ErrTopicNameAlreadyExists},
+			{"DeleteSegments under 68 is framed", 68, 3007, func() error { return c.DeleteSegments(ctx, wire.ID(0), wire.ID(0), 0, 1) }, wire.ErrPartitionNotFound},
+			{"DeleteSegments under 138 is not framed", 138, 3007, func() error { return c.DeleteSegments(ctx, wire.ID(0), wire.ID(0), 0, 1) }, 0},
 		}
-		var re *wire.ResultError
-		if !errors.As(err, &re) || re.Code != tc.want {
-			t.Errorf("%s: got %v, want ResultError %d", tc.name, err, tc.want)
+		for _, tc := range cases {
+			replyOp.Store(uint32(tc.replyOp))
+			code.Store(tc.code)
+			err := tc.run()
+			if tc.want == 0 {
+				if err != nil {
+					t.Errorf("%s: %v", tc.name, err)
+				}
+				continue
+			}
+			var re *wire.ResultError
+			if !errors.As(err, &re) || re.Code != tc.want {
+				t.Errorf("%s: got %v, want ResultError %d", tc.name, err, tc.want)
+			}
 		}
-	}
+	})
 }
 
 // 4.4: status 0 with an undefined operation is InvalidCommand; the frame
 // was read whole, so the connection is kept.
 func TestUndefinedReplyOperation(t *testing.T) {
-	f := newFake(t)
-	f.setScript(func(fc *fakeConn, r fakeRequest) bool {
-		if r.operation == 2 && r.code == 201 {
-			fc.reply(r, 200, 0, nil)
-			return true
+	forEachTransport(t, func(t *testing.T, transport string) {
+		f := newFakeOn(t, transport)
+		f.setScript(func(fc *fakeConn, r fakeRequest) bool {
+			if r.operation == 2 && r.code == 201 {
+				fc.reply(r, 200, 0, nil)
+				return true
+			}
+			return false
+		})
+		c := loggedIn(t, f, testOptions(f))
+		_, err := c.GetStreams(t.Context())
+		var pe *ProtocolError
+		if !errors.As(err, &pe) || pe.Dropped || !isErr(err, wire.ErrInvalidCommand) {
+			t.Fatalf("got %v, want a kept-connection InvalidCommand", err)
 		}
-		return false
+		if err := c.Ping(t.Context()); err != nil || f.connections() != 1 {
+			t.Fatalf("connection not kept: %v", err)
+		}
 	})
-	c := loggedIn(t, f, testOptions(f))
-	_, err := c.GetStreams(t.Context())
-	var pe *ProtocolError
-	if !errors.As(err, &pe) || pe.Dropped || !isErr(err, wire.ErrInvalidCommand) {
-		t.Fatalf("got %v, want a kept-connection InvalidCommand", err)
-	}
-	if err := c.Ping(t.Context()); err != nil || f.connections() != 1 {
-		t.Fatalf("connection not kept: %v", err)
-	}
 }
 
 // 16: every eviction reason maps to its SDK error; the session and the
 // connection are dropped, and the next request logs in again.
 func TestEvictionMapping(t *testing.T) {
-	cases := []struct {
-		reason   uint8
-		max, min uint32
-		want     wire.ErrorCode
-	}{
-		{0, 0, 0, wire.ErrInvalidCommand},
-		{1, 0, 0, wire.ErrUnauthenticated},
-		{2, 0, 0, wire.ErrInvalidCommand},
-		{3, 0, 0, wire.ErrInvalidCommand},
-		{4, 0, 0, wire.ErrInvalidCommand},
-		{5, 0, 0, wire.ErrInvalidCommand},
-		{6, 0, 0, wire.ErrInvalidCommand},
-		{7, 0, 0, wire.ErrUnauthenticated},
-		{8, 0, 0, wire.ErrUnauthenticated},
-		{9, 0, 0, wire.ErrInvalidCredentials},
-		{10, 0, 0, wire.ErrInvalidPersonalAccessToken},
-		{11, 0, 0, wire.ErrUnauthenticated},
-		{12, 0, 0, wire.ErrUnauthenticated},
-		{13, 0, 0, wire.ErrStaleClient},
-		{14, 11264, 11264, wire.ErrIncompatibleProtocolVersion},
-		{14, 0, 0, wire.ErrUnauthenticated},         // degenerate window: min 0
-		{14, 11264, 12000, wire.ErrUnauthenticated}, // degenerate window: max < min
-		{15, 0, 0, wire.ErrInvalidFormat},
-		{16, 0, 0, wire.ErrInvalidCommand}, // above 15: the Go SDK's InvalidCommand
-		{255, 0, 0, wire.ErrInvalidCommand},
-	}
-	f := newFake(t)
-	var evict atomic.Pointer[[]byte]
-	f.setScript(func(fc *fakeConn, r fakeRequest) bool {
-		if r.operation == 2 && r.code == 1 {
-			fc.send(*evict.Load())
-			return true
+	forEachTransport(t, func(t *testing.T, transport string) {
+		cases := []struct {
+			reason   uint8
+			max, min uint32
+			want     wire.ErrorCode
+		}{
+			{0, 0, 0, wire.ErrInvalidCommand},
+			{1, 0, 0, wire.ErrUnauthenticated},
+			{2, 0, 0, wire.ErrInvalidCommand},
+			{3, 0, 0, wire.ErrInvalidCommand},
+			{4, 0, 0, wire.ErrInvalidCommand},
+			{5, 0, 0, wire.ErrInvalidCommand},
+			{6, 0, 0, wire.ErrInvalidCommand},
+			{7, 0, 0, wire.ErrUnauthenticated},
+			{8, 0, 0, wire.ErrUnauthenticated},
+			{9, 0, 0, wire.ErrInvalidCredentials},
+			{10, 0, 0, wire.ErrInvalidPersonalAccessToken},
+			{11, 0, 0, wire.ErrUnauthenticated},
+			{12, 0, 0, wire.ErrUnauthenticated},
+			{13, 0, 0, wire.ErrStaleClient},
+			{14, 11264, 11264, wire.ErrIncompatibleProtocolVersion},
+			{14, 0, 0, wire.ErrUnauthenticated},         // degenerate window: min 0
+			{14, 11264, 12000, wire.ErrUnauthenticated}, // degenerate window: max < min
+			{15, 0, 0, wire.ErrInvalidFormat},
+			{16, 0, 0, wire.ErrInvalidCommand}, // above 15: the Go SDK's InvalidCommand
+			{255, 0, 0, wire.ErrInvalidCommand},
 		}
-		return false
+		f := newFakeOn(t, transport)
+		var evict atomic.Pointer[[]byte]
+		f.setScript(func(fc *fakeConn, r fakeRequest) bool {
+			if r.operation == 2 && r.code == 1 {
+				fc.send(*evict.Load())
+				return true
+			}
+			return false
+		})
+		opts := testOptions(f)
+		opts.Username, opts.Password = "iggy", "iggy"
+		c, err := Connect(t.Context(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		for _, tc := range cases {
+			frame := evictionFrame(tc.reason, tc.max, tc.min)
+			evict.Store(&frame)
+			conn := f.connections()
+			err := c.Ping(t.Context())
+			var ev *wire.EvictionError
+			if !errors.As(err, &ev) || uint8(ev.Reason) != tc.reason {
+				t.Fatalf("reason %d: got %v", tc.reason, err)
+			}
+			if code, _ := wire.CodeOf(err); code != tc.want {
+				t.Errorf("reason %d window %d/%d: mapped to %d, want %d", tc.reason, tc.min, tc.max, code, tc.want)
+			}
+			if tc.reason == 14 && (ev.MaxVersion != wire.Version(tc.max) || ev.MinVersion != wire.Version(tc.min)) {
+				t.Errorf("reason 14: window %v..%v", ev.MinVersion, ev.MaxVersion)
+			}
+			if s, _ := c.Session(); s != 0 {
+				t.Errorf("reason %d: session %d kept", tc.reason, s)
+			}
+			if !f.waitEOF(conn) {
+				t.Errorf("reason %d: connection %d not dropped", tc.reason, conn)
+			}
+		}
+		// The next request dials and logs in again with the stored credentials.
+		f.setScript(nil)
+		if err := c.Ping(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if s, _ := c.Session(); s != 42 {
+			t.Fatalf("no re-login after eviction: session %d", s)
+		}
 	})
-	opts := testOptions(f)
-	opts.Username, opts.Password = "iggy", "iggy"
-	c, err := Connect(t.Context(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	for _, tc := range cases {
-		frame := evictionFrame(tc.reason, tc.max, tc.min)
-		evict.Store(&frame)
-		conn := f.connections()
-		err := c.Ping(t.Context())
-		var ev *wire.EvictionError
-		if !errors.As(err, &ev) || uint8(ev.Reason) != tc.reason {
-			t.Fatalf("reason %d: got %v", tc.reason, err)
-		}
-		if code, _ := wire.CodeOf(err); code != tc.want {
-			t.Errorf("reason %d window %d/%d: mapped to %d, want %d", tc.reason, tc.min, tc.max, code, tc.want)
-		}
-		if tc.reason == 14 && (ev.MaxVersion != wire.Version(tc.max) || ev.MinVersion != wire.Version(tc.min)) {
-			t.Errorf("reason 14: window %v..%v", ev.MinVersion, ev.MaxVersion)
-		}
-		if s, _ := c.Session(); s != 0 {
-			t.Errorf("reason %d: session %d kept", tc.reason, s)
-		}
-		if !f.waitEOF(conn) {
-			t.Errorf("reason %d: connection %d not dropped", tc.reason, conn)
-		}
-	}
-	// The next request dials and logs in again with the stored credentials.
-	f.setScript(nil)
-	if err := c.Ping(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if s, _ := c.Session(); s != 42 {
-		t.Fatalf("no re-login after eviction: session %d", s)
-	}
 }
 
 // 3, 4.4: a reply whose request differs, a command other than 8/13, or a
 // size outside 256..=64 MiB drops the connection.
 func TestFramingViolationsDropTheConnection(t *testing.T) {
-	oversize := replyFrame(0, 2, 0, nil)
-	binary.LittleEndian.PutUint32(oversize[48:], 64<<20+1)
-	undersize := replyFrame(0, 2, 0, nil)
-	binary.LittleEndian.PutUint32(undersize[48:], 255)
-	cases := []struct {
-		name  string
-		frame func(r fakeRequest) []byte
-		check func(error) bool
-	}{
-		{"request mismatch", func(r fakeRequest) []byte { return replyFrame(r.request+1, 2, 0, nil) }, func(err error) bool {
-			var pe *ProtocolError
-			return errors.As(err, &pe) && pe.Dropped && isErr(err, wire.ErrInvalidCommand)
-		}},
-		{"deny with a mismatched request", func(r fakeRequest) []byte { return replyFrame(r.request+7, 2, 41, nil) }, func(err error) bool {
-			var pe *ProtocolError
-			return errors.As(err, &pe) && pe.Dropped
-		}},
-		{"command 5", func(r fakeRequest) []byte {
-			f := replyFrame(r.request, 2, 0, nil)
-			f[60] = 5
-			return f
-		}, func(err error) bool { return isErr(err, wire.ErrInvalidCommand) }},
-		{"oversized", func(fakeRequest) []byte { return oversize[:256] }, func(err error) bool {
-			var fe *FrameError
-			return errors.As(err, &fe) && fe.Size == 64<<20+1
-		}},
-		{"undersized", func(fakeRequest) []byte { return undersize }, func(err error) bool {
-			var fe *FrameError
-			return errors.As(err, &fe) && fe.Size == 255
-		}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newFake(t)
-			f.setScript(func(fc *fakeConn, r fakeRequest) bool {
-				if r.operation == 2 && r.code == 201 {
-					fc.send(tc.frame(r))
-					return true
+	forEachTransport(t, func(t *testing.T, transport string) {
+		oversize := replyFrame(0, 2, 0, nil)
+		binary.LittleEndian.PutUint32(oversize[48:], 64<<20+1)
+		undersize := replyFrame(0, 2, 0, nil)
+		binary.LittleEndian.PutUint32(undersize[48:], 255)
+		cases := []struct {
+			name  string
+			frame func(r fakeRequest) []byte
+			check func(error) bool
+		}{
+			{"request mismatch", func(r fakeRequest) []byte { return replyFrame(r.request+1, 2, 0, nil) }, func(err error) bool {
+				var pe *ProtocolError
+				return errors.As(err, &pe) && pe.Dropped && isErr(err, wire.ErrInvalidCommand)
+			}},
+			{"deny with a mismatched request", func(r fakeRequest) []byte { return replyFrame(r.request+7, 2, 41, nil) }, func(err error) bool {
+				var pe *ProtocolError
+				return errors.As(err, &pe) && pe.Dropped
+			}},
+			{"command 5", func(r fakeRequest) []byte {
+				f := replyFrame(r.request, 2, 0, nil)
+				f[60] = 5
+				return f
+			}, func(err error) bool { return isErr(err, wire.ErrInvalidCommand) }},
+			{"oversized", func(fakeRequest) []byte { return oversize[:256] }, func(err error) bool {
+				var fe *FrameError
+				return errors.As(err, &fe) && fe.Size == 64<<20+1
+			}},
+			{"undersized", func(fakeRequest) []byte { return undersize }, func(err error) bool {
+				var fe *FrameError
+				return errors.As(err, &fe) && fe.Size == 255
+			}},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				f := newFakeOn(t, transport)
+				f.setScript(func(fc *fakeConn, r fakeRequest) bool {
+					if r.operation == 2 && r.code == 201 {
+						fc.send(tc.frame(r))
+						return true
+					}
+					return false
+				})
+				c := loggedIn(t, f, testOptions(f))
+				_, err := c.GetStreams(t.Context())
+				if !tc.check(err) {
+					t.Fatalf("got %v", err)
 				}
-				return false
+				if !f.waitEOF(1) {
+					t.Fatal("connection not dropped")
+				}
+				if s, _ := c.Session(); s != 0 {
+					t.Fatal("session kept on a dropped connection")
+				}
 			})
-			c := loggedIn(t, f, testOptions(f))
-			_, err := c.GetStreams(t.Context())
-			if !tc.check(err) {
-				t.Fatalf("got %v", err)
-			}
-			if !f.waitEOF(1) {
-				t.Fatal("connection not dropped")
-			}
-			if s, _ := c.Session(); s != 0 {
-				t.Fatal("session kept on a dropped connection")
-			}
-		})
-	}
+		}
+	})
 }
 
 // 5.3: 57 is replayed on the same connection with the same header until it
 // resolves; a 57 deny on Logout too.
 func TestReplayNotCommitted(t *testing.T) {
-	f := newFake(t)
-	var deletes, logouts atomic.Int32
-	f.setScript(func(fc *fakeConn, r fakeRequest) bool {
-		switch r.operation {
-		case 130:
-			if deletes.Add(1) <= 2 {
-				fc.reply(r, 130, 0, rejection(57))
-			} else {
-				fc.reply(r, 130, 0, ok(nil))
-			}
-			return true
-		case 3:
-			if logouts.Add(1) == 1 {
-				fc.reply(r, 3, 57, nil)
+	forEachTransport(t, func(t *testing.T, transport string) {
+		f := newFakeOn(t, transport)
+		var deletes, logouts atomic.Int32
+		f.setScript(func(fc *fakeConn, r fakeRequest) bool {
+			switch r.operation {
+			case 130:
+				if deletes.Add(1) <= 2 {
+					fc.reply(r, 130, 0, rejection(57))
+				} else {
+					fc.reply(r, 130, 0, ok(nil))
+				}
 				return true
+			case 3:
+				if logouts.Add(1) == 1 {
+					fc.reply(r, 3, 57, nil)
+					return true
+				}
+			}
+			return false
+		})
+		c := loggedIn(t, f, testOptions(f))
+		if err := c.DeleteStream(t.Context(), wire.ID(0)); err != nil {
+			t.Fatal(err)
+		}
+		var sent []fakeRequest
+		for _, r := range f.requests() {
+			if r.operation == 130 {
+				sent = append(sent, r)
 			}
 		}
-		return false
+		if len(sent) != 3 {
+			t.Fatalf("%d sends, want 3", len(sent))
+		}
+		for _, r := range sent[1:] {
+			if !bytes.Equal(r.raw, sent[0].raw) || r.conn != 1 {
+				t.Fatalf("replay differs from the first send or left the connection")
+			}
+		}
+		if err := c.Logout(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if logouts.Load() != 2 {
+			t.Fatalf("logout sent %d times", logouts.Load())
+		}
 	})
-	c := loggedIn(t, f, testOptions(f))
-	if err := c.DeleteStream(t.Context(), wire.ID(0)); err != nil {
-		t.Fatal(err)
-	}
-	var sent []fakeRequest
-	for _, r := range f.requests() {
-		if r.operation == 130 {
-			sent = append(sent, r)
-		}
-	}
-	if len(sent) != 3 {
-		t.Fatalf("%d sends, want 3", len(sent))
-	}
-	for _, r := range sent[1:] {
-		if !bytes.Equal(r.raw, sent[0].raw) || r.conn != 1 {
-			t.Fatalf("replay differs from the first send or left the connection")
-		}
-	}
-	if err := c.Logout(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if logouts.Load() != 2 {
-		t.Fatalf("logout sent %d times", logouts.Load())
-	}
 }
 
 // 5.3: 58 is replayed briefly, then reported.
@@ -560,67 +576,69 @@ func TestReplayNotCommittedStopsAtDeadline(t *testing.T) {
 // with a fresh client id, and a read is retried once; a written metadata
 // request is not retried.
 func TestReconnectAndRelogin(t *testing.T) {
-	f := newFake(t)
-	f.setScript(func(fc *fakeConn, r fakeRequest) bool {
-		switch {
-		case r.operation == 2 && r.code == 201 && fc.id == 1:
-			fc.close()
-		case r.operation == 2 && r.code == 201:
-			fc.reply(r, 2, 0, nil)
-		case r.operation == 130 && fc.id == 2:
-			fc.close()
-		case r.operation == 130:
-			fc.reply(r, 130, 0, ok(nil))
-		default:
-			return false
+	forEachTransport(t, func(t *testing.T, transport string) {
+		f := newFakeOn(t, transport)
+		f.setScript(func(fc *fakeConn, r fakeRequest) bool {
+			switch {
+			case r.operation == 2 && r.code == 201 && fc.id == 1:
+				fc.close()
+			case r.operation == 2 && r.code == 201:
+				fc.reply(r, 2, 0, nil)
+			case r.operation == 130 && fc.id == 2:
+				fc.close()
+			case r.operation == 130:
+				fc.reply(r, 130, 0, ok(nil))
+			default:
+				return false
+			}
+			return true
+		})
+		opts := testOptions(f)
+		opts.Username, opts.Password = "iggy", "iggy"
+		opts.Reconnect = ReconnectOptions{Retries: 3, Interval: 10 * time.Millisecond}
+		c, err := Connect(t.Context(), opts)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return true
+		defer c.Close()
+		if _, err := c.GetStreams(t.Context()); err != nil {
+			t.Fatalf("read not retried after reconnect: %v", err)
+		}
+		regs := []fakeRequest{}
+		for _, r := range f.requests() {
+			if r.operation == 1 {
+				regs = append(regs, r)
+			}
+		}
+		if len(regs) != 2 || regs[1].conn != 2 || regs[0].clientLo == regs[1].clientLo {
+			t.Fatalf("re-login: %d registers", len(regs))
+		}
+		read, _ := f.last(2, 201)
+		if read.conn != 2 || read.session != 42 || read.clientLo != regs[1].clientLo || read.request != 1 {
+			t.Fatalf("retried read %+v", read)
+		}
+		err = c.DeleteStream(t.Context(), wire.ID(0))
+		var d *DisconnectedError
+		if !errors.As(err, &d) || !d.Written || !isErr(err, wire.ErrDisconnected) {
+			t.Fatalf("written metadata request: got %v", err)
+		}
+		deletes := 0
+		for _, r := range f.requests() {
+			if r.operation == 130 {
+				deletes++
+			}
+		}
+		if deletes != 1 {
+			t.Fatalf("written metadata request sent %d times", deletes)
+		}
+		// The next request reconnects (connection 3) and succeeds.
+		if err := c.DeleteStream(t.Context(), wire.ID(0)); err != nil {
+			t.Fatal(err)
+		}
+		if del, _ := f.last(130, 0); del.conn != 3 || del.request != 1 {
+			t.Fatalf("request after reconnect %+v", del)
+		}
 	})
-	opts := testOptions(f)
-	opts.Username, opts.Password = "iggy", "iggy"
-	opts.Reconnect = ReconnectOptions{Retries: 3, Interval: 10 * time.Millisecond}
-	c, err := Connect(t.Context(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.GetStreams(t.Context()); err != nil {
-		t.Fatalf("read not retried after reconnect: %v", err)
-	}
-	regs := []fakeRequest{}
-	for _, r := range f.requests() {
-		if r.operation == 1 {
-			regs = append(regs, r)
-		}
-	}
-	if len(regs) != 2 || regs[1].conn != 2 || regs[0].clientLo == regs[1].clientLo {
-		t.Fatalf("re-login: %d registers", len(regs))
-	}
-	read, _ := f.last(2, 201)
-	if read.conn != 2 || read.session != 42 || read.clientLo != regs[1].clientLo || read.request != 1 {
-		t.Fatalf("retried read %+v", read)
-	}
-	err = c.DeleteStream(t.Context(), wire.ID(0))
-	var d *DisconnectedError
-	if !errors.As(err, &d) || !d.Written || !isErr(err, wire.ErrDisconnected) {
-		t.Fatalf("written metadata request: got %v", err)
-	}
-	deletes := 0
-	for _, r := range f.requests() {
-		if r.operation == 130 {
-			deletes++
-		}
-	}
-	if deletes != 1 {
-		t.Fatalf("written metadata request sent %d times", deletes)
-	}
-	// The next request reconnects (connection 3) and succeeds.
-	if err := c.DeleteStream(t.Context(), wire.ID(0)); err != nil {
-		t.Fatal(err)
-	}
-	if del, _ := f.last(130, 0); del.conn != 3 || del.request != 1 {
-		t.Fatalf("request after reconnect %+v", del)
-	}
 }
 
 // Without reconnect retries a dropped read is reported, and the next
@@ -654,31 +672,33 @@ func TestNoRetryWithoutReconnect(t *testing.T) {
 // 7.15, transports.md 8.6: after login a 2-node roster whose healthy leader
 // is elsewhere moves the client there, with a fresh client id.
 func TestLeaderRedirect(t *testing.T) {
-	a, b := newFake(t), newFake(t)
-	roster := func() []byte {
-		return rosterBody("c", node{"a", "127.0.0.1", a.port(), 1, 0}, node{"b", "LOCALHOST", b.port(), 0, 0})
-	}
-	a.roster, b.roster = roster, roster
-	c := loggedIn(t, a, testOptions(a))
-	if got := c.Address(); !sameAddress(got, b.addr()) {
-		t.Fatalf("client at %s, want the leader %s", got, b.addr())
-	}
-	ra, rb := a.requests(), b.requests()
-	if len(rb) < 2 || rb[0].operation != 1 || rb[1].code != 12 {
-		t.Fatalf("leader saw %d requests", len(rb))
-	}
-	if ra[0].clientLo == rb[0].clientLo {
-		t.Fatal("redirect reused the client id")
-	}
-	if !a.waitEOF(1) {
-		t.Fatal("the follower connection was not closed")
-	}
-	if err := c.Ping(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if p, _ := b.last(2, 1); p.session != 42 {
-		t.Fatal("ping did not go to the leader")
-	}
+	forEachTransport(t, func(t *testing.T, transport string) {
+		a, b := newFakeOn(t, transport), newFakeOn(t, transport)
+		roster := func() []byte {
+			return rosterFor(transport, "c", node{"a", "127.0.0.1", a.port(), 1, 0}, node{"b", "LOCALHOST", b.port(), 0, 0})
+		}
+		a.roster, b.roster = roster, roster
+		c := loggedIn(t, a, testOptions(a))
+		if got := c.Address(); !sameAddress(got, b.addr()) {
+			t.Fatalf("client at %s, want the leader %s", got, b.addr())
+		}
+		ra, rb := a.requests(), b.requests()
+		if len(rb) < 2 || rb[0].operation != 1 || rb[1].code != 12 {
+			t.Fatalf("leader saw %d requests", len(rb))
+		}
+		if ra[0].clientLo == rb[0].clientLo {
+			t.Fatal("redirect reused the client id")
+		}
+		if !a.waitEOF(1) {
+			t.Fatal("the follower connection was not closed")
+		}
+		if err := c.Ping(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if p, _ := b.last(2, 1); p.session != 42 {
+			t.Fatal("ping did not go to the leader")
+		}
+	})
 }
 
 // At most 3 redirects; a roster where the leader keeps moving stops there.
@@ -757,28 +777,30 @@ func TestLeaderRosterTolerance(t *testing.T) {
 
 // Lockstep under concurrency: many goroutines share one client.
 func TestConcurrentRequests(t *testing.T) {
-	f := newFake(t)
-	c := loggedIn(t, f, testOptions(f))
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for range 8 {
-		wg.Go(func() {
-			for range 25 {
-				if err := c.Ping(t.Context()); err != nil {
-					errs <- err
-					return
+	forEachTransport(t, func(t *testing.T, transport string) {
+		f := newFakeOn(t, transport)
+		c := loggedIn(t, f, testOptions(f))
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for range 8 {
+			wg.Go(func() {
+				for range 25 {
+					if err := c.Ping(t.Context()); err != nil {
+						errs <- err
+						return
+					}
 				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	if n := len(f.requests()); n != 2+200 {
-		t.Fatalf("%d requests", n)
-	}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if n := len(f.requests()); n != 2+200 {
+			t.Fatalf("%d requests", n)
+		}
+	})
 }
 
 // Ping works before login with session 0 and request 1 (17.3); replicated
@@ -814,11 +836,11 @@ func TestClosedClient(t *testing.T) {
 	}
 }
 
+// HTTP is a REST API, not a frame carriage (transports.md 10): it parses
+// but does not connect.
 func TestUnsupportedTransports(t *testing.T) {
-	for _, s := range []string{"iggy+quic://a:b@127.0.0.1:8080", "iggy+ws://a:b@127.0.0.1:8092", "iggy+http://a:b@127.0.0.1:3000"} {
-		if _, err := ConnectString(t.Context(), s); !errors.Is(err, ErrTransportNotSupported) {
-			t.Errorf("%s: %v", s, err)
-		}
+	if _, err := ConnectString(t.Context(), "iggy+http://a:b@127.0.0.1:3000"); !errors.Is(err, ErrTransportNotSupported) {
+		t.Errorf("http: %v", err)
 	}
 }
 
@@ -842,38 +864,40 @@ func TestHeartbeatPingsWhenIdle(t *testing.T) {
 // Disconnected and the connection is thrown away; cancelling the context
 // does the same.
 func TestRequestDeadlineAndCancel(t *testing.T) {
-	f := newFake(t)
-	f.setScript(func(fc *fakeConn, r fakeRequest) bool {
-		return r.operation == 2 && r.code == 201 // swallow: no reply
+	forEachTransport(t, func(t *testing.T, transport string) {
+		f := newFakeOn(t, transport)
+		f.setScript(func(fc *fakeConn, r fakeRequest) bool {
+			return r.operation == 2 && r.code == 201 // swallow: no reply
+		})
+		opts := testOptions(f)
+		opts.RequestTimeout = 150 * time.Millisecond
+		c := loggedIn(t, f, opts)
+		start := time.Now()
+		_, err := c.GetStreams(t.Context())
+		if !isErr(err, wire.ErrDisconnected) || !isErr(err, context.DeadlineExceeded) {
+			t.Fatalf("got %v", err)
+		}
+		if d := time.Since(start); d < 100*time.Millisecond || d > time.Second {
+			t.Fatalf("deadline after %v", d)
+		}
+		if !f.waitEOF(1) {
+			t.Fatal("connection kept after a timeout")
+		}
+		opts.RequestTimeout = 5 * time.Second
+		c2 := loggedIn(t, f, opts)
+		ctx, cancel := context.WithCancel(t.Context())
+		time.AfterFunc(50*time.Millisecond, cancel)
+		if _, err := c2.GetStreams(ctx); !isErr(err, context.Canceled) {
+			t.Fatalf("got %v", err)
+		}
 	})
-	opts := testOptions(f)
-	opts.RequestTimeout = 150 * time.Millisecond
-	c := loggedIn(t, f, opts)
-	start := time.Now()
-	_, err := c.GetStreams(t.Context())
-	if !isErr(err, wire.ErrDisconnected) || !isErr(err, context.DeadlineExceeded) {
-		t.Fatalf("got %v", err)
-	}
-	if d := time.Since(start); d < 100*time.Millisecond || d > time.Second {
-		t.Fatalf("deadline after %v", d)
-	}
-	if !f.waitEOF(1) {
-		t.Fatal("connection kept after a timeout")
-	}
-	opts.RequestTimeout = 5 * time.Second
-	c2 := loggedIn(t, f, opts)
-	ctx, cancel := context.WithCancel(t.Context())
-	time.AfterFunc(50*time.Millisecond, cancel)
-	if _, err := c2.GetStreams(ctx); !isErr(err, context.Canceled) {
-		t.Fatalf("got %v", err)
-	}
 }
 
 // Dialing gives up after the configured retries.
 func TestDialRetriesExhausted(t *testing.T) {
 	f := newFake(t)
 	addr := f.addr()
-	f.ln.Close()
+	f.stop()
 	opts := Options{Address: addr, Reconnect: ReconnectOptions{Retries: 2, Interval: 10 * time.Millisecond}}
 	start := time.Now()
 	_, err := Connect(t.Context(), opts)

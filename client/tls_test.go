@@ -18,9 +18,9 @@ import (
 	"iggynode/wire"
 )
 
-// newTLSFake serves the fake over TLS with a self-signed certificate for
-// 127.0.0.1 and returns the path of its PEM.
-func newTLSFake(t *testing.T) (*fake, string) {
+// testCertificate makes a self-signed CA certificate for 127.0.0.1 and
+// localhost and returns it with the path of its PEM.
+func testCertificate(t *testing.T) (tls.Certificate, string) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -42,7 +42,14 @@ func newTLSFake(t *testing.T) (*fake, string) {
 	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cert := tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, path
+}
+
+// newTLSFake serves the fake over TLS with a self-signed certificate for
+// 127.0.0.1 and returns the path of its PEM.
+func newTLSFake(t *testing.T) (*fake, string) {
+	t.Helper()
+	cert, path := testCertificate(t)
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
 	if err != nil {
 		t.Fatal(err)

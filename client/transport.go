@@ -16,8 +16,8 @@ import (
 
 // Transport is the seam between the SDK and a carriage (transports.md 1):
 // it opens connections that carry whole frames. TCP and TCP+TLS live here;
-// QUIC and WebSocket plug in as further implementations without touching the
-// commands.
+// QUICTransport and WSTransport (quic.go, websocket.go) are the other two
+// binary carriages; none of them touches the commands.
 type Transport interface {
 	// Name is the transport's connection-string token ("tcp", "quic", "ws",
 	// "http"); it picks the port of a cluster roster entry (client-plane.md 7.15).
@@ -39,7 +39,10 @@ type Conn interface {
 	WriteFrame(ctx context.Context, deadline time.Time, frame []byte) error
 	// ReadFrame receives one whole frame. It enforces 256 <= size <= the
 	// frame limit before reading the body (client-plane.md 4.4) and returns a
-	// *FrameError otherwise. The returned bytes are valid until the next call.
+	// *FrameError otherwise; a carriage that cannot delimit the frame (a
+	// WebSocket message of the wrong length) returns a *ProtocolError. Either
+	// is reported as is; any other error is a lost connection. The returned
+	// bytes are valid until the next call.
 	ReadFrame(ctx context.Context, deadline time.Time) ([]byte, error)
 	// Close tears the connection down.
 	Close() error
@@ -57,8 +60,9 @@ func (e *FrameError) Error() string {
 // for a frame it cannot accept.
 func (e *FrameError) Unwrap() error { return wire.ErrInvalidCommand }
 
-// ErrTransportNotSupported is returned by Connect for the schemes that parse
-// but have no carriage yet (quic, ws, http) unless Options.Dialer is set.
+// ErrTransportNotSupported is returned by New and Connect for the scheme
+// that parses but has no carriage (http, a REST API rather than a frame
+// carriage; transports.md 10) unless Options.Dialer is set.
 var ErrTransportNotSupported = errors.New("client: transport not yet supported")
 
 // TCPTransport dials TCP or, with TLS set, TCP+TLS (transports.md 5).
@@ -79,20 +83,32 @@ func NewTCPTransport(o Options) (*TCPTransport, error) {
 	if !o.TLS.Enabled {
 		return t, nil
 	}
-	cfg := &tls.Config{ServerName: o.TLS.Domain, InsecureSkipVerify: o.TLS.InsecureSkipVerify, MinVersion: tls.VersionTLS12}
-	if o.TLS.CAFile != "" {
-		pem, err := os.ReadFile(o.TLS.CAFile)
+	cfg, err := tlsConfig(o.TLS.Domain, o.TLS.CAFile, o.TLS.InsecureSkipVerify)
+	if err != nil {
+		return nil, err
+	}
+	t.TLS = cfg
+	return t, nil
+}
+
+// tlsConfig builds a client TLS configuration (transports.md 3.3): the
+// server name (empty lets the dialer use the host part of the address),
+// verification unless skipVerify, and the CAs of a PEM file (empty: the
+// system roots). No ALPN is offered (3.3, 4.2).
+func tlsConfig(serverName, caFile string, skipVerify bool) (*tls.Config, error) {
+	cfg := &tls.Config{ServerName: serverName, InsecureSkipVerify: skipVerify, MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
 		if err != nil {
 			return nil, fmt.Errorf("client: read tls ca file: %w: %w", wire.ErrInvalidTlsCertificatePath, err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("client: %s holds no PEM certificate: %w", o.TLS.CAFile, wire.ErrInvalidTlsCertificate)
+			return nil, fmt.Errorf("client: %s holds no PEM certificate: %w", caFile, wire.ErrInvalidTlsCertificate)
 		}
 		cfg.RootCAs = pool
 	}
-	t.TLS = cfg
-	return t, nil
+	return cfg, nil
 }
 
 func (t *TCPTransport) Name() string { return "tcp" }
@@ -120,54 +136,30 @@ func (t *TCPTransport) Dial(ctx context.Context, addr string) (Conn, error) {
 		}
 		nc = tc
 	}
-	limit := t.MaxFrameSize
-	if limit == 0 {
-		limit = wire.DefaultMaxFrameSize
-	}
-	return &streamConn{nc: nc, limit: limit, rbuf: make([]byte, wire.HeaderSize, 4096)}, nil
+	return &streamConn{nc: nc, frames: newFrameReader(t.MaxFrameSize)}, nil
 }
 
-// streamConn frames a byte stream (TCP, TLS): read 256 bytes, take the size
-// at 48, read the rest (client-plane.md 3).
+// streamConn frames a byte stream (TCP, TLS): frames back to back
+// (transports.md 5.2).
 type streamConn struct {
-	nc    net.Conn
-	limit uint32
-	rbuf  []byte
+	nc     net.Conn
+	frames frameReader
 }
-
-// keepReadBuf is the largest read buffer kept between replies; a larger
-// reply gets a buffer of its own so one big poll does not pin memory.
-const keepReadBuf = 4 << 20
 
 func (c *streamConn) WriteFrame(ctx context.Context, deadline time.Time, frame []byte) error {
 	defer c.watch(ctx, deadline)()
 	_, err := c.nc.Write(frame)
-	return c.ioErr(ctx, err)
+	return ioErr(ctx, err)
 }
 
 func (c *streamConn) ReadFrame(ctx context.Context, deadline time.Time) ([]byte, error) {
 	defer c.watch(ctx, deadline)()
-	head := c.rbuf[:wire.HeaderSize]
-	if _, err := io.ReadFull(c.nc, head); err != nil {
-		return nil, c.ioErr(ctx, err)
+	frame, err := c.frames.read(c.nc)
+	var fe *FrameError
+	if errors.As(err, &fe) {
+		return nil, err
 	}
-	size, _ := wire.FrameSize(head)
-	if err := wire.CheckFrameSize(size, c.limit); err != nil {
-		return nil, &FrameError{Size: size}
-	}
-	frame := c.rbuf
-	if int(size) > cap(frame) {
-		frame = make([]byte, size)
-		copy(frame, head)
-		if size <= keepReadBuf {
-			c.rbuf = frame
-		}
-	}
-	frame = frame[:size]
-	if _, err := io.ReadFull(c.nc, frame[wire.HeaderSize:]); err != nil {
-		return nil, c.ioErr(ctx, err)
-	}
-	return frame, nil
+	return frame, ioErr(ctx, err)
 }
 
 func (c *streamConn) Close() error { return c.nc.Close() }
@@ -191,7 +183,7 @@ func noop() {}
 // ioErr reports a socket failure, preferring the context's reason when the
 // context ended it and reporting a passed deadline as
 // context.DeadlineExceeded.
-func (c *streamConn) ioErr(ctx context.Context, err error) error {
+func ioErr(ctx context.Context, err error) error {
 	switch {
 	case err == nil:
 		return nil
@@ -201,4 +193,49 @@ func (c *streamConn) ioErr(ctx context.Context, err error) error {
 		return context.DeadlineExceeded
 	}
 	return err
+}
+
+// keepReadBuf is the largest read buffer kept between replies; a larger
+// reply gets a buffer of its own so one big poll does not pin memory.
+const keepReadBuf = 4 << 20
+
+// frameReader reads one frame into a reused buffer: 256 header bytes, the
+// size at offset 48 checked against the limit before any body byte is read
+// (client-plane.md 3, 4.4; a *FrameError otherwise), then size-256 body
+// bytes. Errors of the underlying reader come back unchanged.
+type frameReader struct {
+	limit uint32
+	rbuf  []byte
+}
+
+// newFrameReader bounds frames by limit; 0 means wire.DefaultMaxFrameSize.
+func newFrameReader(limit uint32) frameReader {
+	if limit == 0 {
+		limit = wire.DefaultMaxFrameSize
+	}
+	return frameReader{limit: limit, rbuf: make([]byte, wire.HeaderSize, 4096)}
+}
+
+func (r *frameReader) read(src io.Reader) ([]byte, error) {
+	head := r.rbuf[:wire.HeaderSize]
+	if _, err := io.ReadFull(src, head); err != nil {
+		return nil, err
+	}
+	size, _ := wire.FrameSize(head)
+	if err := wire.CheckFrameSize(size, r.limit); err != nil {
+		return nil, &FrameError{Size: size}
+	}
+	frame := r.rbuf
+	if int(size) > cap(frame) {
+		frame = make([]byte, size)
+		copy(frame, head)
+		if size <= keepReadBuf {
+			r.rbuf = frame
+		}
+	}
+	frame = frame[:size]
+	if _, err := io.ReadFull(src, frame[wire.HeaderSize:]); err != nil {
+		return nil, err
+	}
+	return frame, nil
 }

@@ -187,16 +187,17 @@ type Telemetry struct {
 	ServiceName string `toml:"service_name"`
 }
 
-// Default is the embedded default configuration (server-behaviour.md 11.3),
-// with the non-TCP transports disabled until they are implemented.
+// Default is the embedded default configuration (server-behaviour.md 11.3):
+// TCP on 8090, QUIC on 8080 and WebSocket on 8092, all on loopback. The HTTP
+// REST transport is not implemented (transports.md 10) and stays off.
 func Default() Config {
 	return Config{
 		System: System{Path: "local_data", Logging: Logging{Path: "logs", Level: "info"}, Runtime: PathOnly{Path: "runtime"}},
 		TCP:    TCP{Enabled: true, Address: "127.0.0.1:8090", TLS: TLS{SelfSigned: true, CertFile: "core/certs/iggy_cert.pem", KeyFile: "core/certs/iggy_key.pem"}},
-		QUIC: QUIC{Address: "127.0.0.1:8080", MaxConcurrentBidiStreams: 1, InitialMTU: 1200,
+		QUIC: QUIC{Enabled: true, Address: "127.0.0.1:8080", MaxConcurrentBidiStreams: 1, InitialMTU: 1200,
 			SendWindow: 64 << 20, ReceiveWindow: 64 << 20, StreamReceiveWindow: 64 << 20,
 			KeepAliveInterval: Duration(10e9), MaxIdleTimeout: Duration(30e9), Certificate: TLS{SelfSigned: true}},
-		WebSocket:           WebSocket{Address: "127.0.0.1:8092", TLS: TLS{SelfSigned: true, CertFile: "core/certs/iggy_cert.pem", KeyFile: "core/certs/iggy_key.pem"}},
+		WebSocket:           WebSocket{Enabled: true, Address: "127.0.0.1:8092", TLS: TLS{SelfSigned: true, CertFile: "core/certs/iggy_cert.pem", KeyFile: "core/certs/iggy_key.pem"}},
 		HTTP:                HTTP{Address: "127.0.0.1:3000"},
 		Heartbeat:           Heartbeat{Enabled: true, Interval: Duration(30e9)},
 		ConsumerGroup:       ConsumerGroup{RebalancingTimeout: Duration(30e9)},

@@ -13,7 +13,7 @@ import (
 // fakeClock is an injectable wall clock in µs.
 type fakeClock struct{ us atomic.Uint64 }
 
-func (c *fakeClock) now() uint64              { return c.us.Add(1) }
+func (c *fakeClock) now() uint64             { return c.us.Add(1) }
 func (c *fakeClock) advance(d time.Duration) { c.us.Add(uint64(d.Microseconds())) }
 
 func oldestOffset(t *testing.T, c *client.Client, topic uint32) (uint64, uint32) {

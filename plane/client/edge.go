@@ -1,14 +1,14 @@
 package clientplane
 
 import (
-	"bufio"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"sync"
-	"sync/atomic"
+	"time"
 
 	"iggynode/wire"
 )
@@ -37,7 +37,8 @@ func (t Transport) String() string {
 // Conn is the reply side of one client connection.
 type Conn interface {
 	// Send queues one complete frame for writing; it never blocks on the
-	// socket. The Conn owns frame after the call.
+	// socket. The Conn owns frame after the call. A frame that does not fit
+	// the outbound queue is dropped (transports.md 1.4).
 	Send(frame []byte)
 	// Done tells the reader that one delivered request has been answered,
 	// releasing a pending slot.
@@ -63,12 +64,25 @@ type Handler interface {
 	Open(c Conn) Session
 }
 
-// Config of a listener.
+// Config of a listener; every transport takes the same one.
 type Config struct {
-	MaxFrameSize uint32      // default wire.DefaultMaxFrameSize
-	MaxPending   int         // requests delivered but not answered; default 64
-	TLS          *tls.Config // TCP+TLS when set
-	Logger       *slog.Logger
+	MaxFrameSize uint32 // message_bus.max_message_size; default wire.DefaultMaxFrameSize
+	MaxPending   int    // requests delivered but not answered; default 64
+	// QueueCapacity bounds the outbound frames queued per connection
+	// (message_bus.peer_queue_capacity); default 256.
+	QueueCapacity int
+	// TLS turns TCP into TCP+TLS and WebSocket into WSS; QUIC always needs
+	// one (nil there means an ephemeral self-signed certificate).
+	TLS *tls.Config
+	// HandshakeGrace bounds the TLS accept, the WebSocket upgrade (TLS and
+	// upgrade together for WSS) and the QUIC handshake
+	// (message_bus.handshake_grace); default 10 s.
+	HandshakeGrace time.Duration
+	// CloseGrace bounds the close sequence: flushing queued replies, the
+	// WebSocket Close frame, TLS close_notify (message_bus.close_grace);
+	// default 2 s.
+	CloseGrace time.Duration
+	Logger     *slog.Logger
 }
 
 func (c *Config) defaults() {
@@ -78,91 +92,60 @@ func (c *Config) defaults() {
 	if c.MaxPending == 0 {
 		c.MaxPending = 64
 	}
+	if c.QueueCapacity == 0 {
+		c.QueueCapacity = 256
+	}
+	if c.HandshakeGrace == 0 {
+		c.HandshakeGrace = 10 * time.Second
+	}
+	if c.CloseGrace == 0 {
+		c.CloseGrace = 2 * time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
 }
 
-// TCPListener serves TCP (or TCP+TLS) clients.
-type TCPListener struct {
-	ln      net.Listener
-	cfg     Config
-	handler Handler
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	conns   map[*streamConn]struct{}
-	closed  atomic.Bool
+// errFraming marks a frame that fails the transport checks of
+// transports.md 1.2: the connection is closed (QUIC: the stream abandoned).
+var errFraming = errors.New("framing error")
+
+// checkHeader applies transports.md 1.2 to a frame header before any body
+// byte is read or buffered: 256 <= size <= max, command byte <= 29.
+func checkHeader(h *wire.Header, limit uint32) error {
+	if err := wire.CheckFrameSize(h.Size(), limit); err != nil {
+		return fmt.Errorf("%w: %w", errFraming, err)
+	}
+	if !h.Command().Valid() {
+		return fmt.Errorf("%w: invalid command byte %d", errFraming, uint8(h.Command()))
+	}
+	return nil
 }
 
-// ListenTCP binds addr and starts accepting.
-func ListenTCP(addr string, cfg Config, h Handler) (*TCPListener, error) {
-	cfg.defaults()
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.TLS != nil {
-		ln = tls.NewListener(ln, cfg.TLS)
-	}
-	l := &TCPListener{ln: ln, cfg: cfg, handler: h, conns: make(map[*streamConn]struct{})}
-	l.wg.Add(1)
-	go l.accept()
-	return l, nil
+// carrier moves whole frames over one connection-oriented transport (TCP,
+// TLS, WebSocket); frameConn adds the queues, ordering and lifecycle that
+// every such transport shares.
+type carrier interface {
+	// readFrame returns the next frame after checkHeader has passed it;
+	// a violation is an errFraming error.
+	readFrame(limit uint32) ([]byte, error)
+	writeFrame(frame []byte) error
+	// flush pushes written frames to the socket (once per batch).
+	flush() error
+	// interrupt makes a blocked readFrame return; it is called from
+	// another goroutine.
+	interrupt()
+	// teardown runs the transport's close sequence within grace and
+	// releases the socket. It may run while a write is blocked.
+	teardown(grace time.Duration)
+	remoteAddr() string
 }
 
-// Addr is the bound address.
-func (l *TCPListener) Addr() net.Addr { return l.ln.Addr() }
-
-func (l *TCPListener) accept() {
-	defer l.wg.Done()
-	for {
-		nc, err := l.ln.Accept()
-		if err != nil {
-			if !l.closed.Load() {
-				l.cfg.Logger.Warn("tcp accept failed", "err", err)
-			}
-			return
-		}
-		if tc, ok := nc.(*net.TCPConn); ok {
-			_ = tc.SetNoDelay(true)
-		}
-		c := newStreamConn(nc, TransportTCP, l.cfg)
-		l.mu.Lock()
-		l.conns[c] = struct{}{}
-		l.mu.Unlock()
-		l.wg.Add(1)
-		go func() {
-			defer l.wg.Done()
-			c.serve(l.handler)
-			l.mu.Lock()
-			delete(l.conns, c)
-			l.mu.Unlock()
-		}()
-	}
-}
-
-// StopAccepting closes the listening socket; open connections continue.
-func (l *TCPListener) StopAccepting() {
-	if l.closed.CompareAndSwap(false, true) {
-		_ = l.ln.Close()
-	}
-}
-
-// Close stops accepting, closes every connection and waits for their
-// goroutines.
-func (l *TCPListener) Close() {
-	l.StopAccepting()
-	l.mu.Lock()
-	for c := range l.conns {
-		c.Close()
-	}
-	l.mu.Unlock()
-	l.wg.Wait()
-}
-
-// streamConn carries frames over a byte stream (TCP, TLS).
-type streamConn struct {
-	nc        net.Conn
+// frameConn is one client connection over a carrier: a reader goroutine
+// that feeds the Session and a writer goroutine that drains the bounded
+// outbound queue, so no actor ever blocks on a socket.
+type frameConn struct {
+	carrier   carrier
 	transport Transport
 	cfg       Config
 	out       chan []byte
@@ -171,36 +154,49 @@ type streamConn struct {
 	closeOnce sync.Once
 }
 
-func newStreamConn(nc net.Conn, t Transport, cfg Config) *streamConn {
-	return &streamConn{nc: nc, transport: t, cfg: cfg, out: make(chan []byte, cfg.MaxPending+8),
+func newFrameConn(c carrier, t Transport, cfg Config) *frameConn {
+	return &frameConn{carrier: c, transport: t, cfg: cfg, out: make(chan []byte, cfg.QueueCapacity),
 		credits: make(chan struct{}, cfg.MaxPending), closing: make(chan struct{})}
 }
 
-func (c *streamConn) RemoteAddr() string   { return c.nc.RemoteAddr().String() }
-func (c *streamConn) Transport() Transport { return c.transport }
+func (c *frameConn) RemoteAddr() string   { return c.carrier.remoteAddr() }
+func (c *frameConn) Transport() Transport { return c.transport }
 
-func (c *streamConn) Send(frame []byte) {
+// Send queues frame without waiting; a full queue drops it (transports.md
+// 1.4: logged as backpressure, never retransmitted).
+func (c *frameConn) Send(frame []byte) {
+	select {
+	case <-c.closing:
+		return
+	default:
+	}
 	select {
 	case c.out <- frame:
-	case <-c.closing:
+	default:
+		c.cfg.Logger.Warn("client outbound queue full, frame dropped", "transport", c.transport, "remote", c.RemoteAddr())
 	}
 }
 
-func (c *streamConn) Done() {
+func (c *frameConn) Done() {
 	select {
 	case <-c.credits:
 	default:
 	}
 }
 
-func (c *streamConn) Close() {
+// Close stops the connection: queued frames are dropped, the reader is
+// interrupted and the serving goroutine runs the close sequence. It never
+// blocks on the socket.
+func (c *frameConn) Close() {
 	c.closeOnce.Do(func() {
 		close(c.closing)
-		_ = c.nc.Close()
+		c.carrier.interrupt()
 	})
 }
 
-func (c *streamConn) serve(h Handler) {
+// serve runs the connection to its end; it returns after every goroutine
+// of the connection has stopped and the socket is released.
+func (c *frameConn) serve(h Handler) {
 	s := h.Open(c)
 	writerDone := make(chan struct{})
 	go func() {
@@ -208,50 +204,57 @@ func (c *streamConn) serve(h Handler) {
 		c.writeLoop()
 	}()
 	err := c.readLoop(s)
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-		c.cfg.Logger.Debug("client connection ended", "remote", c.RemoteAddr(), "err", err)
+	switch {
+	case errors.Is(err, errFraming):
+		c.cfg.Logger.Warn("closing client connection", "transport", c.transport, "remote", c.RemoteAddr(), "err", err)
+	case err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed):
+		c.cfg.Logger.Debug("client connection ended", "transport", c.transport, "remote", c.RemoteAddr(), "err", err)
 	}
 	s.Closed()
-	// Let queued replies drain unless the connection was closed under us.
 	select {
 	case <-c.closing:
+		// Closed locally: whatever is still queued is dropped (7.4).
 	default:
-		c.flushAndClose()
+		// The peer or a framing error ended the reader: write what is
+		// already queued, bounded by the close grace (5.4).
+		c.drain(writerDone)
 	}
+	c.Close()
+	c.carrier.teardown(c.cfg.CloseGrace)
 	<-writerDone
 }
 
-// flushAndClose waits for the writer to empty its queue, then closes.
-func (c *streamConn) flushAndClose() {
+// drain hands the writer a nil sentinel (flush and stop after everything
+// queued before it) and waits for it, at most CloseGrace.
+func (c *frameConn) drain(writerDone <-chan struct{}) {
+	grace := time.NewTimer(c.cfg.CloseGrace)
+	defer grace.Stop()
 	select {
-	case c.out <- nil: // sentinel: the writer closes after everything before it
-	case <-c.closing:
+	case c.out <- nil:
+	case <-grace.C:
+		return
+	}
+	select {
+	case <-writerDone:
+	case <-grace.C:
 	}
 }
 
-func (c *streamConn) readLoop(s Session) error {
-	br := bufio.NewReaderSize(c.nc, 64<<10)
+func (c *frameConn) readLoop(s Session) error {
 	for {
-		var hdr wire.Header
-		if _, err := io.ReadFull(br, hdr[:]); err != nil {
-			return err
+		buf, err := c.carrier.readFrame(c.cfg.MaxFrameSize)
+		if err != nil {
+			select {
+			case <-c.closing:
+				return net.ErrClosed
+			default:
+				return err
+			}
 		}
-		size := hdr.Size()
-		if err := wire.CheckFrameSize(size, c.cfg.MaxFrameSize); err != nil {
-			c.cfg.Logger.Warn("closing client connection: bad frame size", "remote", c.RemoteAddr(), "err", err)
-			return err
-		}
-		if !hdr.Command().Valid() {
-			c.cfg.Logger.Warn("closing client connection: invalid command byte", "remote", c.RemoteAddr(), "command", uint8(hdr.Command()))
-			return errors.New("invalid command byte")
-		}
-		buf := make([]byte, size)
-		copy(buf, hdr[:])
-		if _, err := io.ReadFull(br, buf[wire.HeaderSize:]); err != nil {
-			return err
-		}
-		if hdr.Command() != wire.CmdRequest {
-			c.cfg.Logger.Warn("ignoring non-request frame from a client", "remote", c.RemoteAddr(), "command", hdr.Command())
+		if cmd := wire.HeaderOf(buf).Command(); cmd != wire.CmdRequest {
+			// transports.md 1.2: a valid command that is not Request is
+			// ignored and the connection kept.
+			c.cfg.Logger.Warn("ignoring non-request frame from a client", "transport", c.transport, "remote", c.RemoteAddr(), "command", cmd)
 			continue
 		}
 		select {
@@ -263,8 +266,7 @@ func (c *streamConn) readLoop(s Session) error {
 	}
 }
 
-func (c *streamConn) writeLoop() {
-	bw := bufio.NewWriterSize(c.nc, 64<<10)
+func (c *frameConn) writeLoop() {
 	for {
 		var frame []byte
 		select {
@@ -273,19 +275,58 @@ func (c *streamConn) writeLoop() {
 			return
 		}
 		if frame == nil {
-			_ = bw.Flush()
-			c.Close()
+			_ = c.carrier.flush()
 			return
 		}
-		if _, err := bw.Write(frame); err != nil {
+		if err := c.carrier.writeFrame(frame); err != nil {
 			c.Close()
 			return
 		}
 		if len(c.out) == 0 {
-			if err := bw.Flush(); err != nil {
+			if err := c.carrier.flush(); err != nil {
 				c.Close()
 				return
 			}
 		}
 	}
+}
+
+// connSet tracks a listener's live connections (and those still in their
+// handshake) so that Close reaches every one, including a connection
+// accepted while Close runs.
+type connSet struct {
+	mu     sync.Mutex
+	conns  map[any]func()
+	closed bool
+}
+
+// add registers key with the function that closes it; it reports false
+// once the set is closed, and the caller then drops the connection.
+func (s *connSet) add(key any, closeFn func()) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	if s.conns == nil {
+		s.conns = make(map[any]func())
+	}
+	s.conns[key] = closeFn
+	return true
+}
+
+func (s *connSet) remove(key any) {
+	s.mu.Lock()
+	delete(s.conns, key)
+	s.mu.Unlock()
+}
+
+// closeAll closes every connection and refuses later additions.
+func (s *connSet) closeAll() {
+	s.mu.Lock()
+	s.closed = true
+	for _, closeFn := range s.conns {
+		closeFn()
+	}
+	s.mu.Unlock()
 }

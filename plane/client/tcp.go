@@ -1,0 +1,160 @@
+package clientplane
+
+import (
+	"bufio"
+	"crypto/tls"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"iggynode/wire"
+)
+
+// TCPListener serves TCP (or TCP+TLS) clients (transports.md 5).
+type TCPListener struct {
+	ln      net.Listener
+	cfg     Config
+	handler Handler
+	wg      sync.WaitGroup
+	conns   connSet
+	closed  atomic.Bool
+}
+
+// ListenTCP binds addr and starts accepting. With cfg.TLS set the port
+// speaks only TLS (transports.md 2, 5.3).
+func ListenTCP(addr string, cfg Config, h Handler) (*TCPListener, error) {
+	cfg.defaults()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	l := &TCPListener{ln: ln, cfg: cfg, handler: h}
+	l.wg.Add(1)
+	go l.accept()
+	return l, nil
+}
+
+// Addr is the bound address.
+func (l *TCPListener) Addr() net.Addr { return l.ln.Addr() }
+
+func (l *TCPListener) accept() {
+	defer l.wg.Done()
+	for {
+		nc, err := l.ln.Accept()
+		if err != nil {
+			if !l.closed.Load() {
+				l.cfg.Logger.Warn("tcp accept failed", "err", err)
+			}
+			return
+		}
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true) // transports.md 1.5
+		}
+		if !l.conns.add(nc, func() { _ = nc.Close() }) {
+			_ = nc.Close()
+			continue
+		}
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			defer l.conns.remove(nc)
+			l.serve(nc)
+		}()
+	}
+}
+
+// serve runs the TLS handshake when configured (bounded by HandshakeGrace;
+// a failure just closes the socket, 5.3), then the connection.
+func (l *TCPListener) serve(nc net.Conn) {
+	conn := nc
+	if l.cfg.TLS != nil {
+		tc := tls.Server(nc, l.cfg.TLS)
+		_ = nc.SetDeadline(time.Now().Add(l.cfg.HandshakeGrace))
+		if err := tc.Handshake(); err != nil {
+			l.cfg.Logger.Debug("tls handshake failed", "remote", nc.RemoteAddr().String(), "err", err)
+			_ = nc.Close()
+			return
+		}
+		_ = nc.SetDeadline(time.Time{})
+		conn = tc
+	}
+	c := newFrameConn(newTCPCarrier(conn), TransportTCP, l.cfg)
+	if !l.conns.add(c, c.Close) {
+		c.carrier.teardown(l.cfg.CloseGrace)
+		return
+	}
+	defer l.conns.remove(c)
+	l.conns.remove(nc)
+	c.serve(l.handler)
+}
+
+// StopAccepting closes the listening socket; open connections continue.
+func (l *TCPListener) StopAccepting() {
+	if l.closed.CompareAndSwap(false, true) {
+		_ = l.ln.Close()
+	}
+}
+
+// Close stops accepting, closes every connection (TLS: with close_notify,
+// within CloseGrace) and waits for their goroutines.
+func (l *TCPListener) Close() {
+	l.StopAccepting()
+	l.conns.closeAll()
+	l.wg.Wait()
+}
+
+// tcpCarrier carries back-to-back frames over a byte stream, plain or TLS
+// (transports.md 5.2): header, size check, then exactly size-256 body bytes.
+type tcpCarrier struct {
+	nc net.Conn
+	br *bufio.Reader
+	bw *bufio.Writer
+}
+
+func newTCPCarrier(nc net.Conn) *tcpCarrier {
+	return &tcpCarrier{nc: nc, br: bufio.NewReaderSize(nc, 64<<10), bw: bufio.NewWriterSize(nc, 64<<10)}
+}
+
+func (t *tcpCarrier) remoteAddr() string { return t.nc.RemoteAddr().String() }
+
+func (t *tcpCarrier) readFrame(limit uint32) ([]byte, error) {
+	var hdr wire.Header
+	if _, err := io.ReadFull(t.br, hdr[:]); err != nil {
+		return nil, err
+	}
+	if err := checkHeader(&hdr, limit); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, hdr.Size())
+	copy(buf, hdr[:])
+	if _, err := io.ReadFull(t.br, buf[wire.HeaderSize:]); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+func (t *tcpCarrier) writeFrame(frame []byte) error {
+	_, err := t.bw.Write(frame)
+	return err
+}
+
+func (t *tcpCarrier) flush() error { return t.bw.Flush() }
+
+func (t *tcpCarrier) interrupt() { _ = t.nc.SetReadDeadline(time.Unix(1, 0)) }
+
+// teardown closes the socket; over TLS it first sends close_notify, and a
+// peer that does not take it within grace gets the socket closed anyway.
+func (t *tcpCarrier) teardown(grace time.Duration) {
+	tc, ok := t.nc.(*tls.Conn)
+	if !ok {
+		_ = t.nc.Close()
+		return
+	}
+	raw := tc.NetConn()
+	stop := time.AfterFunc(grace, func() { _ = raw.Close() })
+	_ = tc.Close()
+	stop.Stop()
+	_ = raw.Close()
+}
