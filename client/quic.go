@@ -198,10 +198,19 @@ func (c *quicConn) WriteFrame(ctx context.Context, deadline time.Time, frame []b
 	}
 	c.stream = s
 	defer watchStream(ctx, deadline, s)()
-	if _, err = s.Write(frame); err == nil {
-		err = s.Close() // FIN: the request is complete (4.4 step 2)
+	if _, err = s.Write(frame); err != nil {
+		return ioErr(ctx, err)
 	}
-	return ioErr(ctx, err)
+	if err = s.Close(); err != nil { // FIN: the request is complete (4.4 step 2)
+		// The server reads exactly one frame and then cancels its read side
+		// (4.4 Go note); when its STOP_SENDING beats our FIN, the frame was
+		// already received whole, so the reply is still on its way.
+		var se *quic.StreamError
+		if !errors.As(err, &se) {
+			return ioErr(ctx, err)
+		}
+	}
+	return nil
 }
 
 func (c *quicConn) ReadFrame(ctx context.Context, deadline time.Time) ([]byte, error) {

@@ -22,7 +22,9 @@ func TestLoginPingAndIdentity(t *testing.T) {
 		t.Fatalf("session %d user %d: root logs in as user 0 with a nonzero epoch", session, user)
 	}
 	me, err := c.GetMe(ctx)
-	if err != nil || me.UserID != 0 || me.Transport != wire.TransportTCP {
+	want := map[string]wire.TransportKind{client.TransportTCP: wire.TransportTCP, client.TransportQUIC: wire.TransportQUIC,
+		client.TransportWS: wire.TransportWebSocket}[transportFor(t).kind]
+	if err != nil || me.UserID != 0 || me.Transport != want {
 		t.Fatalf("GetMe = %+v, %v", me, err)
 	}
 	cm, err := c.GetClusterMetadata(ctx)
@@ -33,7 +35,9 @@ func TestLoginPingAndIdentity(t *testing.T) {
 
 func TestWrongPasswordIsEvicted(t *testing.T) {
 	n := startNode(t)
-	_, err := client.Connect(ctxT(t), client.Options{Address: n.TCPAddr(), Username: "iggy", Password: "nope"})
+	o := clientOptions(t, n)
+	o.Username, o.Password = "iggy", "nope"
+	_, err := client.Connect(ctxT(t), o)
 	var ev *wire.EvictionError
 	if !errors.As(err, &ev) || ev.Reason != wire.EvictInvalidCredentials || !errors.Is(err, wire.ErrInvalidCredentials) {
 		t.Fatalf("got %v, want eviction InvalidCredentials (9)", err)

@@ -37,10 +37,18 @@ func startNodeWith(t testing.TB, dir string, tune func(*config.Config), clock fu
 	cfg := config.Default()
 	cfg.System.Path = dir
 	cfg.TCP.Address = "127.0.0.1:0"
+	opts := actors.Options{RootUsername: "iggy", RootPassword: "iggy", Logger: logger(), Clock: clock}
+	if tc := transportFor(t); tc.tls {
+		cert, _ := certificate(t)
+		opts.TLS = cert.ServerConfig()
+		cfg.TCP.TLS.Enabled = tc.kind == client.TransportTCP
+		cfg.WebSocket.TLS.Enabled = tc.kind == client.TransportWS
+	}
 	if tune != nil {
 		tune(&cfg)
 	}
-	n, err := actors.Start(actors.Options{Config: cfg, RootUsername: "iggy", RootPassword: "iggy", Logger: logger(), Clock: clock})
+	opts.Config = cfg
+	n, err := actors.Start(opts)
 	if err != nil {
 		t.Fatalf("start node: %v", err)
 	}
@@ -68,8 +76,9 @@ func connect(t testing.TB, n *testNode) *client.Client {
 
 func connectAs(t testing.TB, n *testNode, user, pass string) *client.Client {
 	t.Helper()
-	c, err := client.Connect(ctxT(t), client.Options{Address: n.TCPAddr(), Username: user, Password: pass,
-		RequestTimeout: 10 * time.Second})
+	o := clientOptions(t, n)
+	o.Username, o.Password, o.RequestTimeout = user, pass, 10*time.Second
+	c, err := client.Connect(ctxT(t), o)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
