@@ -29,6 +29,13 @@ const (
 type Config struct {
 	// Address is the node (or sink) to dial, host:port.
 	Address string `json:"address"`
+	// Transport is tcp (default), tls, quic, ws or wss.
+	Transport string `json:"transport"`
+	// CAFile is a PEM file of CAs to trust for TLS carriages; empty with
+	// Insecure skips verification (a sink's or a dev node's self-signed
+	// certificate).
+	CAFile   string `json:"-"`
+	Insecure bool   `json:"-"`
 	// Username and Password log every connection in; empty means iggy/iggy.
 	Username string `json:"username"`
 	Password string `json:"-"`
@@ -189,13 +196,26 @@ func runAll(ctx context.Context, actors []*actor) error {
 
 // connect opens one logged-in client.
 func connect(ctx context.Context, cfg Config) (*client.Client, error) {
-	return client.Connect(ctx, client.Options{
+	o := client.Options{
 		Address:        cfg.Address,
 		Username:       cfg.Username,
 		Password:       cfg.Password,
 		NoDelay:        true,
 		RequestTimeout: cfg.RequestTimeout,
-	})
+	}
+	switch cfg.Transport {
+	case "tls":
+		o.TLS = client.TLSOptions{Enabled: true, CAFile: cfg.CAFile, InsecureSkipVerify: cfg.Insecure}
+	case "quic":
+		o.Transport = client.TransportQUIC
+		o.QUIC.ValidateCertificate, o.QUIC.CAFile = !cfg.Insecure, cfg.CAFile
+	case "ws":
+		o.Transport = client.TransportWS
+	case "wss":
+		o.Transport = client.TransportWS
+		o.TLS = client.TLSOptions{Enabled: true, CAFile: cfg.CAFile, InsecureSkipVerify: cfg.Insecure}
+	}
+	return client.Connect(ctx, o)
 }
 
 // setup makes sure every stream <prefix><n> has the topic with at least

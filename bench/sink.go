@@ -2,6 +2,7 @@ package bench
 
 import (
 	"encoding/binary"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -32,6 +33,10 @@ type SinkOptions struct {
 	EmptyPolls bool
 	// Logger receives the edge's warnings; nil discards them.
 	Logger *slog.Logger
+	// Transport is the carriage the sink listens on: "tcp" (default),
+	// "tls", "quic", "ws" or "wss". TLS carriages use a self-signed
+	// certificate generated at start.
+	Transport string
 }
 
 // SinkStats counts what the sink answered.
@@ -48,7 +53,11 @@ type SinkStats struct {
 // Go SDK accepts and stores nothing: the transport ceiling a client can
 // reach against this machine (see the package doc for the replies).
 type Sink struct {
-	ln          *clientplane.TCPListener
+	ln interface {
+		Addr() net.Addr
+		Close()
+	}
+	transport   string
 	host        string
 	port        uint16
 	messageSize int
@@ -89,14 +98,35 @@ func StartSinkWith(addr string, o SinkOptions) (*Sink, error) {
 		maxPoll:     (wire.DefaultMaxFrameSize - wire.HeaderSize - wire.PolledMessagesHeaderSize - wire.BatchHeaderSize) / perMessage,
 		offsets:     map[partitionKey]uint64{},
 	}
-	ln, err := clientplane.ListenTCP(addr, clientplane.Config{Logger: o.Logger}, s)
+	cfg := clientplane.Config{Logger: o.Logger}
+	if o.Transport == "tls" || o.Transport == "wss" || o.Transport == "quic" {
+		cert, err := clientplane.GenerateSelfSigned()
+		if err != nil {
+			return nil, err
+		}
+		cfg.TLS = cert.ServerConfig()
+		if o.Transport == "quic" {
+			cfg.TLS = cert.QUICConfig()
+		}
+	}
+	var err error
+	switch o.Transport {
+	case "", "tcp", "tls":
+		s.ln, err = clientplane.ListenTCP(addr, cfg, s)
+	case "quic":
+		s.ln, err = clientplane.ListenQUIC(addr, cfg, clientplane.DefaultQUICConfig(), s)
+	case "ws", "wss":
+		s.ln, err = clientplane.ListenWebSocket(addr, cfg, clientplane.WebSocketConfig{}, s)
+	default:
+		return nil, fmt.Errorf("sink: unknown transport %q", o.Transport)
+	}
 	if err != nil {
 		return nil, err
 	}
-	s.ln = ln
-	if tcp, ok := ln.Addr().(*net.TCPAddr); ok {
-		s.host, s.port = tcp.IP.String(), uint16(tcp.Port)
-	}
+	s.transport = o.Transport
+	host, port, _ := net.SplitHostPort(s.ln.Addr().String())
+	p, _ := strconv.Atoi(port)
+	s.host, s.port = host, uint16(p)
 	return s, nil
 }
 
@@ -201,7 +231,8 @@ func (ss *sinkSession) read(req wire.RequestHeader, body []byte) []byte {
 // SDK stays where it dialled.
 func (s *Sink) roster() []byte {
 	m := wire.ClusterMetadata{Name: "iggynode-sink", Nodes: []wire.ClusterNode{{
-		Name: "sink", IP: s.host, TCPPort: s.port, Role: wire.RoleLeader, Status: wire.NodeHealthy,
+		Name: "sink", IP: s.host, TCPPort: s.portFor("tcp", "tls"), QUICPort: s.portFor("quic"),
+		WebSocketPort: s.portFor("ws", "wss"), Role: wire.RoleLeader, Status: wire.NodeHealthy,
 	}}}
 	return m.AppendTo(newReply(64))
 }
@@ -349,4 +380,18 @@ func seal(frame []byte, req wire.RequestHeader, op wire.Operation, logOp uint64,
 	}
 	h.Encode(wire.HeaderOf(frame))
 	return frame
+}
+
+// portFor is the sink's port when it listens on one of the transports.
+func (s *Sink) portFor(transports ...string) uint16 {
+	t := s.transport
+	if t == "" {
+		t = "tcp"
+	}
+	for _, x := range transports {
+		if x == t {
+			return s.port
+		}
+	}
+	return 0
 }

@@ -100,10 +100,17 @@ func DecodePrepareHeader(h *Header) (PrepareHeader, error) {
 
 // PrepareIdentity is W(H64(h')) where h' is the header with checksum and
 // view zeroed (replica-plane.md 2.2): restamping the view keeps it valid.
+//
+// The command byte is hashed as Prepare (6) for a RepairPrepare (19) too:
+// 7.3 step 6 says serving a journaled prepare as a RepairPrepare keeps its
+// identity, which 2.2 as written (hashing byte 60 as is) would break.
 func PrepareIdentity(h *Header) U128 {
 	var tmp Header = *h
 	tmp.SetChecksum(U128{})
 	tmp.SetView(0)
+	if tmp.Command() == CmdRepairPrepare {
+		tmp.SetCommand(CmdPrepare)
+	}
 	return Widen(xxh3.Hash(tmp[:]))
 }
 
@@ -218,16 +225,17 @@ func (c *CommitHeader) Encode(h *Header) {
 	h.Seal()
 }
 
-// DecodeCommitHeader types and validates a Commit: command, size 256, seal.
+// DecodeCommitHeader types and validates a Commit: command, seal, size 256.
 func DecodeCommitHeader(h *Header) (CommitHeader, error) {
 	if h.Command() != CmdCommit {
 		return CommitHeader{}, decodeErr("command", fmt.Sprintf("%v is not Commit", h.Command()))
 	}
-	if h.Size() != HeaderSize {
-		return h.CommitMsg(), decodeErr("size", "a commit has no body")
-	}
+	// 1.5: the seal is verified before the validator reads any field.
 	if !h.SealValid() {
 		return h.CommitMsg(), decodeErr("checksum", "frame seal mismatch")
+	}
+	if h.Size() != HeaderSize {
+		return h.CommitMsg(), decodeErr("size", "a commit has no body")
 	}
 	return h.CommitMsg(), nil
 }

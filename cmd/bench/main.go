@@ -33,6 +33,9 @@ func run(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var cfg bench.Config
 	fs.StringVar(&cfg.Address, "address", "127.0.0.1:8090", "node address host:port (ignored with --sink)")
+	fs.StringVar(&cfg.Transport, "transport", "tcp", "transport: tcp, tls, quic, ws or wss")
+	fs.StringVar(&cfg.CAFile, "ca-file", "", "PEM CA file to trust for tls, quic and wss")
+	fs.BoolVar(&cfg.Insecure, "insecure", false, "skip TLS certificate verification (self-signed dev certificates)")
 	fs.StringVar(&cfg.Username, "username", bench.DefaultUsername, "username")
 	fs.StringVar(&cfg.Password, "password", bench.DefaultPassword, "password")
 	fs.IntVar(&cfg.Producers, "producers", 1, "producers, one connection each")
@@ -58,12 +61,13 @@ func run(args []string, out io.Writer) error {
 	}
 
 	if *useSink {
-		sink, err := bench.StartSinkWith("127.0.0.1:0", bench.SinkOptions{PollMessageSize: cfg.MessageSize})
+		sink, err := bench.StartSinkWith("127.0.0.1:0", bench.SinkOptions{PollMessageSize: cfg.MessageSize, Transport: cfg.Transport})
 		if err != nil {
 			return fmt.Errorf("start sink: %w", err)
 		}
 		defer sink.Close()
 		cfg.Address = sink.Addr()
+		cfg.Insecure = true // the sink's certificate is generated at start
 		fmt.Fprintf(out, "sink listening on %s\n", cfg.Address)
 	}
 
