@@ -1,18 +1,24 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
-
-	"github.com/dgraph-io/badger/v4"
+	"math"
 
 	"iggynode/wire"
 )
 
 // AppendBatch stores a stamped batch (wire/batch.go: 256-byte header and
-// frames) verbatim under (group, baseOffset). baseOffset must equal the
-// header's base_offset and batch_length the slice length, so a key never
-// disagrees with the bytes it holds. With sync (the topic's enforce_fsync)
-// the batch is fsynced before the call returns; without it, it survives a
+// frames) verbatim at the end of group's batch log (doc.go, "Batch files"):
+// one write() of the whole slice to the current file, no copy. baseOffset
+// must equal the header's base_offset and batch_length the slice length, so
+// the index never disagrees with the bytes. Batches are appended in
+// ascending base offset: an append at or below the last stored base offset
+// first drops every stored batch from baseOffset on (a rolled-back journal
+// suffix being replaced, partition.RollbackJournal), and one below the
+// retained floor (DeleteBatchesBelow) lowers the floor to it. With sync (the
+// topic's enforce_fsync) the group's files are fsynced before the call
+// returns; without it the batch is in the page cache, so it survives a
 // process crash, not a power loss (doc.go, "Durability"). The batch may be
 // reused once the call returns.
 func (s *Store) AppendBatch(group, baseOffset uint64, batch []byte, sync bool) error {
@@ -24,79 +30,268 @@ func (s *Store) AppendBatch(group, baseOffset uint64, batch []byte, sync bool) e
 		return fmt.Errorf("storage: batch at %d: header says base_offset %d, batch_length %d of %d bytes",
 			baseOffset, b.BaseOffset(), b.Length(), len(batch))
 	}
-	if err := s.set(u64Key(group, kindBatch, baseOffset), batch, sync); err != nil {
+	g, err := s.lockedGroup(group)
+	if err != nil {
+		return fmt.Errorf("storage: append batch group %d at %d: %w", group, baseOffset, err)
+	}
+	defer g.mu.Unlock()
+	if err := s.appendBatch(g, baseOffset, batch, sync); err != nil {
 		return fmt.Errorf("storage: append batch group %d at %d: %w", group, baseOffset, err)
 	}
 	return nil
 }
 
+func (s *Store) appendBatch(g *groupLog, base uint64, batch []byte, sync bool) error {
+	if n := len(g.files); n > 0 && base <= g.files[n-1].lastBase() {
+		if err := s.truncateFrom(g, base); err != nil {
+			s.invalidate(g)
+			return err
+		}
+	}
+	if base < g.floor {
+		// Every batch left is below base (the suffix from base is gone), so
+		// lowering the floor to base reveals none of the deleted ones.
+		if err := s.saveFloor(g.group, base, sync); err != nil {
+			return err
+		}
+		g.floor = base
+	}
+	tail, err := s.tailFor(g, base)
+	if err != nil {
+		return err
+	}
+	f, err := s.files.acquire(tail)
+	if err != nil {
+		s.dropIfEmpty(g, tail)
+		return err
+	}
+	_, werr := f.Write(batch)
+	if werr != nil {
+		// Cut a partial write so the next append starts on a record
+		// boundary; if even that fails, rebuild the index from the disk.
+		terr := f.Truncate(tail.size)
+		s.files.release(tail)
+		if terr != nil {
+			s.invalidate(g)
+		} else {
+			s.dropIfEmpty(g, tail)
+		}
+		return werr
+	}
+	s.files.release(tail)
+	tail.entries = append(tail.entries, batchEntry{base: base, pos: tail.size, length: int64(len(batch))})
+	tail.size += int64(len(batch))
+	g.markUnsynced(tail)
+	if sync {
+		return s.syncGroup(g)
+	}
+	return nil
+}
+
+// tailFor returns the file the batch at base goes to: the current one, or
+// a new one named after base once the current one holds BatchFileBytes.
+func (s *Store) tailFor(g *groupLog, base uint64) (*batchFile, error) {
+	if n := len(g.files); n > 0 && g.files[n-1].size < s.opts.BatchFileBytes {
+		return g.files[n-1], nil
+	}
+	return s.createFile(g, base)
+}
+
+// dropIfEmpty removes a file just created for a batch whose write failed,
+// keeping the rule that every file holds at least one batch.
+func (s *Store) dropIfEmpty(g *groupLog, bf *batchFile) {
+	if len(bf.entries) > 0 {
+		return
+	}
+	g.files = g.files[:len(g.files)-1]
+	if err := s.removeFile(g, bf); err != nil {
+		s.invalidate(g)
+	}
+}
+
 // ScanBatches calls fn for every batch of group whose base offset is >=
 // fromBaseOffset, in ascending offset order. To read from an offset inside a
-// batch, pass that batch's base offset (FindBatch). batch is valid only
-// during the call (it may point into badger's memory-mapped value log):
-// copy what you keep, or append the record to the reply buffer from inside
-// fn. An error from fn ends the scan and is returned, except ErrStopScan
-// which ends it cleanly.
+// batch, pass that batch's base offset (FindBatch). Batches are read in
+// chunks of up to 1 MiB (a larger batch whole) into a buffer reused for the
+// next chunk: batch is valid only during the call, so copy what you keep,
+// or append the record to the reply buffer from inside fn. fn runs without
+// the group's lock held (it may call the store); an append racing with the
+// scan may or may not be seen. An error from fn ends the scan and is
+// returned, except ErrStopScan which ends it cleanly.
 func (s *Store) ScanBatches(group, fromBaseOffset uint64, fn func(baseOffset uint64, batch []byte) error) error {
-	return s.scan(kindPrefix(group, kindBatch), u64Key(group, kindBatch, fromBaseOffset), func(key, v []byte) error {
-		return fn(keyU64(key), v)
-	})
+	var buf []byte
+	var recs []batchEntry // positions relative to buf
+	cursor := fromBaseOffset
+	for {
+		var err error
+		buf, recs, err = s.readChunk(group, cursor, buf, recs[:0])
+		if err != nil {
+			return fmt.Errorf("storage: scan batches group %d from %d: %w", group, cursor, err)
+		}
+		if len(recs) == 0 {
+			return nil
+		}
+		for _, r := range recs {
+			if err := fn(r.base, buf[r.pos:r.pos+r.length:r.pos+r.length]); err != nil {
+				if errors.Is(err, ErrStopScan) {
+					return nil
+				}
+				return err
+			}
+		}
+		last := recs[len(recs)-1].base
+		if last == math.MaxUint64 {
+			return nil
+		}
+		cursor = last + 1
+	}
+}
+
+// readChunk reads, under the group's lock, the visible batches from the
+// first one at or above from, as many whole consecutive records of one
+// file as fit in scanChunkBytes (at least one), into buf.
+func (s *Store) readChunk(group, from uint64, buf []byte, recs []batchEntry) ([]byte, []batchEntry, error) {
+	g, err := s.lockedGroup(group)
+	if err != nil {
+		return buf, recs, err
+	}
+	defer g.mu.Unlock()
+	fi, ei, ok := g.locate(max(from, g.floor))
+	if !ok {
+		return buf, recs, nil
+	}
+	bf := g.files[fi]
+	es := bf.entries[ei:]
+	start, end := es[0].pos, es[0].pos+es[0].length
+	n := 1
+	for n < len(es) && es[n].pos+es[n].length-start <= scanChunkBytes {
+		end = es[n].pos + es[n].length
+		n++
+	}
+	if int64(cap(buf)) < end-start {
+		buf = make([]byte, max(end-start, scanChunkBytes))
+	}
+	buf = buf[:end-start]
+	if err := s.readAt(bf, buf, start); err != nil {
+		return buf, recs, err
+	}
+	for _, e := range es[:n] {
+		r := batchEntry{base: e.base, pos: e.pos - start, length: e.length}
+		if err := checkRecord(buf[r.pos:r.pos+r.length], e, bf.path); err != nil {
+			return buf, recs, err
+		}
+		recs = append(recs, r)
+	}
+	return buf, recs, nil
+}
+
+// readAt preads len(p) bytes of bf at pos.
+func (s *Store) readAt(bf *batchFile, p []byte, pos int64) error {
+	f, err := s.files.acquire(bf)
+	if err != nil {
+		return err
+	}
+	defer s.files.release(bf)
+	if _, err := f.ReadAt(p, pos); err != nil {
+		return fmt.Errorf("read %s at %d: %w", bf.path, pos, err)
+	}
+	return nil
+}
+
+// checkRecord verifies that the bytes read agree with the index (they can
+// only differ if the file was changed behind the store's back).
+func checkRecord(rec []byte, e batchEntry, path string) error {
+	b := wire.Batch(rec)
+	if b.BaseOffset() != e.base || b.Length() != uint64(e.length) {
+		return fmt.Errorf("%w: %s at %d: header base_offset %d, batch_length %d; index %d, %d",
+			ErrCorrupt, path, e.pos, b.BaseOffset(), b.Length(), e.base, e.length)
+	}
+	return nil
 }
 
 // FindBatch returns the base offset of the batch of group that holds offset:
-// the greatest base offset <= offset. ok is false when every stored batch
+// the greatest base offset <= offset. ok is false when every retained batch
 // starts above offset or the group has none. It does not check that offset
 // is below the batch's end (base + message_count).
 func (s *Store) FindBatch(group, offset uint64) (baseOffset uint64, ok bool, err error) {
-	prefix := kindPrefix(group, kindBatch)
-	err = s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, Reverse: true})
-		defer it.Close()
-		// A reverse Seek lands on the greatest key <= the target.
-		it.Seek(u64Key(group, kindBatch, offset))
-		if it.Valid() {
-			baseOffset, ok = keyU64(it.Item().Key()), true
-		}
-		return nil
-	})
+	g, err := s.lockedGroup(group)
 	if err != nil {
 		return 0, false, fmt.Errorf("storage: find batch group %d offset %d: %w", group, offset, err)
 	}
+	defer g.mu.Unlock()
+	baseOffset, ok = g.find(offset)
 	return baseOffset, ok, nil
 }
 
-// ReadBatch returns a copy of the batch of group stored at baseOffset, or
-// an error wrapping ErrNotFound.
+// ReadBatch returns the batch of group stored at baseOffset, read with one
+// pread into a new slice that the caller owns, or an error wrapping
+// ErrNotFound.
 func (s *Store) ReadBatch(group, baseOffset uint64) ([]byte, error) {
-	b, ok, err := s.get(u64Key(group, kindBatch, baseOffset))
+	g, err := s.lockedGroup(group)
 	if err != nil {
 		return nil, fmt.Errorf("storage: read batch group %d at %d: %w", group, baseOffset, err)
 	}
-	if !ok {
+	defer g.mu.Unlock()
+	fi, ei, ok := g.locate(baseOffset)
+	if !ok || baseOffset < g.floor || g.files[fi].entries[ei].base != baseOffset {
 		return nil, fmt.Errorf("storage: batch group %d at %d: %w", group, baseOffset, ErrNotFound)
 	}
-	return b, nil
+	bf, e := g.files[fi], g.files[fi].entries[ei]
+	out := make([]byte, e.length)
+	if err := s.readAt(bf, out, e.pos); err != nil {
+		return nil, fmt.Errorf("storage: read batch group %d at %d: %w", group, baseOffset, err)
+	}
+	if err := checkRecord(out, e, bf.path); err != nil {
+		return nil, fmt.Errorf("storage: read batch group %d at %d: %w", group, baseOffset, err)
+	}
+	return out, nil
 }
 
 // DeleteBatchesBelow deletes every batch of group whose base offset is <
 // offset (retention, segment deletion, TruncatePartition). A batch that
-// straddles offset is kept whole. Not synced: the deletion is idempotent and
-// the metadata op behind it is replayed after a power loss.
+// straddles offset is kept whole. Files all of whose batches are below
+// offset are deleted; in a file that also holds batches at or above it, the
+// lower ones stay on disk but are gone for Scan, Find and Read: the group's
+// floor (first retained offset) rises to offset and is stored in badger, so
+// a restart honours it. Not synced: the deletion is idempotent and the
+// metadata op behind it is replayed after a power loss.
 func (s *Store) DeleteBatchesBelow(group, offset uint64) error {
-	prefix := kindPrefix(group, kindBatch)
-	if err := s.deleteRange(prefix, prefix, u64Key(group, kindBatch, offset), false); err != nil {
+	g, err := s.lockedGroup(group)
+	if err != nil {
+		return fmt.Errorf("storage: delete batches group %d below %d: %w", group, offset, err)
+	}
+	defer g.mu.Unlock()
+	if offset <= g.floor {
+		return nil
+	}
+	// The floor first: a crash before the files go leaves whole files below
+	// it, which the next load deletes.
+	if err := s.saveFloor(group, offset, false); err != nil {
+		return fmt.Errorf("storage: delete batches group %d below %d: %w", group, offset, err)
+	}
+	g.floor = offset
+	if err := s.dropFilesBelow(g, offset); err != nil {
 		return fmt.Errorf("storage: delete batches group %d below %d: %w", group, offset, err)
 	}
 	return nil
 }
 
-// DeletePartition deletes everything group owns: batches, consumer offsets,
-// journal, VSR state and snapshot (topic or partition deletion, purge). It
-// is synced, so a deleted partition does not come back after a power loss.
+// DeletePartition deletes everything group owns: its batch files, consumer
+// offsets, journal, VSR state, snapshot and batch floor (topic or partition
+// deletion, purge). It is synced, so a deleted partition does not come back
+// after a power loss: the files go first (their directory renamed away and
+// the rename fsynced), then the keys, so no state can show old batches
+// without their floor.
 func (s *Store) DeletePartition(group uint64) error {
 	s.seqMu.Lock()
 	delete(s.seqs, group)
 	s.seqMu.Unlock()
+	g := s.groupLog(group)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := s.removeGroupFiles(g); err != nil {
+		return fmt.Errorf("storage: delete group %d batch files: %w", group, err)
+	}
 	prefix := groupPrefix(group)
 	if err := s.deleteRange(prefix, prefix, nil, true); err != nil {
 		return fmt.Errorf("storage: delete group %d: %w", group, err)

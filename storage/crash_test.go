@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strconv"
@@ -22,9 +23,8 @@ const (
 	crashKillAfterOKs = 120
 )
 
-// crashBatch is batch i of the crash run: every third one is large enough
-// for the value log, the others live in the memtable WAL, so both of
-// badger's write paths are killed mid-stream.
+// crashBatch is batch i of the crash run: every third one is 160 KiB, the
+// others about 1.5 KiB, so the kill lands in large and small write() calls.
 func crashBatch(t testing.TB, i int) (base uint64, batch []byte) {
 	base = uint64(i) * 4
 	payload := 300
@@ -41,8 +41,9 @@ func TestCrashChild(t *testing.T) {
 	if dir == "" {
 		t.Skip("child role of TestAppendsSurviveKill9")
 	}
-	// Production options: the real memtable and value-log sizes.
-	s, err := Open(dir, Options{GCInterval: -1})
+	// Production badger sizes; batch files roll every 256 KiB so the run
+	// crosses several files and the kill can land on a fresh one.
+	s, err := Open(dir, Options{GCInterval: -1, BatchFileBytes: 256 << 10})
 	if err != nil {
 		fmt.Println("open:", err)
 		os.Exit(2)
@@ -114,7 +115,10 @@ func TestAppendsSurviveKill9(t *testing.T) {
 	}
 	t.Logf("child acknowledged %d appends before SIGKILL", acked+1)
 
-	s, err := Open(dir, testOptions())
+	var logged bytes.Buffer
+	opts := testOptions()
+	opts.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+	s, err := Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +134,8 @@ func TestAppendsSurviveKill9(t *testing.T) {
 		}
 	}
 	// The scan walks them contiguously from 0 (a batch the child was
-	// writing when it died may or may not follow; nothing else may).
+	// writing when it died may or may not follow, whole; a torn one was cut
+	// at reopen; nothing else may).
 	n := 0
 	err = s.ScanBatches(crashGroup, 0, func(base uint64, b []byte) error {
 		if wantBase, _ := crashBatch(t, n); base != wantBase {
@@ -144,5 +149,20 @@ func TestAppendsSurviveKill9(t *testing.T) {
 	}
 	if n < acked+1 || n > acked+2 {
 		t.Fatalf("scan found %d batches, %d acknowledged", n, acked+1)
+	}
+	if strings.Contains(logged.String(), "torn") {
+		t.Logf("the kill tore a write: %s", strings.TrimSpace(logged.String()))
+	}
+	// The log goes on where the recovered one ends.
+	base, b := crashBatch(t, n)
+	if err := s.AppendBatch(crashGroup, base, b, true); err != nil {
+		t.Fatal(err)
+	}
+	s = reopen(t, s)
+	if got, err := s.ReadBatch(crashGroup, base); err != nil || !bytes.Equal(got, b) {
+		t.Fatalf("append after recovery: %v", err)
+	}
+	if files := batchFileNames(t, s, crashGroup); len(files) < 2 {
+		t.Fatalf("the run stayed in %d file(s), want it to roll", len(files))
 	}
 }

@@ -2,7 +2,12 @@ package storage
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -21,9 +26,11 @@ func bound(t testing.TB, d time.Duration) {
 }
 
 // testOptions are small so tests stay light; the value threshold is the
-// production one so both the LSM and the value-log paths are exercised.
+// production one so both the LSM and the value-log paths are exercised, and
+// batch files roll every 64 KiB so every batch test crosses files.
 func testOptions() Options {
-	return Options{MemTableBytes: 8 << 20, ValueLogFileBytes: 16 << 20, BlockCacheBytes: 1 << 20, GCInterval: -1}
+	return Options{MemTableBytes: 8 << 20, ValueLogFileBytes: 16 << 20, BlockCacheBytes: 1 << 20, GCInterval: -1,
+		BatchFileBytes: 64 << 10, Logger: slog.New(slog.DiscardHandler)}
 }
 
 func openTest(t testing.TB) *Store {
@@ -42,7 +49,7 @@ func reopen(t testing.TB, s *Store) *Store {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s2, err := Open(s.Dir(), testOptions())
+	s2, err := Open(s.Dir(), s.opts) // the same options
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,4 +143,27 @@ func groupKeys(t testing.TB, s *Store, group uint64) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// groupDir is where group's batch files live.
+func groupDir(s *Store, group uint64) string {
+	return filepath.Join(s.Dir(), partitionsDirName, fmt.Sprintf("%016x", group))
+}
+
+// batchFileNames lists the files in group's directory, sorted (none when it
+// does not exist).
+func batchFileNames(t testing.TB, s *Store, group uint64) []string {
+	t.Helper()
+	ents, err := os.ReadDir(groupDir(s, group))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out
 }

@@ -8,7 +8,7 @@ const (
 	nsGroup = 'G' // 'G' group u64 kind ...: everything a consensus group owns
 	nsKV    = 'K' // 'K' name: the generic small key/value space
 
-	kindBatch      = 'B' // + base_offset u64
+	kindFloor      = 'F' // the first retained batch offset (batches live in files)
 	kindPrepare    = 'J' // + op u64
 	kindOffset     = 'O' // + consumer kind u8 + consumer key u32
 	kindSnapshot   = 'P'
@@ -40,7 +40,7 @@ func appendKindPrefix(b []byte, group uint64, kind byte) []byte {
 	return append(b, kind)
 }
 
-// u64Key is 'G' group kind n: a journal op or a batch base offset.
+// u64Key is 'G' group kind n: a journal op.
 func u64Key(group uint64, kind byte, n uint64) []byte {
 	return binary.BigEndian.AppendUint64(appendKindPrefix(make([]byte, 0, u64KeyLen), group, kind), n)
 }

@@ -57,6 +57,15 @@ type Options struct {
 	// minute); negative disables the background loop (ReclaimSpace still
 	// works).
 	GCInterval time.Duration
+	// BatchFileBytes: a partition's batch file is closed to appends once
+	// it holds at least this many bytes and the next batch starts a new
+	// one (default 256 MiB; doc.go, "Batch files"). It is a storage
+	// detail, unrelated to the topic's logical segment_size.
+	BatchFileBytes int64
+	// MaxOpenBatchFiles bounds the batch-file handles kept open across all
+	// groups; the least recently used idle one is closed beyond it
+	// (default 256).
+	MaxOpenBatchFiles int
 }
 
 func (o Options) withDefaults() Options {
@@ -83,6 +92,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.GCInterval == 0 {
 		o.GCInterval = time.Minute
+	}
+	if o.BatchFileBytes <= 0 {
+		o.BatchFileBytes = 256 << 20
+	}
+	if o.MaxOpenBatchFiles <= 0 {
+		o.MaxOpenBatchFiles = 256
 	}
 	return o
 }
@@ -111,12 +126,17 @@ func (o Options) badger(dir string) badger.Options {
 		WithNumVersionsToKeep(1)
 }
 
-// Store is one node's durable state in one badger database. It is safe for
-// concurrent use.
+// Store is one node's durable state: one badger database plus the
+// partitions' batch files. It is safe for concurrent use.
 type Store struct {
 	db   *badger.DB
 	dir  string
 	opts Options
+
+	partsDir string
+	partsMu  sync.Mutex
+	parts    map[uint64]*groupLog // every group touched since Open
+	files    fileCache
 
 	syncer syncer
 	memWAL []string // *.mem files seen by the last sync (syncer-owned)
@@ -131,7 +151,8 @@ type Store struct {
 }
 
 // Open opens (creating if needed) the store in dir. One process at a time:
-// badger locks the directory.
+// badger locks the directory. Batch files are indexed lazily, per group, on
+// the group's first use (doc.go, "Recovery").
 func Open(dir string, opts Options) (*Store, error) {
 	opts = opts.withDefaults()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -141,7 +162,14 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}
-	s := &Store{db: db, dir: dir, opts: opts, seqs: make(map[uint64]*superblockSeq), stop: make(chan struct{})}
+	partsDir, err := openPartitionsDir(dir)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+	}
+	s := &Store{db: db, dir: dir, opts: opts, partsDir: partsDir, parts: make(map[uint64]*groupLog),
+		seqs: make(map[uint64]*superblockSeq), stop: make(chan struct{})}
+	s.files.max = opts.MaxOpenBatchFiles
 	s.syncer.init()
 	if opts.GCInterval > 0 {
 		s.gcDone.Add(1)
@@ -150,13 +178,14 @@ func Open(dir string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// Close stops the background work and closes the database (badger flushes
-// the memtable and syncs its files). Close is idempotent.
+// Close stops the background work, fsyncs and closes the batch files and
+// closes the database (badger flushes the memtable and syncs its files).
+// Close is idempotent.
 func (s *Store) Close() error {
 	s.closing.Do(func() {
 		close(s.stop)
 		s.gcDone.Wait()
-		s.closeErr = s.db.Close()
+		s.closeErr = errors.Join(s.closeBatchFiles(), s.db.Close())
 	})
 	return s.closeErr
 }
@@ -164,8 +193,10 @@ func (s *Store) Close() error {
 // Dir is the directory the store lives in.
 func (s *Store) Dir() string { return s.dir }
 
-// Sync makes every write that returned before the call durable (fsync).
-// Concurrent callers share one fsync (doc.go, "Durability").
+// Sync makes every badger write that returned before the call durable
+// (fsync). Concurrent callers share one fsync (doc.go, "Durability").
+// Batch files are not part of it: AppendBatch with sync fsyncs its group's
+// files.
 func (s *Store) Sync() error { return s.syncer.sync(s.syncFiles) }
 
 // syncFiles is one fsync round: badger's active memtable WAL and value log,
@@ -221,6 +252,24 @@ type syncer struct {
 }
 
 func (y *syncer) init() { y.cond = sync.NewCond(&y.mu) }
+
+// err is the sticky failure, if any.
+func (y *syncer) err() error {
+	y.mu.Lock()
+	defer y.mu.Unlock()
+	return y.failed
+}
+
+// fail records an fsync failure outside a round (a batch file's) and
+// returns the sticky error.
+func (y *syncer) fail(err error) error {
+	y.mu.Lock()
+	defer y.mu.Unlock()
+	if y.failed == nil {
+		y.failed = fmt.Errorf("%w: %w", ErrSyncFailed, err)
+	}
+	return y.failed
+}
 
 func (y *syncer) sync(fsync func() error) error {
 	y.mu.Lock()

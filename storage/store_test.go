@@ -3,8 +3,10 @@ package storage
 import (
 	"bytes"
 	"errors"
+	"io/fs"
 	"log/slog"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -18,8 +20,8 @@ import (
 func TestBatchRoundTrip(t *testing.T) {
 	s := openTest(t)
 	const g = 42
-	// Small batches stay in the LSM tree, large ones go to the value log
-	// (4 KiB threshold): both paths must give the bytes back.
+	// Small and large batches, with files rolling at 64 KiB: batches land
+	// beside each other and alone in files.
 	sizes := []struct{ count, payload int }{{1, 10}, {3, 100}, {16, 1000}, {2, 200_000}, {5, 40}}
 	var want []kv
 	base := uint64(0)
@@ -96,6 +98,9 @@ func TestAppendBatchRefusesInconsistentHeader(t *testing.T) {
 	if n := groupKeys(t, s, 1); n != 0 {
 		t.Fatalf("%d keys stored by refused appends", n)
 	}
+	if names := batchFileNames(t, s, 1); len(names) != 0 {
+		t.Fatalf("refused appends created files %v", names)
+	}
 }
 
 func TestScanStopsAndPropagatesErrors(t *testing.T) {
@@ -131,7 +136,10 @@ func TestScanStopsAndPropagatesErrors(t *testing.T) {
 
 // Groups with adjacent or extreme ids never see each other's records, and
 // offsets whose little-endian order differs from their numeric order still
-// scan in numeric order (the keys are big-endian).
+// scan in numeric order (journal keys are big-endian; batch files are named
+// in zero-padded decimal). Batches are appended in ascending order, as a
+// log is (an append at or below the last base replaces the suffix:
+// TestReappendReplacesSuffix); prepares in a scrambled one.
 func TestGroupsAndOffsetsOrderAcrossAdjacentIDs(t *testing.T) {
 	s := openTest(t)
 	groups := []uint64{0, 1, 1 << 32, 1 << 63, math.MaxUint64}
@@ -139,11 +147,13 @@ func TestGroupsAndOffsetsOrderAcrossAdjacentIDs(t *testing.T) {
 	// Insert in a scrambled order.
 	order := []int{4, 0, 8, 2, 6, 1, 7, 3, 5}
 	for gi, g := range groups {
-		for _, i := range order {
-			b := makeBatch(t, bases[i], 1, 8, byte(gi))
-			if err := s.AppendBatch(g, bases[i], b, false); err != nil {
+		for _, base := range bases {
+			b := makeBatch(t, base, 1, 8, byte(gi))
+			if err := s.AppendBatch(g, base, b, false); err != nil {
 				t.Fatal(err)
 			}
+		}
+		for _, i := range order {
 			if err := s.AppendPrepare(g, bases[i], makePrepare(uint64(gi), 4), false); err != nil {
 				t.Fatal(err)
 			}
@@ -187,6 +197,9 @@ func TestGroupsAndOffsetsOrderAcrossAdjacentIDs(t *testing.T) {
 	}
 	if n := groupKeys(t, s, 1); n != 0 {
 		t.Fatalf("group 1 has %d keys after DeletePartition", n)
+	}
+	if names := batchFileNames(t, s, 1); len(names) != 0 {
+		t.Fatalf("group 1 has files %v after DeletePartition", names)
 	}
 	for gi, g := range groups {
 		if g != 1 {
@@ -400,6 +413,12 @@ func TestDeletePartitionRemovesEverything(t *testing.T) {
 	}
 	if n := groupKeys(t, s, g); n != 0 {
 		t.Fatalf("%d keys left", n)
+	}
+	if _, err := os.Stat(groupDir(s, g)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("batch directory left: %v", err)
+	}
+	if got := scanBatches(t, s, g, 0); len(got) != 0 {
+		t.Fatalf("batches left: %v", keysOf(got))
 	}
 	if _, ok, _ := s.LoadVsrState(g); ok {
 		t.Fatal("vsr state left")
