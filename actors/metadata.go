@@ -49,8 +49,13 @@ type internalLogout struct {
 	epoch  uint64
 }
 
-// metaPending tags an admitted metadata prepare with the request it answers.
-type metaPending struct{ req *clientRequest }
+// metaPending tags an admitted metadata prepare with the request it
+// answers, and the raw token a CreatePersonalAccessToken minted (it never
+// enters the log; only this node can put it in the reply).
+type metaPending struct {
+	req      *clientRequest
+	rawToken string
+}
 
 func newMetadataActor(n *Node) (*metadataActor, error) {
 	return &metadataActor{n: n, log: n.log.With("actor", "metadata"), booted: make(chan error, 1)}, nil
@@ -104,7 +109,7 @@ func (m *metadataActor) Receive(ctx actor.Context) {
 	case *heartbeatTick:
 		m.verifyHeartbeats(msg.nowUs)
 	case *maintainNow:
-		m.maintain(msg.nowUs, msg.done)
+		m.maintain(ctx, msg.nowUs, msg.done)
 	case *listConns:
 		var pids []*actor.PID
 		for _, c := range m.conns {
@@ -277,7 +282,8 @@ func (m *metadataActor) reconfigure(ctx actor.Context, stream, topic uint32) {
 // maintain runs the periodic background work once: the segment cleaner on
 // every partition (server-behaviour.md 5.7). done is closed when all of it
 // finished.
-func (m *metadataActor) maintain(nowUs uint64, done chan<- struct{}) {
+func (m *metadataActor) maintain(ctx actor.Context, nowUs uint64, done chan<- struct{}) {
+	m.submitInternal(ctx, m.housekeeping(nowUs))
 	var wg sync.WaitGroup
 	for _, pid := range m.partitions {
 		wg.Add(1)
@@ -331,9 +337,9 @@ func (m *metadataActor) onRegister(ctx actor.Context, req *clientRequest) {
 		userID, reason = m.state.Login(rb.Password.Username, rb.Password.Password)
 	}
 	if reason != 0 && rb.Token != nil {
-		// Personal access tokens arrive with the users issue; no token
-		// matches until then.
-		reason = wire.EvictInvalidToken
+		// A body that decodes as a token login is judged as one; its
+		// verdict is final (5.2 step 4).
+		userID, reason = m.state.LoginWithToken(rb.Token.Token, m.n.opts.Clock())
 	}
 	if reason != 0 {
 		evict(reason)
@@ -450,6 +456,10 @@ func (m *metadataActor) answerDenial(ctx actor.Context, req *clientRequest, clie
 func (m *metadataActor) admitEnv() metadata.AdmitEnv {
 	return metadata.AdmitEnv{
 		Random: func(b []byte) { _, _ = rand.Read(b) },
+		// Partitions are not asked for their in-flight polls: a join moves
+		// partitions at once instead of parking them for a hand-off. The
+		// revocation path (67) still completes what other nodes start.
+		InFlight: nil,
 		SealedUpTo: func(p metadata.PartitionRef, count uint32) (uint64, bool, error) {
 			pid := m.partitions[p.Group]
 			if pid == nil {
@@ -475,8 +485,8 @@ func (m *metadataActor) submit(ctx actor.Context, req *clientRequest, client wir
 	frame := make([]byte, wire.HeaderSize+len(p.Body))
 	copy(frame[wire.HeaderSize:], p.Body)
 	err := m.core.Submit(vsr.Request{Client: client, Request: hdr.Request, RequestChecksum: hdr.RequestChecksum,
-		Operation: p.Operation, Release: hdr.Release, UserID: userID, Frame: frame, Tag: &metaPending{req: req}},
-		m.n.opts.Clock())
+		Operation: p.Operation, Release: hdr.Release, UserID: userID, Frame: frame,
+		Tag: &metaPending{req: req, rawToken: p.RawToken}}, m.n.opts.Clock())
 	if err != nil {
 		m.reply(ctx, req, &replyOut{frame: rejectReply(hdr, client, m.commit(), replyOperation(hdr.Operation), wire.ErrTransientNotAccepted)})
 		return
@@ -535,7 +545,7 @@ func (m *metadataActor) apply(ctx actor.Context, c vsr.Committed) {
 	if p == nil {
 		return
 	}
-	out := &replyOut{frame: res.Reply}
+	out := &replyOut{frame: res.WireReply(p.rawToken)}
 	switch res.Operation {
 	case wire.OpRegister:
 		out.bind = &binding{client: res.Client, epoch: res.Op, userID: res.UserID}
@@ -567,6 +577,15 @@ func (m *metadataActor) carryOut(ctx actor.Context, e metadata.Effects) {
 	for _, ref := range e.PurgedPartitions {
 		if pid := m.partitions[ref.Group]; pid != nil {
 			ctx.Send(pid, &partitionPurge{})
+		}
+	}
+	for _, g := range e.DeletedGroups {
+		for _, ref := range m.state.Partitions() {
+			if ref.Stream == g.Stream && ref.Topic == g.Topic {
+				if pid := m.partitions[ref.Group]; pid != nil {
+					ctx.Send(pid, &partitionForgetConsumer{kind: wire.ConsumerGroup, key: g.Group})
+				}
+			}
 		}
 	}
 	touched := map[metadata.TopicRef]bool{}
@@ -634,5 +653,43 @@ func (m *metadataActor) verifyHeartbeats(nowUs uint64) {
 		if c.userID != noUser && c.pid != nil && len(m.state.Memberships(c.client)) > 0 {
 			m.n.root().Send(c.pid, &staleCheck{nowUs: nowUs, idleUs: idle})
 		}
+	}
+}
+
+// housekeeping lists the server-originated prepares due at nowUs: deletes
+// of expired personal access tokens (server-behaviour.md 3) and completions
+// of consumer-group hand-offs pending longer than
+// consumer_group.rebalancing_timeout (7.4).
+func (m *metadataActor) housekeeping(nowUs uint64) []metadata.Internal {
+	if !m.core.CaughtUpPrimary() {
+		return nil
+	}
+	var out []metadata.Internal
+	if m.n.opts.Config.PersonalAccessToken.Cleaner.Enabled {
+		for _, t := range m.state.ExpiredTokens(nowUs) {
+			out = append(out, metadata.CleanupToken(t))
+		}
+	}
+	timeout := uint64(m.n.opts.Config.ConsumerGroup.RebalancingTimeout.D().Microseconds())
+	for _, r := range m.state.PendingRevocations() {
+		if nowUs >= r.Since+timeout {
+			out = append(out, r.Completion())
+		}
+	}
+	return out
+}
+
+// submitInternal submits server-originated prepares (user 0, no reply).
+func (m *metadataActor) submitInternal(ctx actor.Context, ops []metadata.Internal) {
+	for _, op := range ops {
+		frame := make([]byte, wire.HeaderSize+len(op.Body))
+		copy(frame[wire.HeaderSize:], op.Body)
+		if err := m.core.Submit(vsr.Request{Client: op.Client, Request: op.Request, Operation: op.Operation,
+			Frame: frame}, m.n.opts.Clock()); err != nil {
+			m.log.Warn("internal operation not admitted", "operation", op.Operation, "err", err)
+		}
+	}
+	if m.core.HasReady() {
+		m.drive(ctx)
 	}
 }

@@ -84,6 +84,12 @@ type (
 	// partitionCrash makes the actor panic; tests use it to prove the
 	// supervisor contains a failing partition.
 	partitionCrash struct{}
+	// partitionForgetConsumer drops a consumer's stored offset (a deleted
+	// consumer group).
+	partitionForgetConsumer struct {
+		kind wire.ConsumerKind
+		key  uint32
+	}
 	// partitionConfigure carries changed topic settings (UpdateTopic,
 	// partition count changes).
 	partitionConfigure struct{ settings partitionSettings }
@@ -137,6 +143,8 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 		ctx.Stop(ctx.Self())
 	case *partitionCrash:
 		panic("partition crash requested")
+	case *partitionForgetConsumer:
+		p.applyOffsetWrite(&partitionOffsetWrite{delete: true, kind: m.kind, key: m.key})
 	case *partitionConfigure:
 		p.settings = m.settings
 	case *partitionMaintain:

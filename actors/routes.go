@@ -21,7 +21,7 @@ func (m *metadataActor) onRead(ctx actor.Context, req *clientRequest) {
 	answer := func(status wire.ErrorCode, payload []byte) {
 		m.reply(ctx, req, &replyOut{frame: readReply(hdr, m.commit(), status, payload)})
 	}
-	if status, payload, ok := m.state.Read(user, hdr.Code, body); ok {
+	if status, payload, ok := m.state.ReadAs(user, req.bound.client, hdr.Code, body); ok {
 		answer(status, payload)
 		return
 	}
@@ -63,21 +63,6 @@ func (m *metadataActor) onRead(ctx actor.Context, req *clientRequest) {
 		m.routePoll(ctx, req)
 	case wire.CodeGetConsumerOffset:
 		m.routeGetOffset(ctx, req)
-	case wire.CodeGetPersonalAccessTokens:
-		answer(0, nil) // no tokens until the users issue lands
-	case wire.CodeGetConsumerGroups:
-		var r wire.GetConsumerGroups
-		if r.Decode(body) != nil {
-			answer(wire.ErrInvalidCommand, nil)
-			return
-		}
-		if _, _, code := m.state.ResolveTopic(r.Stream, r.Topic); code != 0 {
-			answer(code, nil)
-			return
-		}
-		answer(0, nil)
-	case wire.CodeGetConsumerGroup, wire.CodeSyncConsumerGroup:
-		answer(0, nil)
 	default:
 		answer(wire.ErrInvalidCommand, nil)
 	}
@@ -182,22 +167,28 @@ func (m *metadataActor) onPartitionWrite(ctx actor.Context, req *clientRequest) 
 		deny(wire.ErrResourceNotFound)
 		return
 	}
-	if consumer.Kind == wire.ConsumerGroup {
-		// Consumer groups arrive with the users issue: no group exists,
-		// so no caller owns the partition (8.5.2: S 20).
-		deny(wire.ErrResourceNotFound)
-		return
-	}
 	if !m.state.Allowed(user, metadata.RulePoll, ref.Stream, ref.Topic) {
 		deny(wire.ErrUnauthorized)
 		return
+	}
+	key := wire.ConsumerKey(consumer.ID)
+	if consumer.Kind == wire.ConsumerGroup {
+		// A group consumer must own the partition (a pending hand-off
+		// still counts); the stored key is the group's numeric id and the
+		// prepare names the group by it (replica-plane.md 13.1, 13.4).
+		gid, ok := m.state.GroupOwnsPartition(ref.Stream, ref.Topic, consumer.ID, req.bound.client, ref.Partition)
+		if !ok {
+			deny(wire.ErrResourceNotFound)
+			return
+		}
+		key, consumer = gid, wire.GroupConsumer(wire.ID(gid))
 	}
 	pid := m.partitions[ref.Group]
 	if pid == nil {
 		deny(wire.ErrTransientNotAccepted)
 		return
 	}
-	w.kind, w.key = consumer.Kind, wire.ConsumerKey(consumer.ID)
+	w.kind, w.key = consumer.Kind, key
 	// The prepare body is the client body with the partition flag 1
 	// (replica-plane.md 13.1).
 	if w.delete {
@@ -219,15 +210,26 @@ func (m *metadataActor) routePoll(ctx actor.Context, req *clientRequest) {
 		emptyPoll(0)
 		return
 	}
+	key := wire.ConsumerKey(r.Consumer.ID)
 	if r.Consumer.Kind == wire.ConsumerGroup {
-		// No group exists before the users issue: the re-sync sentinel
-		// for an unknown group, 0 without a partition id (8.4.1).
-		if r.Partition.Set {
-			emptyPoll(wire.PartitionResync)
-		} else {
+		// A group poll needs a partition the caller's client currently
+		// owns and is not handing off; anything else gets the re-sync
+		// sentinel, and no partition id an empty poll of 0 (8.4.1).
+		if !r.Partition.Set {
 			emptyPoll(0)
+			return
 		}
-		return
+		sid, tid, code := m.state.ResolveTopic(r.Stream, r.Topic)
+		if code != 0 {
+			emptyPoll(wire.PartitionResync)
+			return
+		}
+		gid, ok := m.state.PollablePartition(sid, tid, r.Consumer.ID, req.bound.client, r.Partition.ID)
+		if !ok {
+			emptyPoll(wire.PartitionResync)
+			return
+		}
+		key = gid
 	}
 	ref, code := m.state.ResolvePartition(r.Stream, r.Topic, r.Partition.ID)
 	if code != 0 {
@@ -243,7 +245,7 @@ func (m *metadataActor) routePoll(ctx actor.Context, req *clientRequest) {
 		emptyPoll(ref.Partition)
 		return
 	}
-	ctx.Send(pid, &partitionPoll{req: req, poll: r, kind: r.Consumer.Kind, key: wire.ConsumerKey(r.Consumer.ID), partition: ref.Partition})
+	ctx.Send(pid, &partitionPoll{req: req, poll: r, kind: r.Consumer.Kind, key: key, partition: ref.Partition})
 }
 
 // routeGetOffset resolves a GetConsumerOffset (8.5.1) and routes it.
@@ -270,14 +272,21 @@ func (m *metadataActor) routeGetOffset(ctx actor.Context, req *clientRequest) {
 		answer(wire.ErrUnauthorized)
 		return
 	}
+	key := wire.ConsumerKey(r.Consumer.ID)
 	if r.Consumer.Kind == wire.ConsumerGroup {
-		answer(0) // unknown group: nothing stored
-		return
+		// Group offsets are readable by anyone with the permission, member
+		// or not; an unknown group has nothing stored (8.5.1).
+		gid, ok := m.state.ResolveGroup(r.Stream, r.Topic, r.Consumer.ID)
+		if !ok {
+			answer(0)
+			return
+		}
+		key = gid
 	}
 	pid := m.partitions[ref.Group]
 	if pid == nil {
 		answer(0)
 		return
 	}
-	ctx.Send(pid, &partitionGetOffset{req: req, kind: r.Consumer.Kind, key: wire.ConsumerKey(r.Consumer.ID)})
+	ctx.Send(pid, &partitionGetOffset{req: req, kind: r.Consumer.Kind, key: key})
 }

@@ -20,6 +20,11 @@ type Request struct {
 type Prepare struct {
 	Operation wire.Operation
 	Body      []byte
+	// RawToken is the personal access token a CreatePersonalAccessToken
+	// minted (68 base64 characters). It never enters the log: the shell
+	// keeps it with the pending request and answers the commit with
+	// Result.WireReply(RawToken).
+	RawToken string
 }
 
 // Denial is a pre-consensus answer. Exactly one of Status, Result and
@@ -41,8 +46,15 @@ func deny(code wire.ErrorCode) *Denial { return &Denial{Status: code} }
 // AdmitEnv supplies what admission cannot compute itself.
 type AdmitEnv struct {
 	// Random fills b with cryptographically secure random bytes (password
-	// salts, raw tokens; used by the users and tokens commands).
+	// salts, raw tokens). Nil uses crypto/rand.
 	Random func(b []byte)
+	// InFlight reports, for a JoinConsumerGroup, the partitions of group g
+	// the group was served messages from beyond its committed offset
+	// (last polled > committed; server-behaviour.md 7.4.5). Admission
+	// keeps those a member owns, ascending, in the 148 body; they become
+	// pending revocations instead of moving at once. Nil or an empty
+	// answer: nothing is in flight.
+	InFlight func(g GroupRef) []uint32
 	// SealedUpTo resolves a DeleteSegments on the node owning the
 	// partition: the last offset of the count-th oldest sealed segment,
 	// clamped to the sealed segments (the active one never counts).
@@ -105,9 +117,31 @@ func (s *State) Admit(req Request, env AdmitEnv) (Prepare, *Denial) {
 		return verbatim(op, body, &x, func() wire.ErrorCode { return partitionCount(x.PartitionsCount) })
 	case wire.OpDeleteSegments:
 		return s.admitDeleteSegments(body, env)
+	case wire.OpCreateUser:
+		return s.admitCreateUser(body, env)
+	case wire.OpUpdateUser:
+		var x wire.UpdateUser
+		return verbatim(op, body, &x, func() wire.ErrorCode { return noOptions(x.Options) })
+	case wire.OpDeleteUser:
+		return verbatim(op, body, &wire.DeleteUser{}, nil)
+	case wire.OpChangePassword:
+		return s.admitChangePassword(body, env)
+	case wire.OpUpdatePermissions:
+		return verbatim(op, body, &wire.UpdatePermissions{}, nil)
+	case wire.OpCreatePersonalAccessToken:
+		return s.admitCreateToken(req, env)
+	case wire.OpDeletePersonalAccessToken:
+		return admitDeleteToken(req)
+	case wire.OpCreateConsumerGroup:
+		return verbatim(op, body, &wire.CreateConsumerGroup{}, nil)
+	case wire.OpDeleteConsumerGroup:
+		return verbatim(op, body, &wire.DeleteConsumerGroup{}, nil)
+	case wire.OpJoinConsumerGroup:
+		return s.admitJoinGroup(req, env)
+	case wire.OpLeaveConsumerGroup:
+		return admitLeaveGroup(req)
 	}
-	// Users, tokens and consumer groups: the next issue's commands.
-	return Prepare{}, deny(wire.ErrFeatureUnavailable)
+	return Prepare{}, deny(wire.ErrInvalidCommand) // unreachable: every metadata op is listed
 }
 
 // verbatim decodes body into x (S 3 on failure), runs check, and carries

@@ -1,8 +1,6 @@
 package metadata
 
 import (
-	"sort"
-
 	"iggynode/wire"
 )
 
@@ -36,6 +34,15 @@ type Effects struct {
 	PurgedPartitions  []PartitionRef // reset to one empty segment at offset 0, clear offsets
 	Truncated         []Truncation
 	UpdatedTopics     []TopicRef // settings changed: re-read TopicSettings
+	// Revocations are the pending hand-offs a JoinConsumerGroup started,
+	// ascending by (stream, topic, group, partition): the primary submits
+	// their Completion() when the group's offset catches up or after
+	// consumer_group.rebalancing_timeout (server-behaviour.md 7.4.6).
+	// PendingRevocations lists all of them at any time.
+	Revocations []PendingRevocation
+	// DeletedGroups are consumer groups a DeleteConsumerGroup removed: purge
+	// their offsets from every partition of the topic (6.6).
+	DeletedGroups []GroupRef
 }
 
 // Result is the outcome of applying one committed prepare.
@@ -66,9 +73,20 @@ type applyCtx struct {
 
 type handler func(s *State, c *applyCtx) (wire.ErrorCode, []byte)
 
-// handlers dispatch by prepared operation. Users, personal access tokens
-// and consumer groups slot in here as more entries.
+// handlers dispatch by prepared operation.
 var handlers = map[wire.Operation]handler{
+	wire.OpCreateUser:                      (*State).applyCreateUser,
+	wire.OpUpdateUser:                      (*State).applyUpdateUser,
+	wire.OpDeleteUser:                      (*State).applyDeleteUser,
+	wire.OpChangePassword:                  (*State).applyChangePassword,
+	wire.OpUpdatePermissions:               (*State).applyUpdatePermissions,
+	wire.OpCreatePersonalAccessToken:       (*State).applyCreateToken,
+	wire.OpDeletePersonalAccessToken:       (*State).applyDeleteToken,
+	wire.OpCreateConsumerGroup:             (*State).applyCreateGroup,
+	wire.OpDeleteConsumerGroup:             (*State).applyDeleteGroup,
+	wire.OpJoinConsumerGroup:               (*State).applyJoinGroup,
+	wire.OpLeaveConsumerGroup:              (*State).applyLeaveGroup,
+	wire.OpCompleteConsumerGroupRevocation: (*State).applyCompleteRevocation,
 	wire.OpCreateStream:                    (*State).applyCreateStream,
 	wire.OpUpdateStream:                    (*State).applyUpdateStream,
 	wire.OpDeleteStream:                    (*State).applyDeleteStream,
@@ -126,8 +144,8 @@ func (s *State) Apply(frame []byte) Result {
 		code, payload := wire.ErrInvalidCommand, []byte(nil)
 		if h, ok := handlers[ph.Operation]; ok {
 			code, payload = h(s, c)
-		} else if isDeferred(ph.Operation) {
-			code = wire.ErrFeatureUnavailable
+		} else if ph.Operation == wire.OpRemoveConsumerGroupMember {
+			code = wire.ErrFeatureUnavailable // never prepared: it rides Logout (13.1)
 		}
 		var body []byte
 		if code != 0 {
@@ -143,13 +161,6 @@ func (s *State) Apply(frame []byte) Result {
 	}
 	s.appliedOp, s.appliedTimestamp = ph.Op, ph.Timestamp
 	return res
-}
-
-// isDeferred reports the metadata operations the next issue implements
-// (users, tokens, consumer groups, internal group operations).
-func isDeferred(op wire.Operation) bool {
-	return op >= wire.OpCreateConsumerGroup && op <= wire.OpLeaveConsumerGroup ||
-		op == wire.OpRemoveConsumerGroupMember || op == wire.OpCompleteConsumerGroupRevocation
 }
 
 // replyFrame builds a reply per replica-plane.md 5.11 (class C): every
@@ -531,80 +542,4 @@ func (s *State) applyTruncatePartition(c *applyCtx) (wire.ErrorCode, []byte) {
 	p.DeleteBelow = max(p.DeleteBelow, req.UpToOffset+1) // only moves forward (5.9.3)
 	c.effects.Truncated = append(c.effects.Truncated, Truncation{Partition: refOf(st, t, p), UpToOffset: p.DeleteBelow - 1})
 	return 0, nil
-}
-
-// Consumer groups: the rebalances other commands trigger.
-
-// rebalanceGroups fully rebalances every group of t (server-behaviour.md 7.3).
-func (t *Topic) rebalanceGroups() {
-	for _, g := range t.groups {
-		g.rebalance(len(t.Partitions))
-	}
-}
-
-// rebalance: generation + 1, clear assignments and pending revocations,
-// deal partitions (ascending) round robin over members (ascending slot).
-func (g *ConsumerGroup) rebalance(partitions int) {
-	g.Generation++
-	for _, m := range g.Members {
-		m.Partitions, m.Revocations = nil, nil
-	}
-	if len(g.Members) == 0 {
-		return
-	}
-	for p := 0; p < partitions; p++ {
-		m := g.Members[p%len(g.Members)]
-		m.Partitions = append(m.Partitions, uint32(p))
-	}
-}
-
-// leaveAllGroups removes client from every group it joined and fully
-// rebalances each affected group (7.8.1).
-func (s *State) leaveAllGroups(client wire.U128) {
-	for _, st := range s.streams {
-		for _, t := range st.topics {
-			for _, g := range t.groups {
-				kept := g.Members[:0]
-				for _, m := range g.Members {
-					if m.Client != client {
-						kept = append(kept, m)
-					}
-				}
-				if len(kept) != len(g.Members) {
-					clear(g.Members[len(kept):])
-					g.Members = kept
-					g.rebalance(len(t.Partitions))
-				}
-			}
-		}
-	}
-}
-
-// Memberships lists the groups client belongs to, ascending by (stream,
-// topic, group), for GetMe and GetClient (client-plane.md 7.10).
-func (s *State) Memberships(client wire.U128) []wire.ConsumerGroupInfo {
-	var out []wire.ConsumerGroupInfo
-	for _, st := range s.streams {
-		for _, t := range st.topics {
-			for _, g := range t.groups {
-				for _, m := range g.Members {
-					if m.Client == client {
-						out = append(out, wire.ConsumerGroupInfo{StreamID: st.ID, TopicID: t.ID, GroupID: g.ID})
-						break
-					}
-				}
-			}
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.StreamID != b.StreamID {
-			return a.StreamID < b.StreamID
-		}
-		if a.TopicID != b.TopicID {
-			return a.TopicID < b.TopicID
-		}
-		return a.GroupID < b.GroupID
-	})
-	return out
 }

@@ -420,19 +420,22 @@ func (h *harness) submitAs(user uint32, op wire.Operation, body []byte, code wir
 	}
 }
 
-// Users, tokens and groups are the next issue's: refused before consensus.
-func TestDeferredCommands(t *testing.T) {
+// replica-plane.md 13.1: 66 is never prepared (the membership cleanup
+// rides Logout); should one reach the log it commits R 5. A client body
+// of a rewritten operation in the log (an unrewritten 132) is R 3.
+func TestUnpreparedOperations(t *testing.T) {
 	h := newHarness(t)
-	h.denied(0, wire.OpCreateUser, hx("05 61 6c 69 63 65 00 01 00"), wire.ErrFeatureUnavailable)
-	h.denied(0, wire.OpJoinConsumerGroup, nil, wire.ErrFeatureUnavailable)
-	// Should one reach the log anyway, it commits as a FeatureUnavailable no-op.
-	res := h.commit(h.frame(wire.OpCreateConsumerGroup, nil, 0, 99))
-	if res.Code != wire.ErrFeatureUnavailable {
-		t.Fatalf("deferred op committed %d", res.Code)
+	if res := h.commit(h.frame(wire.OpRemoveConsumerGroupMember, u64le(1), 0, 99)); res.Code != wire.ErrFeatureUnavailable {
+		t.Fatalf("66 committed %d", res.Code)
 	}
-	res = h.commit(h.frame(wire.OpCreateTopic, nil, 0, 100)) // an unrewritten 132
+	res := h.commit(h.frame(wire.OpCreateTopic, nil, 0, 100)) // an unrewritten 132
 	if res.Code != wire.ErrInvalidCommand {
 		t.Fatalf("raw 132 committed %d", res.Code)
+	}
+	// A client-shaped 146 body (no user id, no hash) does not decode.
+	res = h.commit(h.frame(wire.OpCreatePersonalAccessToken, wire.CreatePersonalAccessToken{Name: "x"}.AppendTo(nil), 0, 101))
+	if res.Code != wire.ErrInvalidCommand {
+		t.Fatalf("raw 146 committed %d", res.Code)
 	}
 }
 

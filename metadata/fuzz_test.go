@@ -22,6 +22,13 @@ func fuzzState(t testing.TB) *State {
 	}
 	p, _ := s.Admit(Request{Operation: wire.OpCreateTopic, Body: wire.CreateTopic{Stream: wire.ID(0), PartitionsCount: 2, Name: "t"}.AppendTo(nil)}, AdmitEnv{})
 	s.Apply(h.frame(p.Operation, p.Body, 0, 2))
+	// A group with a member holding a pending hand-off, a user with a token.
+	s.Apply(h.frame(wire.OpCreateConsumerGroup, wire.CreateConsumerGroup{Stream: wire.ID(0), Topic: wire.ID(0), Name: "g"}.AppendTo(nil), 0, 3))
+	s.Apply(h.frame(wire.OpJoinConsumerGroup, joinBody{Stream: wire.ID(0), Topic: wire.ID(0), Group: wire.ID(0), Client: wire.U128{Lo: 1}}.AppendTo(nil), 0, 4))
+	s.Apply(h.frame(wire.OpJoinConsumerGroup, joinBody{Stream: wire.ID(0), Topic: wire.ID(0), Group: wire.ID(0), Client: wire.U128{Lo: 2},
+		InFlight: []uint32{1}}.AppendTo(nil), 0, 5))
+	s.Apply(h.frame(wire.OpCreateUser, createUserBody("alice", testHash, 1, nil), 0, 6))
+	s.Apply(h.frame(wire.OpCreatePersonalAccessToken, tokenCreateBody{UserID: 1, Name: "tok", Hash: TokenHash("raw")}.AppendTo(nil), 0, 7))
 	return s
 }
 
@@ -43,6 +50,19 @@ func FuzzAdmitApply(f *testing.F) {
 		{wire.OpPurgeStream, wire.PurgeStream{Stream: wire.ID(0)}.AppendTo(nil)},
 		{wire.OpLogout, nil},
 		{wire.OpRegister, nil},
+		{wire.OpCreateUser, createUserBody("bob", "pw", 2, unorderedPerms)},
+		{wire.OpUpdateUser, wire.UpdateUser{User: wire.ID(1), Username: new(string)}.AppendTo(nil)},
+		{wire.OpDeleteUser, idb(1)},
+		{wire.OpChangePassword, wire.ChangePassword{User: wire.ID(1), NewPassword: testHash}.AppendTo(nil)},
+		{wire.OpUpdatePermissions, append(idb(1), 1, 11, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0)},
+		{wire.OpCreatePersonalAccessToken, wire.CreatePersonalAccessToken{Name: "tok", Expiry: 5}.AppendTo(nil)},
+		{wire.OpCreatePersonalAccessToken, tokenCreateBody{UserID: 1, Name: "t2", Expiry: 9, Hash: TokenHash("x")}.AppendTo(nil)},
+		{wire.OpDeletePersonalAccessToken, tokenDeleteBody{UserID: 1, Name: "tok", OnlyIfExpired: true}.AppendTo(nil)},
+		{wire.OpCreateConsumerGroup, wire.CreateConsumerGroup{Stream: wire.ID(0), Topic: wire.ID(0), Name: "h"}.AppendTo(nil)},
+		{wire.OpDeleteConsumerGroup, wire.DeleteConsumerGroup{Stream: wire.ID(0), Topic: wire.ID(0), Group: wire.ID(0)}.AppendTo(nil)},
+		{wire.OpJoinConsumerGroup, joinBody{Stream: wire.ID(0), Topic: wire.ID(0), Group: wire.ID(0), Client: wire.U128{Lo: 3}, InFlight: []uint32{0, 1}}.AppendTo(nil)},
+		{wire.OpLeaveConsumerGroup, leaveBody{Stream: wire.ID(0), Topic: wire.ID(0), Group: wire.ID(0), Client: wire.U128{Lo: 2}}.AppendTo(nil)},
+		{wire.OpCompleteConsumerGroupRevocation, revocationBody{Stream: wire.ID(0), Topic: wire.ID(0), Source: wire.U128{Lo: 1}, Partition: 1}.AppendTo(nil)},
 	}
 	for _, s := range seeds {
 		f.Add(uint8(s.op), uint32(0), s.body)

@@ -34,6 +34,9 @@ type harness struct {
 	env     AdmitEnv
 	log     [][]byte // every committed prepare frame
 	sealed  map[uint64]uint64
+	// inFlight is what AdmitEnv.InFlight answers per group.
+	inFlight    map[GroupRef][]uint32
+	randomCalls int
 }
 
 func newHarness(t *testing.T) *harness {
@@ -42,17 +45,22 @@ func newHarness(t *testing.T) *harness {
 	if err := s.Bootstrap("iggy", testHash); err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, s: s, client: wire.U128{Lo: 0xC11E, Hi: 0x7}, ts: 1_700_000_000_000_000, sealed: map[uint64]uint64{}}
+	h := &harness{t: t, s: s, client: wire.U128{Lo: 0xC11E, Hi: 0x7}, ts: 1_700_000_000_000_000, sealed: map[uint64]uint64{},
+		inFlight: map[GroupRef][]uint32{}}
 	h.env = AdmitEnv{
+		// Deterministic and different per call: the first call writes
+		// 0, 1, 2, ...; call n adds 7n to every byte.
 		Random: func(b []byte) {
 			for i := range b {
-				b[i] = byte(i)
+				b[i] = byte(i + 7*h.randomCalls)
 			}
+			h.randomCalls++
 		},
 		SealedUpTo: func(p PartitionRef, count uint32) (uint64, bool, error) {
 			off, ok := h.sealed[p.Group]
 			return off, ok, nil
 		},
+		InFlight: func(g GroupRef) []uint32 { return h.inFlight[g] },
 	}
 	h.register(RootUserID)
 	return h
@@ -71,6 +79,28 @@ func (h *harness) frame(op wire.Operation, body []byte, user uint32, request uin
 	}
 	ph.Encode(wire.HeaderOf(f))
 	return f
+}
+
+// commitInternal commits a server-originated prepare with the header
+// fields of replica-plane.md 13.1 (user 0, checksum 0).
+func (h *harness) commitInternal(in Internal) Result {
+	h.t.Helper()
+	saved := h.client
+	h.client = in.Client
+	f := h.frame(in.Operation, in.Body, RootUserID, in.Request)
+	h.client = saved
+	ph := wire.HeaderOf(f).Prepare()
+	ph.RequestChecksum = wire.U128{}
+	ph.Encode(wire.HeaderOf(f))
+	return h.commit(f)
+}
+
+// as runs fn with the harness acting for client.
+func (h *harness) as(client wire.U128, fn func()) {
+	saved := h.client
+	h.client = client
+	defer func() { h.client = saved }()
+	fn()
 }
 
 func (h *harness) commit(frame []byte) Result {

@@ -8,10 +8,25 @@ import "iggynode/wire"
 // (S) whose payload is nil. Authorization failures are S 41, and a target
 // that does not resolve wins over authorization (server-behaviour.md 2.6.1).
 
+// ReadAs is Read for a session bound to client: it also serves
+// SyncConsumerGroup (606), whose answer depends on the caller's client id
+// (any failure, an undecodable body included, is Z; 7.5).
+func (s *State) ReadAs(userID uint32, client wire.U128, code wire.CommandCode, body []byte) (status wire.ErrorCode, payload []byte, ok bool) {
+	if code == wire.CodeSyncConsumerGroup {
+		var req wire.SyncConsumerGroup
+		if req.Decode(body) != nil {
+			return 0, nil, true
+		}
+		return 0, s.SyncConsumerGroup(client, req), true
+	}
+	return s.Read(userID, code, body)
+}
+
 // Read dispatches a non-replicated read of the metadata plane by command
 // code: it decodes the body (S 3 when it does not decode) and calls the
 // typed read. ok is false for codes this package does not serve (Ping,
-// stats, clients, cluster metadata, polls, offsets: the shell's).
+// stats, clients, cluster metadata, polls, offsets: the shell's) and for
+// SyncConsumerGroup, which needs the session's client id (ReadAs).
 func (s *State) Read(userID uint32, code wire.CommandCode, body []byte) (status wire.ErrorCode, payload []byte, ok bool) {
 	switch code {
 	case wire.CodeGetStream:
@@ -48,6 +63,20 @@ func (s *State) Read(userID uint32, code wire.CommandCode, body []byte) (status 
 			return wire.ErrInvalidCommand, nil, true
 		}
 		status, payload = DescribeOptions(req)
+	case wire.CodeGetPersonalAccessTokens:
+		status, payload = s.GetPersonalAccessTokens(userID)
+	case wire.CodeGetConsumerGroup:
+		var req wire.GetConsumerGroup
+		if req.Decode(body) != nil {
+			return wire.ErrInvalidCommand, nil, true
+		}
+		status, payload = s.GetConsumerGroup(userID, req)
+	case wire.CodeGetConsumerGroups:
+		var req wire.GetConsumerGroups
+		if req.Decode(body) != nil {
+			return wire.ErrInvalidCommand, nil, true
+		}
+		status, payload = s.GetConsumerGroups(userID, req)
 	default:
 		return 0, nil, false
 	}

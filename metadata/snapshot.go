@@ -84,19 +84,6 @@ func (s *State) appendUsers(b []byte) []byte {
 	return b
 }
 
-func sortedTokens(u *User) []*Token {
-	out := make([]*Token, 0, len(u.Tokens))
-	for _, t := range u.Tokens {
-		out = append(out, t)
-	}
-	for i := 1; i < len(out); i++ { // insertion sort by name bytes
-		for j := i; j > 0 && out[j].Name < out[j-1].Name; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
-	return out
-}
-
 func (s *State) appendStreams(b []byte) []byte {
 	b = wire.AppendU64(b, s.nextCreationID)
 	streams := s.sortedStreams()
@@ -286,6 +273,9 @@ func (s *State) decodeUsers(sec []byte) error {
 			return snapErr("user ids not ascending at %d", u.ID)
 		}
 		prev = int64(u.ID)
+		if !wire.ValidName(u.Username) {
+			return snapErr("user %d: username is not a Name", u.ID)
+		}
 		if _, dup := s.userByName[u.Username]; dup {
 			return snapErr("duplicate username %q", u.Username)
 		}
@@ -308,11 +298,18 @@ func (s *State) decodeTokens(r *wire.Reader, u *User) error {
 		if !isLowerHex(hash) {
 			return snapErr("user %d: token hash is not lowercase hex", u.ID)
 		}
+		if !wire.ValidName(t.Name) {
+			return snapErr("user %d: token name is not a Name", u.ID)
+		}
 		if i > 0 && t.Name <= prev {
 			return snapErr("user %d: token names not ascending", u.ID)
 		}
 		t.Hash, prev = string(hash), t.Name
+		if _, dup := s.tokenByHash[t.Hash]; dup {
+			return snapErr("user %d: duplicate token hash", u.ID)
+		}
 		u.Tokens[t.Name] = t
+		s.tokenByHash[t.Hash] = t
 	}
 	return r.Err()
 }
@@ -429,6 +426,11 @@ func decodeGroups(r *wire.Reader, t *Topic) error {
 		if err := decodeMembers(r, g); err != nil {
 			return err
 		}
+		if r.Err() == nil {
+			if err := checkMembers(g, len(t.Partitions)); err != nil {
+				return err
+			}
+		}
 		t.addGroup(g)
 	}
 	return r.Err()
@@ -463,6 +465,32 @@ func decodeMembers(r *wire.Reader, g *ConsumerGroup) error {
 		g.Members = append(g.Members, m)
 	}
 	return r.Err()
+}
+
+// checkMembers refuses assignments apply could never produce: a partition
+// the topic does not have or owned twice, a pending revocation of a
+// partition its member does not own, a client in two slots.
+func checkMembers(g *ConsumerGroup, partitions int) error {
+	owner := make(map[uint32]bool)
+	clients := make(map[wire.U128]bool)
+	for _, m := range g.Members {
+		if clients[m.Client] {
+			return snapErr("group %d: client in two slots", g.ID)
+		}
+		clients[m.Client] = true
+		for _, p := range m.Partitions {
+			if int64(p) >= int64(partitions) || owner[p] {
+				return snapErr("group %d: partition %d not in the topic or owned twice", g.ID, p)
+			}
+			owner[p] = true
+		}
+		for _, rv := range m.Revocations {
+			if !m.owns(rv.PartitionID) {
+				return snapErr("group %d: revocation of a partition its member does not own", g.ID)
+			}
+		}
+	}
+	return nil
 }
 
 func (s *State) decodeClientTable(sec []byte) error {

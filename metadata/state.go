@@ -9,27 +9,34 @@ import (
 
 // Limits of the id spaces (server-behaviour.md 1.2; client-plane.md 1).
 const (
-	MaxStreams             = 1 << 20   // stream ids 0..=1_048_575
-	MaxTopicsPerStream     = 4096      // topic ids 0..=4095
-	MaxPartitionID         = 999_999   // partition ids < 1_000_000
-	MaxPartitionsPerChange = 1000      // CreateTopic, CreatePartitions, DeletePartitions
-	DefaultClientsTableMax = 8192      // metadata.clients_table_max
-	MinClientsTableMax     = 2         // replica-plane.md 5.12.1
-	MaxClientsTableMax     = 65536     // replica-plane.md 5.12.1
-	RootUserID             = uint32(0) // server-behaviour.md 2.1.1
-	rootCreatedAt          = 1         // server-behaviour.md 2.1.4: a deterministic sentinel
-	noTruncation           = ^uint64(0)
+	MaxStreams              = 1 << 20   // stream ids 0..=1_048_575
+	MaxTopicsPerStream      = 4096      // topic ids 0..=4095
+	MaxPartitionID          = 999_999   // partition ids < 1_000_000
+	MaxPartitionsPerChange  = 1000      // CreateTopic, CreatePartitions, DeletePartitions
+	DefaultClientsTableMax  = 8192      // metadata.clients_table_max
+	MinClientsTableMax      = 2         // replica-plane.md 5.12.1
+	MaxClientsTableMax      = 65536     // replica-plane.md 5.12.1
+	DefaultMaxTokensPerUser = 100       // personal_access_token.max_tokens_per_user
+	RootUserID              = uint32(0) // server-behaviour.md 2.1.1
+	rootCreatedAt           = 1         // server-behaviour.md 2.1.4: a deterministic sentinel
+	noTruncation            = ^uint64(0)
 )
 
 // Config is the node configuration the state machine depends on.
 type Config struct {
 	// ClientsTableMax is metadata.clients_table_max (default 8192, 2..=65536).
 	ClientsTableMax int
+	// MaxTokensPerUser is personal_access_token.max_tokens_per_user
+	// (default 100; server-behaviour.md 3.5). It only gates admission.
+	MaxTokensPerUser int
 }
 
 func (c Config) withDefaults() Config {
 	if c.ClientsTableMax == 0 {
 		c.ClientsTableMax = DefaultClientsTableMax
+	}
+	if c.MaxTokensPerUser <= 0 {
+		c.MaxTokensPerUser = DefaultMaxTokensPerUser
 	}
 	c.ClientsTableMax = min(max(c.ClientsTableMax, MinClientsTableMax), MaxClientsTableMax)
 	return c
@@ -49,14 +56,18 @@ type User struct {
 }
 
 // Token is a personal access token (server-behaviour.md 3): only the digest
-// of the raw token is kept.
+// of the raw token is kept, exactly the PAT record of replica-plane.md 13.2
+// plus its owner.
 type Token struct {
-	Name      string
-	Hash      string // 64 lowercase hex chars of BLAKE3(raw token)
-	ExpiryAt  uint64 // µs; 0 = never
-	OwnerID   uint32
-	CreatedAt uint64
+	Name     string
+	Hash     string // 64 lowercase hex chars of BLAKE3(raw token)
+	ExpiryAt uint64 // µs; 0 = never
+	OwnerID  uint32
 }
+
+// expired: a token is expired when now >= expiry_at (server-behaviour.md
+// 3.4.2); 0 never expires.
+func (t *Token) expired(nowUs uint64) bool { return t.ExpiryAt != 0 && nowUs >= t.ExpiryAt }
 
 // Stream is one stream.
 type Stream struct {
@@ -103,10 +114,7 @@ type Partition struct {
 	PurgeGeneration uint64
 }
 
-// ConsumerGroup is a consumer group (server-behaviour.md 7). Groups are
-// created by the next issue's commands; the state already carries them so
-// the snapshot layout (replica-plane.md 13.2) is complete and logouts and
-// partition count changes rebalance them.
+// ConsumerGroup is a consumer group (server-behaviour.md 7).
 type ConsumerGroup struct {
 	ID         uint32
 	Generation uint64
@@ -122,7 +130,8 @@ type GroupMember struct {
 	Revocations []Revocation
 }
 
-// Revocation is a pending hand-off of a partition to another member.
+// Revocation is a pending hand-off of a partition the member still owns to
+// the member in TargetSlot (server-behaviour.md 7.4.5).
 type Revocation struct {
 	PartitionID uint32
 	TargetSlot  uint32
@@ -159,8 +168,12 @@ type State struct {
 
 	// Not replicated.
 	allocator uint64 // next creation id admission hands out (>= nextCreationID)
-	stats     map[uint64]PartitionStats
-	cursors   map[uint64]uint32 // Balanced round-robin cursor per (stream, topic)
+	// tokenByHash indexes every token by its digest for token logins; a
+	// cache of users[*].Tokens (hashes are unique: apply and Restore refuse
+	// a duplicate).
+	tokenByHash map[string]*Token
+	stats       map[uint64]PartitionStats
+	cursors     map[uint64]uint32 // Balanced round-robin cursor per (stream, topic)
 }
 
 // New returns an empty state (no users: call Bootstrap on a fresh node).
@@ -175,6 +188,7 @@ func New(cfg Config) *State {
 		nextCreationID: 1,
 		allocator:      1,
 		clients:        NewClientTable(cfg.ClientsTableMax),
+		tokenByHash:    make(map[string]*Token),
 		stats:          make(map[uint64]PartitionStats),
 		cursors:        make(map[uint64]uint32),
 	}
@@ -212,6 +226,28 @@ func (s *State) addUser(u *User) {
 	}
 	s.users[u.ID] = u
 	s.userByName[u.Username] = u.ID
+	for _, t := range u.Tokens {
+		s.tokenByHash[t.Hash] = t
+	}
+}
+
+// removeUser drops a user and its tokens (server-behaviour.md 3.10).
+func (s *State) removeUser(u *User) {
+	for _, t := range u.Tokens {
+		delete(s.tokenByHash, t.Hash)
+	}
+	delete(s.users, u.ID)
+	delete(s.userByName, u.Username)
+}
+
+func (s *State) addToken(u *User, t *Token) {
+	u.Tokens[t.Name] = t
+	s.tokenByHash[t.Hash] = t
+}
+
+func (s *State) removeToken(u *User, t *Token) {
+	delete(u.Tokens, t.Name)
+	delete(s.tokenByHash, t.Hash)
 }
 
 // Clients is the replicated client table.
