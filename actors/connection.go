@@ -78,7 +78,10 @@ const noUser = 0xFFFFFFFF
 
 // deliver sends a reply and applies its effect on the binding.
 func (c *connection) deliver(ctx actor.Context, r *replyOut) {
-	if r.frame != nil {
+	switch {
+	case r.frame != nil && r.pooled:
+		c.conn.SendPooled(r.frame)
+	case r.frame != nil:
 		c.conn.Send(r.frame)
 	}
 	c.conn.Done()

@@ -23,6 +23,7 @@ type replyOut struct {
 	bind   *binding // set by a successful Register
 	unbind bool     // set by a Logout, and by fencing
 	close  bool     // close the transport after sending
+	pooled bool     // frame came from clientplane.GetFrame: recycle after the write
 }
 
 // binding is a connection's session (client-plane.md 5.1).

@@ -10,6 +10,7 @@ import (
 
 	"iggynode/metadata"
 	"iggynode/partition"
+	clientplane "iggynode/plane/client"
 	"iggynode/storage"
 	"iggynode/vsr"
 	"iggynode/wire"
@@ -27,7 +28,6 @@ type partitionActor struct {
 	log      *slog.Logger
 	core     *vsr.Replica
 	plog     *partition.Log
-	pollBuf  []byte
 	parent   *actor.PID // the metadata actor, which keeps the statistics
 }
 
@@ -160,6 +160,10 @@ type storeAdapter struct {
 }
 
 func (a storeAdapter) ReadBatch(base uint64) ([]byte, error) { return a.s.ReadBatch(a.group, base) }
+
+func (a storeAdapter) AppendBatchTo(dst []byte, base uint64) ([]byte, error) {
+	return a.s.AppendBatchTo(dst, a.group, base)
+}
 
 func watermarkKey(group uint64) string { return fmt.Sprintf("partition/%d/next", group) }
 
@@ -305,10 +309,14 @@ func (p *partitionActor) replyTo(ctx actor.Context, req *clientRequest, frame []
 	ctx.Send(req.conn, &replyOut{frame: frame})
 }
 
-// onPoll serves a poll from the committed log (client-plane.md 8.4.1).
+// onPoll serves a poll from the committed log (client-plane.md 8.4.1). The
+// reply frame is built in one buffer: header space, then the records
+// appended in place, then the header written over the front (no copy of
+// the records).
 func (p *partitionActor) onPoll(ctx actor.Context, m *partitionPoll) {
 	stored, has := p.plog.GetOffset(m.kind, m.key)
-	body, polled, err := p.plog.AppendPollReply(p.pollBuf[:0], m.partition, m.poll.Strategy, m.poll.Count, stored, has)
+	frame := clientplane.GetFrame(wire.HeaderSize + wire.PolledMessagesHeaderSize + p.pollHint(m.poll.Count))
+	frame, polled, err := p.plog.AppendPollReply(frame[:wire.HeaderSize], m.partition, m.poll.Strategy, m.poll.Count, stored, has)
 	if err != nil {
 		p.log.Error("poll read failure", "err", err)
 	}
@@ -317,10 +325,22 @@ func (p *partitionActor) onPoll(ctx actor.Context, m *partitionPoll) {
 		// locally like a NoAck store.
 		p.applyOffsetWrite(&partitionOffsetWrite{kind: m.kind, key: m.key, offset: polled.Last})
 	}
-	p.replyTo(ctx, m.req, readReply(&m.req.hdr, p.node.refs.commit.Load(), 0, body))
-	if cap(body) <= 1<<20 {
-		p.pollBuf = body[:0]
+	h := echo(&m.req.hdr)
+	h.Client, h.Op, h.Commit, h.Operation = m.req.hdr.Client, m.req.hdr.Session, p.node.refs.commit.Load(), wire.OpNonReplicated
+	h.Size = uint32(len(frame))
+	h.Encode(wire.HeaderOf(frame))
+	ctx.Send(m.req.conn, &replyOut{frame: frame, pooled: true})
+}
+
+// pollHint guesses a poll reply's record bytes from the partition's mean
+// message size, so the reply buffer rarely grows.
+func (p *partitionActor) pollHint(count uint32) int {
+	s := p.plog.Stats()
+	if s.MessagesCount == 0 || count == 0 {
+		return 0
 	}
+	per := s.SizeBytes/s.MessagesCount + 1
+	return int(min(uint64(count)*per+wire.BatchHeaderSize, 64<<20))
 }
 
 // onGetOffset answers GetConsumerOffset (8.5.1): Z when nothing is stored.

@@ -75,13 +75,17 @@ func (l *Log) Poll(dst []byte, s wire.PollingStrategy, count uint32, storedOffse
 	var p Polled
 	for i := l.index.findOffset(start); i < l.index.len() && p.Count < count; i++ {
 		e := l.index.at(i)
-		batch, err := l.batchAt(i, e)
-		if err != nil {
-			return dst[:at], Polled{}, err
-		}
 		before := len(dst)
 		var n uint32
-		dst, n = wire.AppendRecord(dst, wire.Batch(batch), start, count-p.Count)
+		if whole, ok := l.appendEvictedWhole(dst, i, e, start, count-p.Count); ok {
+			dst, n = whole, e.count
+		} else {
+			batch, err := l.batchAt(i, e)
+			if err != nil {
+				return dst[:at], Polled{}, err
+			}
+			dst, n = wire.AppendRecord(dst, wire.Batch(batch), start, count-p.Count)
+		}
 		if n == 0 {
 			continue // offset deltas that are not frame indexes; skip the batch
 		}
@@ -137,4 +141,34 @@ func (l *Log) batchAt(i int, e indexEntry) ([]byte, error) {
 		return nil, fmt.Errorf("partition: batch read at %d is not the indexed batch: %w", e.baseOffset, ErrReadFailure)
 	}
 	return b, nil
+}
+
+// AppendReader is an optional Store extension: it appends the stored batch
+// at baseOffset to dst, so an evicted batch served whole is read straight
+// into the reply (one copy instead of two, no intermediate buffer).
+type AppendReader interface {
+	AppendBatchTo(dst []byte, baseOffset uint64) ([]byte, error)
+}
+
+// appendEvictedWhole serves index entry i as a whole record read directly
+// into dst when it is evicted from the cache, the poll takes all of it, and
+// the Store can append. ok is false when the general path must serve it.
+func (l *Log) appendEvictedWhole(dst []byte, i int, e indexEntry, start uint64, remaining uint32) ([]byte, bool) {
+	if c := i - l.cacheFirst; c >= 0 && c < len(l.cache) {
+		return dst, false
+	}
+	ar, ok := l.store.(AppendReader)
+	if !ok || start > e.baseOffset || remaining < e.count {
+		return dst, false
+	}
+	at := len(dst)
+	out, err := ar.AppendBatchTo(dst, e.baseOffset)
+	if err != nil {
+		return dst[:at], false // the general path reports the failure
+	}
+	info, err := BatchInfoOf(out[at:])
+	if err != nil || info.BaseOffset != e.baseOffset || info.Count != e.count || info.Size != e.size {
+		return out[:at], false
+	}
+	return out, true
 }

@@ -278,3 +278,39 @@ func TestAppendPollReply(t *testing.T) {
 		t.Fatalf("empty partition: % x", empty)
 	}
 }
+
+// appendStore is a memStore that can also append a batch straight into a
+// poll reply (AppendReader).
+type appendStore struct {
+	*memStore
+	appends int
+}
+
+func (a *appendStore) AppendBatchTo(dst []byte, base uint64) ([]byte, error) {
+	b, err := a.ReadBatch(base)
+	if err != nil {
+		return dst, err
+	}
+	a.appends++
+	return append(dst, b...), nil
+}
+
+// Evicted batches served whole are appended by the Store directly; a batch
+// that must be sliced still goes through ReadBatch; both give the same
+// records as the general path.
+func TestPollAppendsEvictedBatchesDirectly(t *testing.T) {
+	h := newHarness(t, Config{CacheBytes: 1})
+	as := &appendStore{memStore: h.store}
+	h.log.store = as
+	h.send(24, 3, 4, 5)
+	out, p, err := h.log.Poll(nil, wire.OffsetStrategy(1), 10, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkMessages(t, out, decodeRecords(t, out, p.Count), 1, 10)
+	// Batch 0..2 is sliced (starts at 1): ReadBatch; 3..6 whole: appended;
+	// 7..11 sliced at the count: ReadBatch.
+	if as.appends != 1 || h.store.reads != 3 {
+		t.Fatalf("%d direct appends, %d reads; want 1 and 3 (two via ReadBatch, one via AppendBatchTo)", as.appends, h.store.reads)
+	}
+}

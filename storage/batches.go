@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"iggynode/wire"
 )
@@ -227,24 +228,33 @@ func (s *Store) FindBatch(group, offset uint64) (baseOffset uint64, ok bool, err
 // pread into a new slice that the caller owns, or an error wrapping
 // ErrNotFound.
 func (s *Store) ReadBatch(group, baseOffset uint64) ([]byte, error) {
+	return s.AppendBatchTo(nil, group, baseOffset)
+}
+
+// AppendBatchTo appends the stored batch at baseOffset to dst and returns
+// the extended slice, so a poll reply is read straight into the frame that
+// carries it (no intermediate buffer). On error dst is returned unchanged.
+func (s *Store) AppendBatchTo(dst []byte, group, baseOffset uint64) ([]byte, error) {
 	g, err := s.lockedGroup(group)
 	if err != nil {
-		return nil, fmt.Errorf("storage: read batch group %d at %d: %w", group, baseOffset, err)
+		return dst, fmt.Errorf("storage: read batch group %d at %d: %w", group, baseOffset, err)
 	}
 	defer g.mu.Unlock()
 	fi, ei, ok := g.locate(baseOffset)
 	if !ok || baseOffset < g.floor || g.files[fi].entries[ei].base != baseOffset {
-		return nil, fmt.Errorf("storage: batch group %d at %d: %w", group, baseOffset, ErrNotFound)
+		return dst, fmt.Errorf("storage: batch group %d at %d: %w", group, baseOffset, ErrNotFound)
 	}
 	bf, e := g.files[fi], g.files[fi].entries[ei]
-	out := make([]byte, e.length)
+	at := len(dst)
+	dst = slices.Grow(dst, int(e.length))[:at+int(e.length)]
+	out := dst[at:]
 	if err := s.readAt(bf, out, e.pos); err != nil {
-		return nil, fmt.Errorf("storage: read batch group %d at %d: %w", group, baseOffset, err)
+		return dst[:at], fmt.Errorf("storage: read batch group %d at %d: %w", group, baseOffset, err)
 	}
 	if err := checkRecord(out, e, bf.path); err != nil {
-		return nil, fmt.Errorf("storage: read batch group %d at %d: %w", group, baseOffset, err)
+		return dst[:at], fmt.Errorf("storage: read batch group %d at %d: %w", group, baseOffset, err)
 	}
-	return out, nil
+	return dst, nil
 }
 
 // DeleteBatchesBelow deletes every batch of group whose base offset is <

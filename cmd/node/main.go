@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	_ "net/http/pprof" // --pprof: profiles for performance work
 	"os"
 	"os/signal"
 	"strings"
@@ -32,6 +34,7 @@ func run(args []string, environ []string) error {
 	configPath := fs.String("config", "", "TOML configuration file (default: IGGY_CONFIG_PATH)")
 	fresh := fs.Bool("fresh", false, "delete the data directory before starting")
 	level := fs.String("log-level", "", "log level: debug, info, warn, error (default: system.logging.level)")
+	pprofAddr := fs.String("pprof", "", "serve Go profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -57,6 +60,14 @@ func run(args []string, environ []string) error {
 		}
 	}
 	warnExposed(logger, cfg, pass)
+	if *pprofAddr != "" {
+		go func() {
+			logger.Info("pprof listening", "address", *pprofAddr)
+			if err := http.ListenAndServe(*pprofAddr, nil); err != nil {
+				logger.Warn("pprof server stopped", "err", err)
+			}
+		}()
+	}
 
 	node, err := actors.Start(actors.Options{Config: cfg, RootUsername: user, RootPassword: pass, Logger: logger})
 	if err != nil {

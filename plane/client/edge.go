@@ -40,6 +40,9 @@ type Conn interface {
 	// socket. The Conn owns frame after the call. A frame that does not fit
 	// the outbound queue is dropped (transports.md 1.4).
 	Send(frame []byte)
+	// SendPooled is Send for a frame from GetFrame: the edge recycles it
+	// once it is written. The caller must not touch it after the call.
+	SendPooled(frame []byte)
 	// Done tells the reader that one delivered request has been answered,
 	// releasing a pending slot.
 	Done()
@@ -148,14 +151,14 @@ type frameConn struct {
 	carrier   carrier
 	transport Transport
 	cfg       Config
-	out       chan []byte
+	out       chan outFrame
 	credits   chan struct{}
 	closing   chan struct{}
 	closeOnce sync.Once
 }
 
 func newFrameConn(c carrier, t Transport, cfg Config) *frameConn {
-	return &frameConn{carrier: c, transport: t, cfg: cfg, out: make(chan []byte, cfg.QueueCapacity),
+	return &frameConn{carrier: c, transport: t, cfg: cfg, out: make(chan outFrame, cfg.QueueCapacity),
 		credits: make(chan struct{}, cfg.MaxPending), closing: make(chan struct{})}
 }
 
@@ -164,7 +167,18 @@ func (c *frameConn) Transport() Transport { return c.transport }
 
 // Send queues frame without waiting; a full queue drops it (transports.md
 // 1.4: logged as backpressure, never retransmitted).
-func (c *frameConn) Send(frame []byte) {
+// outFrame is a queued frame; pooled frames go back to the pool after the
+// write.
+type outFrame struct {
+	b      []byte
+	pooled bool
+}
+
+func (c *frameConn) Send(frame []byte) { c.enqueue(outFrame{b: frame}) }
+
+func (c *frameConn) SendPooled(frame []byte) { c.enqueue(outFrame{b: frame, pooled: true}) }
+
+func (c *frameConn) enqueue(frame outFrame) {
 	select {
 	case <-c.closing:
 		return
@@ -230,7 +244,7 @@ func (c *frameConn) drain(writerDone <-chan struct{}) {
 	grace := time.NewTimer(c.cfg.CloseGrace)
 	defer grace.Stop()
 	select {
-	case c.out <- nil:
+	case c.out <- outFrame{}:
 	case <-grace.C:
 		return
 	}
@@ -268,17 +282,21 @@ func (c *frameConn) readLoop(s Session) error {
 
 func (c *frameConn) writeLoop() {
 	for {
-		var frame []byte
+		var frame outFrame
 		select {
 		case frame = <-c.out:
 		case <-c.closing:
 			return
 		}
-		if frame == nil {
+		if frame.b == nil {
 			_ = c.carrier.flush()
 			return
 		}
-		if err := c.carrier.writeFrame(frame); err != nil {
+		err := c.carrier.writeFrame(frame.b)
+		if frame.pooled {
+			putFrame(frame.b) // written or copied into the carrier's buffer
+		}
+		if err != nil {
 			c.Close()
 			return
 		}

@@ -248,6 +248,10 @@ func (c *quicConn) Send(frame []byte) {
 	}
 }
 
+// SendPooled sends without recycling: a QUIC stream may keep the bytes
+// until they are acknowledged, so the frame is left to the collector.
+func (c *quicConn) SendPooled(frame []byte) { c.Send(frame) }
+
 // Done releases nothing: the serial stream loop takes the next stream only
 // after the current reply, which is QUIC's whole backpressure (1.4).
 func (c *quicConn) Done() {}

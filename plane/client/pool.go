@@ -1,0 +1,56 @@
+package clientplane
+
+import (
+	"math/bits"
+	"sync"
+)
+
+// Reply frames of polls are large (up to 64 MiB) and short-lived. Touching
+// fresh memory is slow on small VMs (every page faults in), so the edge
+// recycles the frames it was told it may: GetFrame hands one out and the
+// writer puts it back once its bytes are on the socket (Conn.SendPooled).
+// Frames are pooled by power-of-two capacity from 64 KiB to 64 MiB.
+
+const (
+	minPoolShift = 16 // 64 KiB
+	maxPoolShift = 26 // 64 MiB
+)
+
+var framePools [maxPoolShift - minPoolShift + 1]sync.Pool
+
+// poolClass is the class whose capacity 1<<shift is the smallest >= n.
+func poolClass(n int) (int, bool) {
+	shift := bits.Len(uint(n - 1))
+	if n <= 1<<minPoolShift {
+		shift = minPoolShift
+	}
+	if shift > maxPoolShift {
+		return 0, false
+	}
+	return shift - minPoolShift, true
+}
+
+// GetFrame returns a zero-length slice with capacity at least n, recycled
+// when possible. Send it with Conn.SendPooled to give it back after the
+// write; a frame that is never sent is simply garbage.
+func GetFrame(n int) []byte {
+	c, ok := poolClass(n)
+	if !ok {
+		return make([]byte, 0, n)
+	}
+	if p, _ := framePools[c].Get().(*[]byte); p != nil {
+		return (*p)[:0]
+	}
+	return make([]byte, 0, 1<<(c+minPoolShift))
+}
+
+// putFrame recycles a frame whose capacity is exactly a pool class (a frame
+// that grew past its class is left to the garbage collector).
+func putFrame(b []byte) {
+	c, ok := poolClass(cap(b))
+	if !ok || cap(b) != 1<<(c+minPoolShift) {
+		return
+	}
+	b = b[:0]
+	framePools[c].Put(&b)
+}
