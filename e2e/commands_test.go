@@ -279,3 +279,47 @@ func TestManyConcurrentClients(t *testing.T) {
 		t.Fatalf("streams: %d %v", len(streams), err)
 	}
 }
+
+// PurgeStream empties every partition of every topic of the stream and
+// keeps the metadata (server-behaviour.md 5.8).
+func TestPurgeStream(t *testing.T) {
+	n := startNode(t)
+	c := connect(t, n)
+	ctx := ctxT(t)
+	if _, err := c.CreateStream(ctx, "s", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b"} {
+		if _, err := c.CreateTopic(ctx, wire.ID(0), name, 2, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for topic := uint32(0); topic < 2; topic++ {
+		for p := uint32(0); p < 2; p++ {
+			if _, err := c.SendMessages(ctx, wire.ID(0), wire.ID(topic), wire.PartitionID(p), []wire.Message{client.NewMessage([]byte("x"))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := c.StoreConsumerOffset(ctx, wire.SingleConsumer(wire.ID(1)), wire.ID(0), wire.ID(1), wire.Partition(1), 0, wire.AckQuorum); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PurgeStream(ctx, wire.ID(0)); err != nil {
+		t.Fatal(err)
+	}
+	for topic := uint32(0); topic < 2; topic++ {
+		for p := uint32(0); p < 2; p++ {
+			polled, err := c.PollMessages(ctx, wire.SingleConsumer(wire.ID(1)), wire.ID(0), wire.ID(topic), wire.Partition(p), wire.FirstStrategy(), 10, false)
+			if err != nil || polled.MessagesCount != 0 {
+				t.Fatalf("topic %d partition %d after purge: %+v %v", topic, p, polled, err)
+			}
+		}
+	}
+	if off, err := c.GetConsumerOffset(ctx, wire.SingleConsumer(wire.ID(1)), wire.ID(0), wire.ID(1), wire.Partition(1)); err != nil || off != nil {
+		t.Fatalf("consumer offset survived the purge: %+v %v", off, err)
+	}
+	if topics, err := c.GetTopics(ctx, wire.ID(0)); err != nil || len(topics) != 2 {
+		t.Fatalf("purge must keep the topics: %d %v", len(topics), err)
+	}
+	mustCode(t, c.PurgeStream(ctx, wire.ID(5)), wire.ErrStreamIdNotFound, "purge a missing stream")
+}
