@@ -1,0 +1,95 @@
+// Package replicaplane is the replica edge of the node: the tcp_replica
+// listener, the directional dialer, the handshake, and one link per
+// connected peer that turns frames into bytes and bytes into frames
+// (replica-plane.md 1.1, 3; docs/cluster.md "Transport", "Handshake").
+// It knows framing and peers, never consensus: every frame that passes the
+// connection-level checks goes to the Handler, which hands it to the actor
+// that owns its group (4.2, with wire.GroupOf); the typed decode, the seal
+// and the validators of 1.5 are that receiver's.
+//
+// # Topology (3.1)
+//
+// One TCP connection per unordered pair. Replica a dials b only if b > a,
+// and accepts only from ids below its own and below replica_count (the
+// roster length). The dialer runs at Start, on SetRoster, and every
+// ReconnectPeriod, for each higher peer with a known address that has
+// neither an installed connection nor a dial or handshake in flight. An
+// installed connection is used in both directions; a second one handshaken
+// for the same peer is closed (the older wins). TCP_NODELAY on both ends.
+// TLS plus the handshake share one HandshakeGrace deadline; at most
+// MaxInboundHandshakes (256) inbound handshakes are in flight, and a
+// socket accepted beyond that is closed unread. There is no keepalive and
+// no idle limit: a peer is lost on a TCP error or EOF (3.1 rule 7).
+//
+// # Handshake (3.4-3.8)
+//
+// The three frames are wire.HelloHeader, ChallengeHeader and FinishHeader;
+// the MAC is wire.HandshakeMAC under wire.MACKey of the shared secret.
+//   - Auth disabled: the dialer sends a Hello with a zero nonce and installs
+//     at once, reading nothing. The acceptor checks, in order, command
+//     Hello (a 256-byte generic header), cluster id, and replica < count and
+//     < self; any failure closes without a frame.
+//   - Auth enabled: a failed check is answered with a Challenge carrying
+//     the reason (UnknownCommand, ClusterMismatch, DirectionalRule) only
+//     when the Hello's nonce is non-zero, then the socket closes; a zero
+//     nonce (a non-auth dialer) is closed without a frame (AuthRequired, a
+//     log label only). Otherwise Challenge (nonce_a, mac_a direction 2),
+//     Finish (mac_d direction 1); the dialer installs right after sending
+//     Finish, the acceptor after verifying it. Signing uses K only;
+//     verification accepts K or K_prev; MACs compare in constant time. The
+//     dialer does not check the Challenge's cluster or replica fields.
+//   - TLS (requires auth): TLS 1.3 only, ALPN iggy-replica required on both
+//     ends, the dialer is the client and names the peer's roster host; the
+//     32-byte exporter "iggy replica psk binding" (no context) is MAC field
+//     8 with mode 1, so a relaying MITM fails both MACs.
+//
+// The mixed configurations behave as 3.8 says: an auth dialer facing a
+// non-auth acceptor fails on the first frame that is not a Challenge (or at
+// HandshakeGrace if none comes); a non-auth dialer facing an auth acceptor,
+// or a different cluster name without auth, installs its side and loses it
+// as soon as the acceptor closes, again at every reconnect sweep.
+//
+// # Frames (1.1, 3.2)
+//
+// The reader reads the 256-byte header, then enforces 256 <= size <=
+// MaxFrameSize and command <= 29 before allocating or reading the body;
+// either failure closes the connection. Commands 0-4 and 14-16 (after the
+// handshake) and 8 and 13 (client-bound) are skipped without allocating,
+// the link kept (counted as Ignored). Everything else, command 5
+// included (1.1 rule 6), is handed to Handler.Frame as one freshly
+// allocated slice the callee owns.
+//
+// Send never blocks: it puts the header and body, unjoined and uncopied,
+// on the link's bounded queue (PeerQueueCapacity); a full queue or a peer
+// without a connection drops the frame and counts it (3.2 rules 1 and 4).
+// One writer goroutine per link takes up to MaxBatch frames per write:
+// one writev (net.Buffers) on plain TCP, one bufio flush through TLS.
+// Frames still queued when a link ends, and a batch whose write failed,
+// count as dropped.
+//
+// # Choices where the spec is silent
+//
+//   - The outbound queue lives with the link, not the peer: a send to an
+//     unconnected peer is dropped anyway (3.2 rule 4), so a new link starts
+//     with an empty queue and never replays frames of the old one.
+//   - The inbound bounded queue of 3.2 rule 2 is the Handler itself: Frame
+//     is called from the reader goroutine, so a slow handler stops the
+//     reader and TCP pushes back. Handlers must only hand the frame over.
+//   - Handler calls for one peer are ordered PeerUp, frames, PeerDown; the
+//     connection is uninstalled only after PeerDown returns, so a new
+//     link's PeerUp never overtakes the old link's PeerDown. A connection
+//     that arrives in that short window is dropped as a duplicate and the
+//     next sweep retries. Close calls PeerDown for every installed link.
+//   - Links close without a TLS close_notify: nothing on this plane waits
+//     for one, and it could block on a peer that stopped reading.
+//   - Send to this node's own id, or to an id outside the roster, returns
+//     false without counting. A malformed frame (header not 256 bytes,
+//     size field not 256+len(body), size above MaxFrameSize) is refused and
+//     counted as dropped: it would desynchronize the peer's reader.
+//   - Config.Listen lets a node bind an address other than its roster entry
+//     (tests bind 127.0.0.1:0, read Addr, then SetRoster everyone).
+//   - A dialer whose handshake fails does not back off beyond the reconnect
+//     period; the acceptor sheds excess inbound sockets instead.
+//   - message_bus.max_batch <= 512 (10.3) is a configuration rule checked
+//     by the config loader, not here.
+package replicaplane
