@@ -95,3 +95,9 @@ type staleCheck struct {
 
 // heartbeatTick runs the heartbeat verifier once at nowUs.
 type heartbeatTick struct{ nowUs uint64 }
+
+// inspectMetadata runs fn on the metadata actor (tests and diagnostics).
+type inspectMetadata struct {
+	fn   func(*metadataActor)
+	done chan struct{}
+}

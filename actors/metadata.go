@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/zeebo/blake3"
 
 	"iggynode/metadata"
 	"iggynode/vsr"
@@ -106,6 +107,13 @@ func (m *metadataActor) Receive(ctx actor.Context) {
 		}
 	case *connGone:
 		delete(m.conns, msg.id)
+	case *peerFrame:
+		m.routePeerFrame(ctx, msg)
+	case *inspectMetadata:
+		msg.fn(m)
+		close(msg.done)
+	case *tick:
+		m.onTick(ctx)
 	case *heartbeatTick:
 		m.verifyHeartbeats(msg.nowUs)
 	case *maintainNow:
@@ -179,8 +187,7 @@ func (m *metadataActor) boot(ctx actor.Context) error {
 	if head < floor {
 		return fmt.Errorf("metadata journal ends at op %d below the snapshot at %d", head, floor)
 	}
-	m.core = vsr.New(vsr.Config{Group: wire.MetadataGroup, Metadata: true,
-		PrepareQueueDepth: int(m.n.opts.Config.Metadata.PrepareQueueDepth)})
+	m.core = vsr.New(m.n.coreConfig(wire.MetadataGroup, true))
 	if head > 0 {
 		m.core.Restore(0, 0, head, headChecksum, headTs)
 	}
@@ -228,7 +235,15 @@ func (m *metadataActor) bootstrapRoot() error {
 	}
 	if !ok {
 		salt := make([]byte, 16)
-		_, _ = rand.Read(salt)
+		if m.n.cluster.n > 1 {
+			// Every replica bootstraps the same root outside the log
+			// (server-behaviour.md 2.1.1), so the hash must be identical:
+			// the salt is derived from the cluster id.
+			sum := blake3.Sum256(append(wire.AppendU128(nil, m.n.cluster.id), "root-salt"...))
+			copy(salt, sum[:])
+		} else {
+			_, _ = rand.Read(salt)
+		}
 		v = []byte(m.n.opts.RootUsername + "\x00" + metadata.HashPassword(m.n.opts.RootPassword, salt))
 		if err := m.n.store.Put(rootKey, v, true); err != nil {
 			return err
@@ -503,9 +518,16 @@ func (m *metadataActor) drive(ctx actor.Context) {
 		if len(rd.Journal) > 0 {
 			err := m.journal(rd.Journal)
 			for _, f := range rd.Journal {
-				m.core.Journaled(wire.HeaderOf(f).Prepare().Op, err)
+				ph := wire.HeaderOf(f).Prepare()
+				if err == nil {
+					// Backups lift their creation-id allocator from the
+					// assignments they journal (replica-plane.md 5.4).
+					m.state.ObservePrepare(ph.Operation, f[wire.HeaderSize:])
+				}
+				m.core.Journaled(ph.Op, err)
 			}
 		}
+		m.n.send(rd.Send)
 		for _, c := range rd.Commit {
 			m.apply(ctx, c)
 		}
@@ -626,6 +648,9 @@ func (m *metadataActor) onInternalLogout(ctx actor.Context, l *internalLogout) {
 // server-behaviour.md 8.7.1): one node, Leader and Healthy, with the bound
 // port of every transport (0 when disabled).
 func (m *metadataActor) clusterMetadata() []byte {
+	if m.n.cluster.n > 1 {
+		return m.clusterRoster()
+	}
 	node := wire.ClusterNode{Name: "iggy-node", IP: "127.0.0.1", Role: wire.RoleLeader, Status: wire.NodeHealthy}
 	port := func(addr string) uint16 {
 		if addr == "" {
@@ -642,6 +667,26 @@ func (m *metadataActor) clusterMetadata() []byte {
 	node.QUICPort = port(m.n.QUICAddr())
 	node.WebSocketPort = port(m.n.WebSocketAddr())
 	return (&wire.ClusterMetadata{Name: "single-node", Nodes: []wire.ClusterNode{node}}).AppendTo(nil)
+}
+
+// clusterRoster is the configured roster with the metadata primary of this
+// node's current view as the one Leader (replica-plane.md 10.4); a node
+// that is not in normal status names no leader.
+func (m *metadataActor) clusterRoster() []byte {
+	c := m.n.opts.Config.Cluster
+	md := wire.ClusterMetadata{Name: c.Name}
+	for _, node := range c.Nodes {
+		cn := wire.ClusterNode{Name: node.Name, IP: node.IP, TCPPort: node.Ports.TCP, QUICPort: node.Ports.QUIC,
+			HTTPPort: node.Ports.HTTP, WebSocketPort: node.Ports.WebSocket, Role: wire.RoleFollower, Status: wire.NodeHealthy}
+		if node.AdvertisedAddress != "" {
+			cn.IP = node.AdvertisedAddress
+		}
+		if m.core.Status() == vsr.StatusNormal && uint8(node.ReplicaID) == m.core.Primary() {
+			cn.Role = wire.RoleLeader
+		}
+		md.Nodes = append(md.Nodes, cn)
+	}
+	return md.AppendTo(nil)
 }
 
 // verifyHeartbeats asks every bound connection whose client is a member of

@@ -41,6 +41,12 @@ type Options struct {
 	Logger                     *slog.Logger
 	// Clock returns the wall clock in µs (prepare timestamps). Default: time.Now.
 	Clock func() uint64
+	// ReplicaListen overrides the replica-plane bind address (tests use
+	// 127.0.0.1:0 and give the roster with SetReplicaRoster).
+	ReplicaListen string
+	// ReconnectPeriod overrides message_bus.reconnect_period for the
+	// replica plane (tests reconnect faster).
+	ReconnectPeriod time.Duration
 	// TLS, when set, replaces the configured certificates of every TLS
 	// listener (TCP+TLS and WSS when enabled, and QUIC).
 	TLS *tls.Config
@@ -64,6 +70,7 @@ type Node struct {
 
 	closeOnce sync.Once
 	stop      chan struct{}
+	cluster   *cluster
 }
 
 // Start opens storage, recovers state, spawns the actors and opens the
@@ -86,6 +93,13 @@ func Start(opts Options) (*Node, error) {
 		return opts.Logger.With("component", "actors")
 	}))
 
+	if err := n.setupCluster(); err != nil {
+		store.Close()
+		return nil, err
+	}
+	if n.opts.ReconnectPeriod == 0 {
+		n.opts.ReconnectPeriod = cfg.MessageBus.ReconnectPeriod.D()
+	}
 	meta, err := newMetadataActor(n)
 	if err != nil {
 		store.Close()
@@ -108,6 +122,10 @@ func Start(opts Options) (*Node, error) {
 	// transport is closed and the client reconnects (the session state
 	// is not worth resurrecting).
 	n.conns = n.system.Root.WithGuardian(stopStrategy(n.refs, opts.Logger))
+	if err := n.startReplicaPlane(); err != nil {
+		n.Close()
+		return nil, err
+	}
 	if err := n.listen(); err != nil {
 		n.Close()
 		return nil, err
@@ -244,6 +262,9 @@ func (n *Node) Close() error {
 		}
 		if n.ws != nil {
 			n.ws.Close()
+		}
+		if n.cluster != nil && n.cluster.links != nil {
+			_ = n.cluster.links.Close()
 		}
 		if n.refs.metadata != nil {
 			if e := n.system.Root.StopFuture(n.refs.metadata).Wait(); e != nil {

@@ -141,6 +141,12 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 		}
 		_ = p.node.store.Delete(watermarkKey(p.ref.Group))
 		ctx.Stop(ctx.Self())
+	case *peerFrame:
+		p.core.Step(m.frame)
+		p.drive(ctx)
+	case *tick:
+		p.core.Tick()
+		p.drive(ctx)
 	case *partitionCrash:
 		panic("partition crash requested")
 	case *partitionForgetConsumer:
@@ -198,7 +204,7 @@ func (p *partitionActor) boot() error {
 	if err := p.plog.Restore(infos, next, offsets); err != nil {
 		return err
 	}
-	p.core = vsr.New(vsr.Config{Group: p.ref.Group})
+	p.core = vsr.New(p.node.coreConfig(p.ref.Group, false))
 	p.publishStats()
 	return nil
 }
@@ -243,6 +249,7 @@ func (p *partitionActor) drive(ctx actor.Context) {
 			ph := wire.HeaderOf(f).Prepare()
 			p.core.Journaled(ph.Op, p.journal(ph, f[wire.HeaderSize:]))
 		}
+		p.node.send(rd.Send)
 		for _, c := range rd.Commit {
 			p.apply(ctx, c)
 		}
@@ -261,7 +268,19 @@ func (p *partitionActor) journal(ph wire.PrepareHeader, body []byte) error {
 	if ph.Operation != wire.OpSendMessages {
 		return nil
 	}
-	base := p.plog.StampNext(body, ph.Timestamp)
+	var base uint64
+	if p.core.IsPrimary() {
+		base = p.plog.StampNext(body, ph.Timestamp)
+	} else {
+		// A backup journals the primary's stamped bytes verbatim after
+		// checking the stamp is its own next offset and the prepare's
+		// timestamp (replica-plane.md 5.13 rule 4).
+		if err := p.plog.VerifyStamp(body, ph.Timestamp); err != nil {
+			p.log.Warn("refusing a prepare whose batch stamp does not match", "op", ph.Op, "err", err)
+			return err
+		}
+		base = wire.Batch(body).BaseOffset()
+	}
 	if err := p.node.store.AppendBatch(p.ref.Group, base, body, p.settings.enforceFsync); err != nil {
 		p.plog.RollbackJournal(base)
 		p.log.Error("journal append failed", "err", err)
@@ -287,11 +306,14 @@ func (p *partitionActor) apply(ctx actor.Context, c vsr.Committed) {
 			p.replyTo(ctx, pd.req, p.committedReply(ph, pd.req, conf.AppendTo(nil)))
 		}
 	case wire.OpStoreConsumerOffset, wire.OpDeleteConsumerOffset:
-		if pd == nil || pd.write == nil {
-			return
+		// Every replica applies the committed body (replica-plane.md 13.1:
+		// the client body with flag 1 and a group named by its id).
+		if w, ok := offsetWriteOf(ph.Operation, c.Frame[wire.HeaderSize:]); ok {
+			p.applyOffsetWrite(w)
 		}
-		p.applyOffsetWrite(pd.write)
-		p.replyTo(ctx, pd.req, p.committedReply(ph, pd.req, wire.AppendResultOK(nil)))
+		if pd != nil {
+			p.replyTo(ctx, pd.req, p.committedReply(ph, pd.req, wire.AppendResultOK(nil)))
+		}
 	}
 	p.publishStats()
 }
@@ -450,4 +472,20 @@ func (p *partitionActor) clean(nowUs uint64) {
 	}
 	p.truncate(upTo)
 	p.log.Info("segment cleaner removed sealed segments", "segments", n, "up_to_offset", upTo)
+}
+
+// offsetWriteOf decodes a committed consumer-offset prepare body.
+func offsetWriteOf(op wire.Operation, body []byte) (*partitionOffsetWrite, bool) {
+	if op == wire.OpStoreConsumerOffset {
+		var r wire.StoreConsumerOffset
+		if r.Decode(body) != nil {
+			return nil, false
+		}
+		return &partitionOffsetWrite{kind: r.Consumer.Kind, key: wire.ConsumerKey(r.Consumer.ID), offset: r.Offset}, true
+	}
+	var r wire.DeleteConsumerOffset
+	if r.Decode(body) != nil {
+		return nil, false
+	}
+	return &partitionOffsetWrite{delete: true, kind: r.Consumer.Kind, key: wire.ConsumerKey(r.Consumer.ID)}, true
 }

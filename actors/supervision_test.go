@@ -19,6 +19,8 @@ func startTestNode(t *testing.T) *Node {
 	cfg := config.Default()
 	cfg.System.Path = t.TempDir()
 	cfg.TCP.Address = "127.0.0.1:0"
+	cfg.QUIC.Address = "127.0.0.1:0"
+	cfg.WebSocket.Address = "127.0.0.1:0"
 	n, err := Start(Options{Config: cfg, RootUsername: "iggy", RootPassword: "iggy",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

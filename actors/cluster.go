@@ -1,0 +1,189 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"iggynode/config"
+	replicaplane "iggynode/plane/replica"
+	"iggynode/vsr"
+	"iggynode/wire"
+)
+
+// cluster is a node's view of its replica set: who it is, how many
+// replicas there are, and the replica-plane links (nil on a single node,
+// which is a cluster of one with no links).
+type cluster struct {
+	self     uint8
+	n        int
+	id       wire.U128
+	links    *replicaplane.Node
+	tickStop chan struct{}
+}
+
+// peerFrame is one replica-plane frame from peer `from`.
+type peerFrame struct {
+	from  uint8
+	frame []byte
+}
+
+// tick is 10 ms of consensus time (replica-plane.md 4.7).
+type tick struct{}
+
+// tickInterval is the consensus tick (4.7).
+const tickInterval = 10 * time.Millisecond
+
+// ticks converts a configured duration into ticks: max(1, ms/10).
+func ticks(d config.Duration) int { return max(1, int(d.D()/tickInterval)) }
+
+// coreConfig is the vsr configuration of one group on this node.
+func (n *Node) coreConfig(group uint64, metadata bool) vsr.Config {
+	c := n.opts.Config
+	depth := c.Partition.PrepareQueueDepth
+	if metadata {
+		depth = c.Metadata.PrepareQueueDepth
+	}
+	return vsr.Config{
+		Cluster: n.cluster.id, Group: group, Replica: n.cluster.self, ReplicaCount: n.cluster.n,
+		PrepareQueueDepth: int(depth), Metadata: metadata,
+		PrepareRetransmitTicks: ticks(c.Cluster.PrepareRetransmitInterval),
+		CommitBroadcastTicks:   ticks(c.Cluster.CommitBroadcastInterval),
+		HeartbeatTimeoutTicks:  ticks(c.Cluster.HeartbeatTimeout),
+		Seed:                   uint64(n.cluster.self)<<32 ^ group,
+	}
+}
+
+// setupCluster reads the [cluster] section: this node's id and the roster
+// size (a disabled cluster is a cluster of one).
+func (n *Node) setupCluster() error {
+	c := n.opts.Config.Cluster
+	n.cluster = &cluster{n: 1, id: wire.ClusterID(c.Name)}
+	if !c.Enabled {
+		return nil
+	}
+	if len(c.Nodes) == 0 || len(c.Nodes) > replicaplane.MaxReplicas {
+		return fmt.Errorf("cluster: %d nodes in the roster", len(c.Nodes))
+	}
+	seen := make(map[int]bool)
+	for _, node := range c.Nodes {
+		if node.ReplicaID < 0 || node.ReplicaID >= len(c.Nodes) || seen[node.ReplicaID] {
+			return fmt.Errorf("cluster: replica ids must cover 0..%d exactly once", len(c.Nodes)-1)
+		}
+		seen[node.ReplicaID] = true
+	}
+	if c.ReplicaID < 0 || c.ReplicaID >= len(c.Nodes) {
+		return fmt.Errorf("cluster: this node's replica id %d is not in the roster", c.ReplicaID)
+	}
+	n.cluster.self, n.cluster.n = uint8(c.ReplicaID), len(c.Nodes)
+	return nil
+}
+
+// roster is the replica-plane roster of the configuration.
+func (n *Node) roster() []replicaplane.Peer {
+	var peers []replicaplane.Peer
+	for _, node := range n.opts.Config.Cluster.Nodes {
+		addr := ""
+		if node.Ports.TCPReplica != 0 {
+			addr = net.JoinHostPort(node.IP, strconv.Itoa(int(node.Ports.TCPReplica)))
+		}
+		peers = append(peers, replicaplane.Peer{ID: uint8(node.ReplicaID), Addr: addr})
+	}
+	return peers
+}
+
+// startReplicaPlane opens the replica-plane links and the consensus tick
+// (cluster mode only).
+func (n *Node) startReplicaPlane() error {
+	if n.cluster.n == 1 {
+		return nil
+	}
+	c := n.opts.Config
+	auth := c.Cluster.Auth
+	links, err := replicaplane.Start(replicaplane.Config{
+		Self: n.cluster.self, Roster: n.roster(), Listen: n.opts.ReplicaListen, ClusterName: c.Cluster.Name,
+		AuthEnabled: auth.Enabled, SharedSecret: []byte(auth.SharedSecret), PreviousSharedSecret: []byte(auth.PreviousSharedSecret),
+		MaxFrameSize: uint32(c.MessageBus.MaxMessageSize), PeerQueueCapacity: int(c.MessageBus.PeerQueueCapacity),
+		MaxBatch: int(c.MessageBus.MaxBatch), ReconnectPeriod: n.opts.ReconnectPeriod, HandshakeGrace: c.MessageBus.HandshakeGrace.D(),
+		Logger: n.log.With("plane", "replica"),
+	}, replicaHandler{n})
+	if err != nil {
+		return fmt.Errorf("replica plane: %w", err)
+	}
+	n.cluster.links = links
+	n.log.Info("replica plane up", "address", links.Addr().String(), "replica", n.cluster.self, "replicas", n.cluster.n)
+	go n.every(tickInterval, func() { n.root().Send(n.refs.metadata, &tick{}) })
+	return nil
+}
+
+// ReplicaAddr is the bound replica-plane address ("" on a single node).
+func (n *Node) ReplicaAddr() string {
+	if n.cluster == nil || n.cluster.links == nil {
+		return ""
+	}
+	return n.cluster.links.Addr().String()
+}
+
+// SetReplicaRoster gives the replica-plane addresses of every replica
+// (tests start nodes on port 0 and learn the addresses afterwards).
+func (n *Node) SetReplicaRoster(peers []replicaplane.Peer) error {
+	if n.cluster.links == nil {
+		return errors.New("not a cluster node")
+	}
+	return n.cluster.links.SetRoster(peers)
+}
+
+// replicaHandler hands replica-plane frames to the metadata actor, which
+// routes them by group (replica-plane.md 4.2).
+type replicaHandler struct{ n *Node }
+
+func (h replicaHandler) PeerUp(id uint8) { h.n.log.Info("replica link up", "peer", id) }
+func (h replicaHandler) PeerDown(id uint8) {
+	h.n.log.Info("replica link down", "peer", id)
+}
+func (h replicaHandler) Frame(from uint8, frame []byte) {
+	h.n.root().Send(h.n.refs.metadata, &peerFrame{from: from, frame: frame})
+}
+
+// send carries a core's outgoing frames to the peers.
+func (n *Node) send(envs []vsr.Envelope) {
+	if n.cluster.links == nil {
+		return
+	}
+	for _, e := range envs {
+		n.cluster.links.Send(e.To, e.Head, e.Body)
+	}
+}
+
+// routePeerFrame delivers a replica-plane frame to the group that owns it:
+// the metadata core here, a partition actor otherwise; frames for a group
+// this node does not host are dropped (4.2 rule 3; parking arrives with
+// the fault-tolerance work).
+func (m *metadataActor) routePeerFrame(ctx actor.Context, f *peerFrame) {
+	h := wire.HeaderOf(f.frame)
+	group, ok := wire.GroupOf(h)
+	if !ok {
+		return
+	}
+	if group == wire.MetadataGroup {
+		m.core.Step(f.frame)
+		m.drive(ctx)
+		return
+	}
+	if pid := m.partitions[group]; pid != nil {
+		ctx.Send(pid, f)
+	}
+}
+
+// onTick advances the metadata core and every partition core by one tick.
+func (m *metadataActor) onTick(ctx actor.Context) {
+	m.core.Tick()
+	m.drive(ctx)
+	for _, pid := range m.partitions {
+		ctx.Send(pid, &tick{})
+	}
+}
