@@ -19,7 +19,10 @@ import (
 
 // startCluster starts n nodes in one process on loopback port 0, each with
 // its own data directory, and connects their replica planes.
-func startCluster(t *testing.T, n int) []*Node {
+func startCluster(t *testing.T, n int) []*Node { return startClusterB(t, n) }
+
+// startClusterB is startCluster for tests and benchmarks.
+func startClusterB(t testing.TB, n int) []*Node {
 	t.Helper()
 	var nodes []*Node
 	for i := 0; i < n; i++ {

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"github.com/asynkron/protoactor-go/actor"
+	"iggynode/metadata"
 
 	clientplane "iggynode/plane/client"
 	"iggynode/wire"
@@ -100,4 +101,16 @@ type heartbeatTick struct{ nowUs uint64 }
 type inspectMetadata struct {
 	fn   func(*metadataActor)
 	done chan struct{}
+}
+
+// groupProgress reports a consumer group's progress on one partition: the
+// last offset a poll served it and the offset it committed (server-behaviour.md
+// 7.4.5: a partition is in flight while polled > committed).
+type groupProgress struct {
+	ref          metadata.GroupRef
+	partition    uint32
+	polled       uint64
+	hasPolled    bool
+	committed    uint64
+	hasCommitted bool
 }

@@ -35,6 +35,14 @@ type metadataActor struct {
 	inflight   map[wire.U128]bool
 	booted     chan error
 	snapshotOp uint64 // op of the last metadata snapshot
+	// progress is each group's polled and committed offsets per partition
+	// on this node (server-behaviour.md 7.4.5), for cooperative hand-offs.
+	progress map[groupPartition]*groupProgress
+}
+
+type groupPartition struct {
+	ref       metadata.GroupRef
+	partition uint32
 }
 
 // partitionStats carries a partition's figures to the metadata actor.
@@ -109,6 +117,8 @@ func (m *metadataActor) Receive(ctx actor.Context) {
 		delete(m.conns, msg.id)
 	case *peerFrame:
 		m.routePeerFrame(ctx, msg)
+	case *groupProgress:
+		m.onGroupProgress(ctx, msg)
 	case *inspectMetadata:
 		msg.fn(m)
 		close(msg.done)
@@ -140,7 +150,8 @@ const rootKey = "metadata/root"
 // it journaled, replica-plane.md 9.3 step 4) and starts the partitions.
 func (m *metadataActor) boot(ctx actor.Context) error {
 	st := m.n.store
-	cfg := metadata.Config{ClientsTableMax: int(m.n.opts.Config.Metadata.ClientsTableMax)}
+	cfg := metadata.Config{ClientsTableMax: int(m.n.opts.Config.Metadata.ClientsTableMax),
+		MaxTokensPerUser: int(m.n.opts.Config.PersonalAccessToken.MaxTokensPerUser)}
 	m.partitions, m.conns, m.inflight = map[uint64]*actor.PID{}, map[uint32]*connInfo{}, map[wire.U128]bool{}
 	snap, ok, err := st.LoadSnapshot(wire.MetadataGroup)
 	if err != nil {
@@ -470,11 +481,8 @@ func (m *metadataActor) answerDenial(ctx actor.Context, req *clientRequest, clie
 
 func (m *metadataActor) admitEnv() metadata.AdmitEnv {
 	return metadata.AdmitEnv{
-		Random: func(b []byte) { _, _ = rand.Read(b) },
-		// Partitions are not asked for their in-flight polls: a join moves
-		// partitions at once instead of parking them for a hand-off. The
-		// revocation path (67) still completes what other nodes start.
-		InFlight: nil,
+		Random:   func(b []byte) { _, _ = rand.Read(b) },
+		InFlight: m.inFlight,
 		SealedUpTo: func(p metadata.PartitionRef, count uint32) (uint64, bool, error) {
 			pid := m.partitions[p.Group]
 			if pid == nil {
@@ -737,4 +745,50 @@ func (m *metadataActor) submitInternal(ctx actor.Context, ops []metadata.Interna
 	if m.core.HasReady() {
 		m.drive(ctx)
 	}
+}
+
+// onGroupProgress records a group's progress on a partition and completes a
+// pending hand-off of that partition once the group committed what it
+// polled (server-behaviour.md 7.4.6).
+func (m *metadataActor) onGroupProgress(ctx actor.Context, g *groupProgress) {
+	if m.progress == nil {
+		m.progress = map[groupPartition]*groupProgress{}
+	}
+	k := groupPartition{g.ref, g.partition}
+	cur := m.progress[k]
+	if cur == nil {
+		cur = &groupProgress{ref: g.ref, partition: g.partition}
+		m.progress[k] = cur
+	}
+	if g.hasPolled {
+		cur.polled, cur.hasPolled = g.polled, true
+	}
+	if g.hasCommitted {
+		cur.committed, cur.hasCommitted = g.committed, true
+	}
+	if cur.hasPolled && cur.hasCommitted && cur.committed < cur.polled {
+		return
+	}
+	if !m.core.CaughtUpPrimary() {
+		return
+	}
+	var due []metadata.Internal
+	for _, r := range m.state.PendingRevocations() {
+		if r.Stream == g.ref.Stream && r.Topic == g.ref.Topic && r.Group == g.ref.Group && r.Partition == g.partition {
+			due = append(due, r.Completion())
+		}
+	}
+	m.submitInternal(ctx, due)
+}
+
+// inFlight lists the partitions of group g whose last polled offset is
+// above the group's committed offset on this node (7.4.5).
+func (m *metadataActor) inFlight(g metadata.GroupRef) []uint32 {
+	var out []uint32
+	for k, p := range m.progress {
+		if k.ref == g && p.hasPolled && (!p.hasCommitted || p.committed < p.polled) {
+			out = append(out, k.partition)
+		}
+	}
+	return out
 }

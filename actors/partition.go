@@ -347,6 +347,10 @@ func (p *partitionActor) onPoll(ctx actor.Context, m *partitionPoll) {
 		// locally like a NoAck store.
 		p.applyOffsetWrite(&partitionOffsetWrite{kind: m.kind, key: m.key, offset: polled.Last})
 	}
+	if m.kind == wire.ConsumerGroup && polled.Count > 0 {
+		p.node.root().Send(p.parent, &groupProgress{ref: metadata.GroupRef{Stream: p.ref.Stream, Topic: p.ref.Topic, Group: m.key},
+			partition: p.ref.Partition, polled: polled.Last, hasPolled: true})
+	}
 	h := echo(&m.req.hdr)
 	h.Client, h.Op, h.Commit, h.Operation = m.req.hdr.Client, m.req.hdr.Session, p.node.refs.commit.Load(), wire.OpNonReplicated
 	h.Size = uint32(len(frame))
@@ -422,6 +426,10 @@ func (p *partitionActor) applyOffsetWrite(m *partitionOffsetWrite) {
 	} else if p.plog.ApplyStoreOffset(m.kind, m.key, m.offset) {
 		off, _ := p.plog.GetOffset(m.kind, m.key)
 		err = p.node.store.StoreOffset(p.ref.Group, uint8(m.kind), m.key, off, p.settings.enforceFsync)
+		if m.kind == wire.ConsumerGroup && p.parent != nil {
+			p.node.root().Send(p.parent, &groupProgress{ref: metadata.GroupRef{Stream: p.ref.Stream, Topic: p.ref.Topic, Group: m.key},
+				partition: p.ref.Partition, committed: off, hasCommitted: true})
+		}
 	}
 	if err != nil {
 		p.log.Error("persist consumer offset", "err", err)

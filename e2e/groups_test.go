@@ -269,7 +269,7 @@ func TestConsumerGroupRebalance(t *testing.T) {
 // until the source commits up to what it polled, then it moves with a
 // generation bump.
 func TestConsumerGroupPendingRevocation(t *testing.T) {
-	t.Skip("known failure: actors/metadata.go admitEnv passes InFlight: nil, so a join moves an in-flight partition at once instead of parking it (7.4.5)")
+
 	n := startNode(t)
 	root := connect(t, n)
 	ctx := ctxT(t)

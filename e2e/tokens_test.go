@@ -179,7 +179,7 @@ func TestPersonalAccessTokens(t *testing.T) {
 // status 52) and before the duplicate-name check; expired tokens count
 // until the cleaner deletes them; deleting is never blocked.
 func TestPersonalAccessTokenLimit(t *testing.T) {
-	t.Skip("known failure: actors/metadata.go boot does not pass personal_access_token.max_tokens_per_user into metadata.Config (the cap stays 100)")
+
 	clock := &fakeClock{}
 	n := startTokenNode(t, clock, 3)
 	root := connect(t, n)

@@ -34,6 +34,7 @@ func run(args []string, environ []string) error {
 	configPath := fs.String("config", "", "TOML configuration file (default: IGGY_CONFIG_PATH)")
 	fresh := fs.Bool("fresh", false, "delete the data directory before starting")
 	level := fs.String("log-level", "", "log level: debug, info, warn, error (default: system.logging.level)")
+	replicaID := fs.Int("replica-id", -1, "this node's replica id in [cluster] (overrides cluster.replica_id)")
 	pprofAddr := fs.String("pprof", "", "serve Go profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -41,6 +42,9 @@ func run(args []string, environ []string) error {
 	cfg, warnings, err := config.Load(*configPath, environ)
 	if err != nil {
 		return err
+	}
+	if *replicaID >= 0 {
+		cfg.Cluster.ReplicaID = *replicaID
 	}
 	if *level != "" {
 		cfg.System.Logging.Level = *level

@@ -1,0 +1,41 @@
+package actors
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"iggynode/client"
+	"iggynode/wire"
+)
+
+// BenchmarkClusterSend1000x1KB sends 1000 x 1 KB batches to a partition of
+// a three-replica cluster in one process (each send commits on a quorum of
+// two).
+func BenchmarkClusterSend1000x1KB(b *testing.B) {
+	nodes := startClusterB(b, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c, err := client.Connect(ctx, client.Options{Address: nodes[0].TCPAddr(), Username: "iggy", Password: "iggy"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.CreateStream(ctx, "s", nil); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := c.CreateTopic(ctx, wire.ID(0), "t", 1, nil); err != nil {
+		b.Fatal(err)
+	}
+	msgs := make([]wire.Message, 1000)
+	for i := range msgs {
+		msgs[i] = client.NewMessage(make([]byte, 1000))
+	}
+	b.SetBytes(1000 * 1000)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := c.SendMessages(ctx, wire.ID(0), wire.ID(0), wire.PartitionID(0), msgs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
