@@ -169,6 +169,10 @@ func (m *metadataActor) routePeerFrame(ctx actor.Context, f *peerFrame) {
 	if !ok {
 		return
 	}
+	if c := h.Command(); c >= wire.CmdForwardRegister && c <= wire.CmdForwardLogoutResult {
+		m.onForwardFrame(ctx, f)
+		return
+	}
 	if group == wire.MetadataGroup {
 		m.core.Step(f.frame)
 		m.drive(ctx)
@@ -186,4 +190,13 @@ func (m *metadataActor) onTick(ctx actor.Context) {
 	for _, pid := range m.partitions {
 		ctx.Send(pid, &tick{})
 	}
+}
+
+// setClientRoster replaces the client-facing roster GetClusterMetadata reports.
+type setClientRoster struct{ nodes []config.Node }
+
+// SetClientRoster gives the client-facing address and ports of every
+// replica, for nodes whose listeners bound port 0 (tests).
+func (n *Node) SetClientRoster(nodes []config.Node) {
+	n.root().Send(n.refs.metadata, &setClientRoster{nodes: append([]config.Node(nil), nodes...)})
 }

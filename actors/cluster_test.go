@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -148,4 +150,50 @@ func TestThreeNodesReplicateMetadataAndMessages(t *testing.T) {
 
 func storageKey(kind wire.ConsumerKind, key uint32) storage.OffsetKey {
 	return storage.OffsetKey{Kind: uint8(kind), Consumer: key}
+}
+
+// replica-plane.md 8 and the leader-aware SDK: a client pointed at a backup
+// logs in through session forwarding, reads the roster and moves to the
+// leader, where it writes; metadata reaches every replica.
+func TestClientPointedAtABackupJustWorks(t *testing.T) {
+	nodes := startCluster(t, 3)
+	var roster []config.Node
+	for i, n := range nodes {
+		_, port, _ := net.SplitHostPort(n.TCPAddr())
+		p, _ := strconv.Atoi(port)
+		roster = append(roster, config.Node{Name: fmt.Sprintf("node-%d", i), IP: "127.0.0.1", ReplicaID: i,
+			Ports: config.Ports{TCP: uint16(p)}})
+	}
+	for _, n := range nodes {
+		n.SetClientRoster(roster)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := client.Connect(ctx, client.Options{Address: nodes[2].TCPAddr(), Username: "iggy", Password: "iggy"})
+	if err != nil {
+		t.Fatalf("login through a backup: %v", err)
+	}
+	defer c.Close()
+	if c.Address() != nodes[0].TCPAddr() {
+		t.Fatalf("the SDK stayed on %s; the leader is %s", c.Address(), nodes[0].TCPAddr())
+	}
+	if _, err := c.CreateStream(ctx, "via-backup", nil); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		found := 0
+		for _, n := range nodes {
+			inspect(n, func(m *metadataActor) {
+				if _, ok := m.state.ResolveStream(wire.Named("via-backup")); ok {
+					found++
+				}
+			})
+		}
+		if found == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stream on %d of 3 replicas", found)
+		}
+	}
 }

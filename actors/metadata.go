@@ -13,6 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/zeebo/blake3"
 
+	"iggynode/config"
 	"iggynode/metadata"
 	"iggynode/vsr"
 	"iggynode/wire"
@@ -38,6 +39,13 @@ type metadataActor struct {
 	// progress is each group's polled and committed offsets per partition
 	// on this node (server-behaviour.md 7.4.5), for cooperative hand-offs.
 	progress map[groupPartition]*groupProgress
+	// forwards are logins parked while their Register commits on the
+	// primary (replica-plane.md 8.2); nonceCounter numbers them.
+	forwards     map[forwardKey]*forwardWait
+	nonceCounter uint64
+	// rosterNodes replaces the configured roster's client addresses (tests
+	// learn the bound ports after start).
+	rosterNodes []config.Node
 }
 
 type groupPartition struct {
@@ -117,6 +125,10 @@ func (m *metadataActor) Receive(ctx actor.Context) {
 		delete(m.conns, msg.id)
 	case *peerFrame:
 		m.routePeerFrame(ctx, msg)
+	case *setClientRoster:
+		m.rosterNodes = msg.nodes
+	case *forwardTimeout:
+		m.onForwardTimeout(ctx, msg)
 	case *groupProgress:
 		m.onGroupProgress(ctx, msg)
 	case *inspectMetadata:
@@ -376,6 +388,10 @@ func (m *metadataActor) onRegister(ctx actor.Context, req *clientRequest) {
 		m.reply(ctx, req, &replyOut{frame: loginReply(hdr, b.epoch, m.commit(), uint64(userID))})
 		return
 	}
+	if m.shouldForward() {
+		m.forwardRegister(ctx, req, userID)
+		return
+	}
 	if m.inflight[hdr.Client] {
 		m.reply(ctx, req, &replyOut{frame: rejectReply(hdr, hdr.Client, m.commit(), wire.OpRegister, wire.ErrTransientNotCommitted)})
 		return
@@ -398,6 +414,14 @@ func (m *metadataActor) onMetadataWrite(ctx actor.Context, req *clientRequest) {
 		return
 	}
 	isLogout := hdr.Operation == wire.OpLogout
+	if isLogout && m.shouldForward() {
+		// Logout on a backup: the connection is unbound here; its table
+		// entry on the primary is replaced by the client's next Register
+		// or evicted by capacity (logout forwarding, commands 28/29, is not
+		// sent by this node yet).
+		m.reply(ctx, req, &replyOut{frame: logoutReply(hdr, b.client, b.epoch, m.commit()), unbind: true})
+		return
+	}
 	transient := func(code wire.ErrorCode) {
 		if isLogout {
 			m.reply(ctx, req, &replyOut{frame: denyReply(hdr, req.connID, m.commit(), code)})
@@ -543,6 +567,11 @@ func (m *metadataActor) drive(ctx actor.Context) {
 			m.checkpoint()
 		}
 		for _, t := range rd.Canceled {
+			if f, ok := t.(*forwardedRegister); ok {
+				delete(m.inflight, f.client)
+				m.sendForwardResult(f.from, f.nonce, f.client, wire.ForwardRegisterCanceled, 0, 0)
+				continue
+			}
 			if p, ok := t.(*metaPending); ok {
 				delete(m.inflight, p.req.hdr.Client)
 				if p.req.bound != nil {
@@ -571,6 +600,10 @@ func (m *metadataActor) apply(ctx actor.Context, c vsr.Committed) {
 	m.n.refs.commit.Store(c.Op)
 	delete(m.inflight, res.Client)
 	m.carryOut(ctx, res.Effects)
+	if f, ok := c.Tag.(*forwardedRegister); ok {
+		m.committedForward(f, c.Op)
+		return
+	}
 	p, _ := c.Tag.(*metaPending)
 	if p == nil {
 		return
@@ -683,7 +716,11 @@ func (m *metadataActor) clusterMetadata() []byte {
 func (m *metadataActor) clusterRoster() []byte {
 	c := m.n.opts.Config.Cluster
 	md := wire.ClusterMetadata{Name: c.Name}
-	for _, node := range c.Nodes {
+	nodes := c.Nodes
+	if m.rosterNodes != nil {
+		nodes = m.rosterNodes
+	}
+	for _, node := range nodes {
 		cn := wire.ClusterNode{Name: node.Name, IP: node.IP, TCPPort: node.Ports.TCP, QUICPort: node.Ports.QUIC,
 			HTTPPort: node.Ports.HTTP, WebSocketPort: node.Ports.WebSocket, Role: wire.RoleFollower, Status: wire.NodeHealthy}
 		if node.AdvertisedAddress != "" {
