@@ -3,6 +3,7 @@ package actors
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -139,6 +140,30 @@ func TestThreeNodesReplicateMetadataAndMessages(t *testing.T) {
 	}
 	if len(chains[0]) == 0 || !bytes.Equal(chains[0], chains[1]) || !bytes.Equal(chains[0], chains[2]) {
 		t.Fatal("metadata journals differ between replicas")
+	}
+	// Messages sent to the leader are polled back identical, byte for
+	// byte, from every replica (a client may stay on any node for reads).
+	var polled [][]byte
+	for i, n := range nodes {
+		rc, err := client.Connect(ctx, client.Options{Address: n.TCPAddr(), Username: "iggy", Password: "iggy", StayOnNode: true})
+		if err != nil {
+			t.Fatalf("login on replica %d: %v", i, err)
+		}
+		p, err := rc.PollMessages(ctx, wire.SingleConsumer(wire.ID(1)), wire.ID(0), wire.ID(0), wire.Partition(1), wire.FirstStrategy(), 1000, false)
+		if err != nil || p.MessagesCount != uint32(sent/2) {
+			t.Fatalf("poll on replica %d: %+v %v", i, p, err)
+		}
+		polled = append(polled, p.Records)
+		if i == 1 {
+			// A backup answers metadata writes TransientNotAccepted.
+			if _, err := rc.CreateStream(ctx, "x", nil); !errors.Is(err, wire.ErrTransientNotAccepted) {
+				t.Fatalf("a write on backup %d: %v, want 58", i, err)
+			}
+		}
+		rc.Close()
+	}
+	if !bytes.Equal(polled[0], polled[1]) || !bytes.Equal(polled[0], polled[2]) {
+		t.Fatal("polled records differ between replicas")
 	}
 	// The roster names replica 0 as the one leader.
 	cm, err := c.GetClusterMetadata(ctx)

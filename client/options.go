@@ -58,6 +58,10 @@ type Options struct {
 	// with XXH3-64(body), like the Rust SDK (client-plane.md 12.3). Off by
 	// default, like the Go SDK.
 	StampRequestChecksums bool
+	// StayOnNode keeps the connection on the dialled node after login
+	// instead of following the roster to the leader: reads are served by
+	// any replica (writes on a backup are answered TransientNotAccepted).
+	StayOnNode bool
 	// SDKName and SDKVersion travel in the login's ClientVersionInfo.
 	SDKName    string
 	SDKVersion string

@@ -82,7 +82,7 @@ func (c *Client) login(ctx context.Context, cr credentials) (*wire.LoginRegister
 	}
 	for redirects := 0; ; redirects++ {
 		resp, err := c.register(ctx, cr)
-		if err != nil || redirects == maxRedirects {
+		if err != nil || redirects == maxRedirects || c.opts.StayOnNode {
 			return resp, err
 		}
 		leader, err := c.leaderAddress(ctx)
