@@ -41,28 +41,7 @@ func (l *TCPListener) Addr() net.Addr { return l.ln.Addr() }
 
 func (l *TCPListener) accept() {
 	defer l.wg.Done()
-	for {
-		nc, err := l.ln.Accept()
-		if err != nil {
-			if !l.closed.Load() {
-				l.cfg.Logger.Warn("tcp accept failed", "err", err)
-			}
-			return
-		}
-		if tc, ok := nc.(*net.TCPConn); ok {
-			_ = tc.SetNoDelay(true) // transports.md 1.5
-		}
-		if !l.conns.add(nc, func() { _ = nc.Close() }) {
-			_ = nc.Close()
-			continue
-		}
-		l.wg.Add(1)
-		go func() {
-			defer l.wg.Done()
-			defer l.conns.remove(nc)
-			l.serve(nc)
-		}()
-	}
+	acceptStream(l.ln, &l.closed, &l.conns, &l.wg, l.cfg, "tcp", l.serve)
 }
 
 // serve runs the TLS handshake when configured (bounded by HandshakeGrace;
@@ -157,4 +136,32 @@ func (t *tcpCarrier) teardown(grace time.Duration) {
 	_ = tc.Close()
 	stop.Stop()
 	_ = raw.Close()
+}
+
+// acceptStream is the accept loop of the stream listeners (TCP and
+// WebSocket): TCP_NODELAY on every socket (transports.md 1.5), each
+// connection registered for Close and served in its own goroutine.
+func acceptStream(ln net.Listener, closed *atomic.Bool, conns *connSet, wg *sync.WaitGroup, cfg Config, name string, serve func(net.Conn)) {
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if !closed.Load() {
+				cfg.Logger.Warn(name+" accept failed", "err", err)
+			}
+			return
+		}
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		if !conns.add(nc, func() { _ = nc.Close() }) {
+			_ = nc.Close()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer conns.remove(nc)
+			serve(nc)
+		}()
+	}
 }

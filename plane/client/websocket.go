@@ -87,28 +87,7 @@ func (l *WSListener) Addr() net.Addr { return l.ln.Addr() }
 
 func (l *WSListener) accept() {
 	defer l.wg.Done()
-	for {
-		nc, err := l.ln.Accept()
-		if err != nil {
-			if !l.closed.Load() {
-				l.cfg.Logger.Warn("websocket accept failed", "err", err)
-			}
-			return
-		}
-		if tc, ok := nc.(*net.TCPConn); ok {
-			_ = tc.SetNoDelay(true) // transports.md 1.5
-		}
-		if !l.conns.add(nc, func() { _ = nc.Close() }) {
-			_ = nc.Close()
-			continue
-		}
-		l.wg.Add(1)
-		go func() {
-			defer l.wg.Done()
-			defer l.conns.remove(nc)
-			l.serve(nc)
-		}()
-	}
+	acceptStream(l.ln, &l.closed, &l.conns, &l.wg, l.cfg, "websocket", l.serve)
 }
 
 // serve runs the TLS handshake (WSS) and the upgrade inside one
