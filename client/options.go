@@ -114,7 +114,12 @@ type QUICOptions struct {
 	ReceiveWindow            uint64
 	KeepAliveInterval        time.Duration // 0 disables
 	MaxIdleTimeout           time.Duration // 0 disables
-	ValidateCertificate      bool
+	// ValidateCertificate forces verification on. SkipCertificateVerification
+	// turns it off: the zero Options verify (against CAFile or the system
+	// roots), while connection strings and DefaultOptions follow
+	// transports.md 8.3 (validate_certificate defaults to false).
+	ValidateCertificate         bool
+	SkipCertificateVerification bool
 	// ServerName (empty: "localhost"), ClientAddress (the UDP ip:port the
 	// client binds; empty: "127.0.0.1:0") and CAFile (PEM CAs trusted when
 	// ValidateCertificate is set; empty: the system roots) cannot be set
@@ -158,6 +163,7 @@ func DefaultOptions(transport string) Options {
 			InitialMTU: 1200, SendWindow: 100_000, ReceiveWindow: 100_000,
 			KeepAliveInterval: 5 * time.Second, MaxIdleTimeout: 10 * time.Second,
 			ServerName: "localhost", ClientAddress: "127.0.0.1:0",
+			SkipCertificateVerification: true,
 		},
 		WebSocket: WebSocketOptions{
 			ReadBufferSize: 128 << 10, WriteBufferSize: 128 << 10,

@@ -69,7 +69,7 @@ func NewQUICTransport(o Options) (*QUICTransport, error) {
 	if name == "" {
 		name = DefaultQUICServerName
 	}
-	cfg, err := tlsConfig(name, q.CAFile, !q.ValidateCertificate)
+	cfg, err := tlsConfig(name, q.CAFile, q.SkipCertificateVerification && !q.ValidateCertificate)
 	if err != nil {
 		return nil, err
 	}
