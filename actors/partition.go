@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -142,7 +143,11 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 		_ = p.node.store.Delete(watermarkKey(p.ref.Group))
 		ctx.Stop(ctx.Self())
 	case *peerFrame:
+		before := dropCount(p.core.Dropped)
 		p.core.Step(m.frame)
+		if dropCount(p.core.Dropped) != before && p.log.Enabled(context.Background(), slog.LevelDebug) {
+			p.log.Debug("peer frame dropped by the core", "from", m.from, "command", wire.HeaderOf(m.frame).Command(), "drops", p.core.Dropped)
+		}
 		p.drive(ctx)
 	case *tick:
 		p.core.Tick()
@@ -496,4 +501,11 @@ func offsetWriteOf(op wire.Operation, body []byte) (*partitionOffsetWrite, bool)
 		return nil, false
 	}
 	return &partitionOffsetWrite{delete: true, kind: r.Consumer.Kind, key: wire.ConsumerKey(r.Consumer.ID)}, true
+}
+
+func dropCount(d map[string]uint64) (n uint64) {
+	for _, v := range d {
+		n += v
+	}
+	return n
 }

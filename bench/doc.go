@@ -5,6 +5,34 @@
 //
 // # Workloads (Run)
 //
+// Config.Workload picks the shape, after Iggy's iggy-bench:
+//
+//   - mixed (the default, ""): producers and consumers side by side,
+//     placed round-robin as below.
+//   - pinned-producer: producers only, producer i on stream i.
+//   - pinned-consumer: consumers only, consumer i reading stream i from
+//     offset 0 (existing data; the sink serves canned data).
+//   - pinned-producer-and-consumer: producer i and consumer i on stream i.
+//   - balanced-producer: producers only, all on one stream whose topic has
+//     one partition per producer by default, sending with Balanced
+//     partitioning (the SDK picks the partitions round-robin).
+//   - balanced-consumer-group: consumers only, one stream, one partition per
+//     consumer by default; setup finds or creates the group
+//     Config.ConsumerGroup ("bench-group"), every consumer joins it and polls
+//     with client.PollConsumerGroup (Next strategy, auto commit) until
+//     together they have read Consumers*BatchCount*MessagesPerBatch messages
+//     (a shared quota: each poll claims its count first and gives back what
+//     it did not get, so the total is exact). Against a node the group's
+//     committed offsets persist, so a second run reads on from the first.
+//   - end-to-end-producing-consumer: Producers actors, each on its own
+//     stream, that send a batch and poll it back from the confirmed base
+//     offset until all of it is read, BatchCount times; the latency is from
+//     the send to the poll that completes the batch (group "producing
+//     consumers" in the report).
+//
+// The pinned and end-to-end workloads use one stream per actor (Streams
+// must be left 0 or equal the actor count).
+//
 // Setup makes sure streams <prefix><n> (n = 1..Streams, "bench-" by
 // default) each hold the topic "bench" with at least PartitionsPerTopic
 // partitions; existing ones are reused, so runs against one node
@@ -30,7 +58,30 @@
 //
 // Warmup runs before each actor measures: producers send batches that are
 // not counted (they are extra messages in the partition); consumers poll
-// offset 0 without advancing, so the measured read still starts at 0.
+// offset 0 without advancing (group members without committing), so the
+// measured read still starts at 0; end-to-end actors run unmeasured
+// cycles.
+//
+// # Sizes and rate
+//
+// TotalSize (ParseSize reads "1GB", "512MiB", ...) replaces BatchCount:
+// the total payload is split evenly over the producers (the consumers when
+// none produce) and rounded up to whole batches. RateLimit (ParseRate reads
+// "100MB/s") caps each actor's sends, warmup included, with a token bucket
+// holding one batch of credit that goes into debt and sleeps it off, so the
+// average is the rate whatever the batch size.
+//
+// # Progress and time series
+//
+// With Config.Progress set, a line per ProgressInterval (1 s) gives each
+// group's messages and MB/s since the start. Every measured request is
+// also put in its second (counted from the start, when all actors are
+// connected): each group's report carries Series, per second the messages,
+// bytes, requests, MB/s, msgs/s and p50/p99 latency (2 significant digits).
+// Actors fold their current second into the group once per second, not
+// per request. WriteChart turns a Report into a self-contained HTML page
+// (inline SVG, no script or network) with throughput and latency over
+// time; SVGChart draws one polyline per series.
 //
 // # Figures
 //
@@ -68,8 +119,13 @@
 //     messages_count (7.18).
 //   - CreateStream / CreateTopic: result-framed StreamDetails /
 //     TopicDetails under fresh ids, CreateTopic under operation 64 (4.4
-//     class C note); nothing is stored, so lookups keep answering "not
-//     found" and setup creates anew.
+//     class C note); nothing is stored but each topic's partition count, so
+//     lookups by name keep answering "not found" and setup creates anew.
+//   - GetTopic by numeric id of a created topic: its TopicDetails with its
+//     partitions (the SDK routes Balanced sends with it); otherwise empty.
+//   - CreateConsumerGroup: result-framed ConsumerGroupDetails without
+//     members under a fresh id. SyncConsumerGroup: generation 1 and every
+//     partition of the topic, as if each member were the only one.
 //   - Ping and every other read: status 0, empty body, operation 2. Logout:
 //     operation 3, empty. Other replicated requests: success, result count
 //     0 when the operation is result-framed (CreatePartitions under 65,

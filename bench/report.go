@@ -12,6 +12,23 @@ type Report struct {
 	StartedAt time.Time   `json:"started_at"`
 	Producers GroupReport `json:"producers"`
 	Consumers GroupReport `json:"consumers"`
+	// ProducingConsumers are the end-to-end-producing-consumer actors:
+	// their latency is from a send to the poll that read the batch back.
+	ProducingConsumers GroupReport `json:"producing_consumers"`
+}
+
+// namedGroup is a group with its display name and latency label.
+type namedGroup struct {
+	name, latency string
+	GroupReport
+}
+
+func (r Report) groups() []namedGroup {
+	return []namedGroup{
+		{"producers", "send", r.Producers},
+		{"consumers", "poll", r.Consumers},
+		{"producing consumers", "end-to-end", r.ProducingConsumers},
+	}
 }
 
 // GroupReport sums one kind of actor. Its rates divide the group's totals
@@ -30,10 +47,14 @@ type GroupReport struct {
 	// producers, poll to reply for consumers (non-empty polls only).
 	Latency  Latency       `json:"latency"`
 	PerActor []ActorReport `json:"per_actor,omitempty"`
+	// Series is the group's figures second by second (see SecondStats).
+	Series []SecondStats `json:"series,omitempty"`
 }
 
 // ActorReport is one producer's or consumer's figures over its own
 // measured span (after its warmup).
+// PartitionID is 0 in the balanced workloads, whose sends and group polls
+// pick their partitions.
 type ActorReport struct {
 	Kind           string        `json:"kind"`
 	Index          int           `json:"index"`
@@ -51,15 +72,16 @@ type ActorReport struct {
 }
 
 // buildReport turns the finished actors into a Report.
-func buildReport(cfg Config, started time.Time, actors []*actor) Report {
+func buildReport(cfg Config, started time.Time, actors []*actor, series map[string]*series) Report {
 	r := Report{Config: cfg, StartedAt: started}
-	r.Producers = group(actors, KindProducer)
-	r.Consumers = group(actors, KindConsumer)
+	r.Producers = group(actors, KindProducer, series[KindProducer])
+	r.Consumers = group(actors, KindConsumer, series[KindConsumer])
+	r.ProducingConsumers = group(actors, KindProducingConsumer, series[KindProducingConsumer])
 	return r
 }
 
-// group aggregates the actors of one kind.
-func group(actors []*actor, kind string) GroupReport {
+// group aggregates the actors of one kind; s (may be nil) is its series.
+func group(actors []*actor, kind string, s *series) GroupReport {
 	var g GroupReport
 	hist := NewHistogram()
 	var first, last time.Time
@@ -87,6 +109,9 @@ func group(actors []*actor, kind string) GroupReport {
 	}
 	g.MBPerSec, g.MessagesPerSec = Throughput(g.PayloadBytes, g.Messages, g.Duration)
 	g.Latency = hist.Summary()
+	if s != nil && g.Actors > 0 {
+		g.Series = s.stats(last)
+	}
 	return g
 }
 
@@ -107,12 +132,13 @@ func (a *actor) report() ActorReport {
 func (r Report) WriteText(w io.Writer) error {
 	c := r.Config
 	p := &printer{w: w}
-	p.printf("target %s: %d producers, %d consumers, %d streams x %d partitions, %d batches x %d messages x %d B, warmup %v\n",
-		c.Address, c.Producers, c.Consumers, c.Streams, c.PartitionsPerTopic, c.BatchCount, c.MessagesPerBatch, c.MessageSize, c.Warmup)
-	for _, g := range []struct {
-		name, latency string
-		GroupReport
-	}{{"producers", "send", r.Producers}, {"consumers", "poll", r.Consumers}} {
+	p.printf("target %s, workload %s: %d producers, %d consumers, %d streams x %d partitions, %d batches x %d messages x %d B, warmup %v",
+		c.Address, c.Workload, c.Producers, c.Consumers, c.Streams, c.PartitionsPerTopic, c.BatchCount, c.MessagesPerBatch, c.MessageSize, c.Warmup)
+	if c.RateLimit > 0 {
+		p.printf(", rate limit %.1f MB/s per actor", float64(c.RateLimit)/bytesPerMB)
+	}
+	p.printf("\n")
+	for _, g := range r.groups() {
 		if g.Actors == 0 {
 			continue
 		}
@@ -123,8 +149,12 @@ func (r Report) WriteText(w io.Writer) error {
 		}
 		p.printf("\n  %s latency: %s\n", g.latency, latencyLine(g.Latency))
 		for _, a := range g.PerActor {
-			p.printf("  %s %d (stream %d, topic %d, partition %d): %.1f MB/s, %.0f msgs/s, p50 %s, p99 %s, max %s\n",
-				a.Kind, a.Index, a.StreamID, a.TopicID, a.PartitionID, a.MBPerSec, a.MessagesPerSec,
+			partition := fmt.Sprint(a.PartitionID)
+			if c.balanced() {
+				partition = "balanced" // Balanced sends and group polls pick their partitions
+			}
+			p.printf("  %s %d (stream %d, topic %d, partition %s): %.1f MB/s, %.0f msgs/s, p50 %s, p99 %s, max %s\n",
+				a.Kind, a.Index, a.StreamID, a.TopicID, partition, a.MBPerSec, a.MessagesPerSec,
 				micros(a.Latency.P50Us), micros(a.Latency.P99Us), micros(a.Latency.MaxUs))
 		}
 	}

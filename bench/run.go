@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"math"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"iggynode/client"
@@ -17,6 +21,11 @@ const (
 	DefaultPassword     = "iggy"
 	DefaultStreamPrefix = "bench-"
 	DefaultTopic        = "bench"
+	// DefaultConsumerGroup names the group of the balanced-consumer-group
+	// workload.
+	DefaultConsumerGroup = "bench-group"
+	// DefaultProgressInterval is how often Config.Progress gets a line.
+	DefaultProgressInterval = time.Second
 	// emptyPollPause is how long a consumer waits after an empty poll
 	// before asking again (its producers have not caught up yet).
 	emptyPollPause = time.Millisecond
@@ -24,6 +33,35 @@ const (
 	// 256-byte header and the metadata section with numeric ids.
 	sendOverhead = wire.HeaderSize + 64
 )
+
+// Workloads (Config.Workload), after iggy-bench's. See the package doc.
+const (
+	// WorkloadMixed is producers and consumers side by side, placed
+	// round-robin over Streams x PartitionsPerTopic (the default).
+	WorkloadMixed = "mixed"
+	// WorkloadPinnedProducer: producers only, each on its own stream.
+	WorkloadPinnedProducer = "pinned-producer"
+	// WorkloadPinnedConsumer: consumers only, each reading its own stream.
+	WorkloadPinnedConsumer = "pinned-consumer"
+	// WorkloadPinnedProducerAndConsumer: producer i and consumer i share
+	// stream i.
+	WorkloadPinnedProducerAndConsumer = "pinned-producer-and-consumer"
+	// WorkloadBalancedProducer: producers send Balanced to one topic with
+	// several partitions.
+	WorkloadBalancedProducer = "balanced-producer"
+	// WorkloadBalancedConsumerGroup: consumers join one consumer group and
+	// poll it until they have read the total together.
+	WorkloadBalancedConsumerGroup = "balanced-consumer-group"
+	// WorkloadEndToEnd: each actor sends a batch then polls it back; the
+	// latency is end to end.
+	WorkloadEndToEnd = "end-to-end-producing-consumer"
+)
+
+// Workloads lists the accepted Config.Workload values.
+func Workloads() []string {
+	return []string{WorkloadMixed, WorkloadPinnedProducer, WorkloadPinnedConsumer, WorkloadPinnedProducerAndConsumer,
+		WorkloadBalancedProducer, WorkloadBalancedConsumerGroup, WorkloadEndToEnd}
+}
 
 // Config describes one run.
 type Config struct {
@@ -52,6 +90,23 @@ type Config struct {
 	MessagesPerBatch int `json:"messages_per_batch"` // messages per send, and the poll count
 	BatchCount       int `json:"batch_count"`        // sends per producer; a consumer reads BatchCount*MessagesPerBatch messages
 
+	// Workload is one of Workloads(); "" means WorkloadMixed.
+	Workload string `json:"workload"`
+	// TotalSize is the payload bytes the run moves, an alternative to
+	// BatchCount: split evenly over the producers (the consumers when none
+	// produce), rounded up to whole batches.
+	TotalSize uint64 `json:"total_size,omitempty"`
+	// RateLimit caps every actor's sends at this many payload bytes per
+	// second (token bucket, one batch of burst); 0 means no limit.
+	RateLimit uint64 `json:"rate_limit_bytes_per_s,omitempty"`
+	// ConsumerGroup names the balanced-consumer-group workload's group; ""
+	// means "bench-group".
+	ConsumerGroup string `json:"consumer_group,omitempty"`
+	// Progress, when set, gets a line every ProgressInterval (0: 1 s) while
+	// the actors run: messages and MB/s so far per group.
+	Progress         io.Writer     `json:"-"`
+	ProgressInterval time.Duration `json:"-"`
+
 	// Warmup is run by every actor before it measures: producers send
 	// unmeasured batches, consumers poll offset 0 without advancing.
 	Warmup time.Duration `json:"warmup_ns"`
@@ -69,11 +124,40 @@ func (c Config) withDefaults() Config {
 	if c.Username == "" && c.Password == "" {
 		c.Username, c.Password = DefaultUsername, DefaultPassword
 	}
+	if c.Workload == "" {
+		c.Workload = WorkloadMixed
+	}
 	if c.Streams == 0 {
 		c.Streams = max(c.Producers, c.Consumers)
+		if c.balanced() {
+			c.Streams = 1
+		}
 	}
 	if c.PartitionsPerTopic == 0 {
-		c.PartitionsPerTopic = 1
+		switch c.Workload {
+		case WorkloadBalancedProducer:
+			c.PartitionsPerTopic = max(c.Producers, 1)
+		case WorkloadBalancedConsumerGroup:
+			c.PartitionsPerTopic = max(c.Consumers, 1)
+		default:
+			c.PartitionsPerTopic = 1
+		}
+	}
+	if c.ConsumerGroup == "" {
+		c.ConsumerGroup = DefaultConsumerGroup
+	}
+	if c.ProgressInterval <= 0 {
+		c.ProgressInterval = DefaultProgressInterval
+	}
+	if c.TotalSize > 0 && c.BatchCount == 0 && c.MessagesPerBatch > 0 && c.MessageSize > 0 {
+		drivers := c.Producers
+		if drivers == 0 {
+			drivers = c.Consumers
+		}
+		if drivers > 0 {
+			perBatch := uint64(drivers) * uint64(c.MessagesPerBatch) * uint64(c.MessageSize)
+			c.BatchCount = int(min((c.TotalSize+perBatch-1)/perBatch, math.MaxInt32))
+		}
 	}
 	if c.StreamPrefix == "" {
 		c.StreamPrefix = DefaultStreamPrefix
@@ -103,13 +187,18 @@ func (c Config) validate() error {
 		return fmt.Errorf("bench: %d messages per batch, %d batches", c.MessagesPerBatch, c.BatchCount)
 	case c.Warmup < 0:
 		return fmt.Errorf("bench: negative warmup %v", c.Warmup)
+	case !slices.Contains(Workloads(), c.Workload):
+		return fmt.Errorf("bench: unknown workload %q (one of %v)", c.Workload, Workloads())
+	}
+	if err := c.validateWorkload(); err != nil {
+		return err
 	}
 	batch := uint64(c.MessagesPerBatch)*uint64(wire.FrameHeaderSize+c.MessageSize) + wire.BatchHeaderSize
 	if batch+sendOverhead > wire.DefaultMaxFrameSize {
 		return fmt.Errorf("bench: a batch of %d x %d B is %d bytes, above the %d-byte frame limit",
 			c.MessagesPerBatch, c.MessageSize, batch, wire.DefaultMaxFrameSize)
 	}
-	if c.Producers > 0 {
+	if c.Producers > 0 && c.Consumers > 0 {
 		written := map[[2]int]bool{}
 		for i := range c.Producers {
 			written[c.placement(i)] = true
@@ -123,19 +212,61 @@ func (c Config) validate() error {
 	return nil
 }
 
+// balanced reports whether the workload runs on one shared topic.
+func (c Config) balanced() bool {
+	return c.Workload == WorkloadBalancedProducer || c.Workload == WorkloadBalancedConsumerGroup
+}
+
+// validateWorkload checks the actor counts each workload runs with.
+func (c Config) validateWorkload() error {
+	need := func(producers, consumers bool) error {
+		if producers != (c.Producers > 0) || consumers != (c.Consumers > 0) {
+			return fmt.Errorf("bench: workload %s runs %s (got %d producers, %d consumers)",
+				c.Workload, map[[2]bool]string{{true, false}: "producers only", {false, true}: "consumers only", {true, true}: "producers and consumers"}[[2]bool{producers, consumers}],
+				c.Producers, c.Consumers)
+		}
+		return nil
+	}
+	switch c.Workload {
+	case WorkloadPinnedProducer, WorkloadBalancedProducer, WorkloadEndToEnd:
+		if err := need(true, false); err != nil {
+			return err
+		}
+	case WorkloadPinnedConsumer, WorkloadBalancedConsumerGroup:
+		if err := need(false, true); err != nil {
+			return err
+		}
+	case WorkloadPinnedProducerAndConsumer:
+		if err := need(true, true); err != nil {
+			return err
+		}
+	}
+	switch c.Workload {
+	case WorkloadPinnedProducer, WorkloadPinnedConsumer, WorkloadPinnedProducerAndConsumer, WorkloadEndToEnd:
+		if actors := max(c.Producers, c.Consumers); c.Streams != actors {
+			return fmt.Errorf("bench: workload %s pins one stream per actor: %d streams for %d actors", c.Workload, c.Streams, actors)
+		}
+	}
+	return nil
+}
+
 // placement maps the i-th producer (or consumer) to a stream index and a
 // partition id: round-robin over the streams, then over the partitions.
 func (c Config) placement(i int) [2]int {
 	return [2]int{i % c.Streams, (i / c.Streams) % c.PartitionsPerTopic}
 }
 
-// target is one actor's partition, by numeric ids.
-type target struct{ stream, topic, partition uint32 }
+// target is one actor's partition (and, for balanced-consumer-group, its
+// group), by numeric ids.
+type target struct{ stream, topic, partition, group uint32 }
 
 // Run sets up the streams and topics, runs the producers and consumers
 // concurrently, and reports what they measured. Every actor has its own
 // connection; ctx bounds the whole run.
 func Run(ctx context.Context, cfg Config) (Report, error) {
+	if cfg.TotalSize > 0 && cfg.BatchCount > 0 {
+		return Report{}, errors.New("bench: total size and batch count are alternatives; set one")
+	}
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return Report{}, err
@@ -150,25 +281,46 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 			a.client.Close()
 		}
 	}()
+	// The group's shared quota: consumers claim polls from it until it is
+	// read (balanced-consumer-group).
+	shared := &quota{total: uint64(cfg.Consumers) * uint64(cfg.BatchCount) * uint64(cfg.MessagesPerBatch)}
+	shared.left.Store(int64(shared.total))
 	for i := range cfg.Producers + cfg.Consumers {
 		kind, index := KindProducer, i
 		if i >= cfg.Producers {
 			kind, index = KindConsumer, i-cfg.Producers
 		}
+		if cfg.Workload == WorkloadEndToEnd {
+			kind = KindProducingConsumer
+		}
 		p := cfg.placement(index)
 		t := topics[p[0]]
 		t.partition = uint32(p[1])
+		if cfg.balanced() {
+			t.partition = 0 // Balanced sends and group polls pick theirs
+		}
 		a, err := newActor(ctx, cfg, kind, index, t)
 		if err != nil {
 			return Report{}, err
 		}
+		a.shared = shared
 		actors = append(actors, a)
 	}
 	started := time.Now()
-	if err := runAll(ctx, actors); err != nil {
+	series := map[string]*series{}
+	for _, a := range actors {
+		if series[a.kind] == nil {
+			series[a.kind] = newSeries(started)
+		}
+		a.rec = newSecondRecorder(series[a.kind])
+	}
+	stopProgress := startProgress(cfg.Progress, cfg.ProgressInterval, started, actors)
+	err = runAll(ctx, actors)
+	stopProgress()
+	if err != nil {
 		return Report{}, err
 	}
-	return buildReport(cfg, started, actors), nil
+	return buildReport(cfg, started, actors, series), nil
 }
 
 // runAll runs every actor at once; the first failure cancels the others.
@@ -209,6 +361,7 @@ func connect(ctx context.Context, cfg Config) (*client.Client, error) {
 	case "quic":
 		o.Transport = client.TransportQUIC
 		o.QUIC.ValidateCertificate, o.QUIC.CAFile = !cfg.Insecure, cfg.CAFile
+		o.QUIC.SkipCertificateVerification = cfg.Insecure
 	case "ws":
 		o.Transport = client.TransportWS
 	case "wss":
@@ -236,7 +389,32 @@ func setup(ctx context.Context, cfg Config) ([]target, error) {
 		}
 		out[i] = target{stream: stream, topic: topic}
 	}
+	if cfg.Workload == WorkloadBalancedConsumerGroup {
+		group, err := ensureGroup(ctx, c, out[0], cfg.ConsumerGroup)
+		if err != nil {
+			return nil, fmt.Errorf("bench: setup of consumer group %s: %w", cfg.ConsumerGroup, err)
+		}
+		for i := range out {
+			out[i].group = group
+		}
+	}
 	return out, nil
+}
+
+// ensureGroup finds or creates the consumer group on t's topic.
+func ensureGroup(ctx context.Context, c *client.Client, t target, name string) (uint32, error) {
+	stream, topic := wire.ID(t.stream), wire.ID(t.topic)
+	g, err := c.GetConsumerGroup(ctx, stream, topic, wire.Named(name))
+	if errors.Is(err, wire.ErrConsumerGroupIdNotFound) {
+		g, err = c.CreateConsumerGroup(ctx, stream, topic, name)
+		if errors.Is(err, wire.ErrConsumerGroupNameAlreadyExists) {
+			g, err = c.GetConsumerGroup(ctx, stream, topic, wire.Named(name))
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	return g.ID, nil
 }
 
 // ensureTopic finds or creates the stream and its topic and grows the
@@ -276,6 +454,8 @@ func ensureTopic(ctx context.Context, c *client.Client, streamName, topicName st
 const (
 	KindProducer = "producer"
 	KindConsumer = "consumer"
+	// KindProducingConsumer is the end-to-end workload's actor.
+	KindProducingConsumer = "producing-consumer"
 )
 
 // actor is one producer or consumer with its own connection and figures.
@@ -290,6 +470,13 @@ type actor struct {
 	start, end                time.Time
 	messages, bytes, requests uint64
 	emptyPolls                uint64
+
+	// live mirrors messages and bytes for the progress line, which reads
+	// them while the actor runs.
+	liveMessages, liveBytes atomic.Uint64
+	rec                     *secondRecorder // this actor's time series
+	limiter                 *tokenBucket    // nil without a rate limit
+	shared                  *quota          // balanced-consumer-group's shared quota
 }
 
 func newActor(ctx context.Context, cfg Config, kind string, index int, t target) (*actor, error) {
@@ -297,20 +484,86 @@ func newActor(ctx context.Context, cfg Config, kind string, index int, t target)
 	if err != nil {
 		return nil, fmt.Errorf("bench: %s %d: connect: %w", kind, index, err)
 	}
-	return &actor{cfg: cfg, kind: kind, index: index, target: t, client: c, hist: NewHistogram()}, nil
+	a := &actor{cfg: cfg, kind: kind, index: index, target: t, client: c, hist: NewHistogram()}
+	if cfg.RateLimit > 0 {
+		a.limiter = newTokenBucket(cfg.RateLimit, uint64(cfg.MessagesPerBatch)*uint64(cfg.MessageSize))
+	}
+	return a, nil
 }
 
 func (a *actor) run(ctx context.Context) error {
-	if a.kind == KindProducer {
+	defer a.rec.flush()
+	switch {
+	case a.kind == KindProducer:
 		return a.produce(ctx)
+	case a.kind == KindProducingConsumer:
+		return a.produceConsume(ctx)
+	case a.cfg.Workload == WorkloadBalancedConsumerGroup:
+		return a.consumeGroup(ctx)
 	}
 	return a.consume(ctx)
+}
+
+// record counts one measured request that completed at done.
+func (a *actor) record(done time.Time, took time.Duration, messages, bytes uint64) {
+	a.hist.Record(took)
+	a.requests++
+	a.messages += messages
+	a.bytes += bytes
+	a.liveMessages.Add(messages)
+	a.liveBytes.Add(bytes)
+	a.rec.record(done, took, messages, bytes)
+}
+
+// limit waits for the rate limiter's leave to send n payload bytes.
+func (a *actor) limit(ctx context.Context, n int) error {
+	if a.limiter == nil {
+		return nil
+	}
+	return a.limiter.take(ctx, n)
 }
 
 // produce sends BatchCount batches after the warmup. The messages are built
 // once; each batch only restamps their ids (unique per producer) and origin
 // timestamps, so the loop allocates nothing per message.
 func (a *actor) produce(ctx context.Context) error {
+	msgs, restamp := a.batch()
+	stream, topic, partitioning := wire.ID(a.target.stream), wire.ID(a.target.topic), wire.PartitionID(a.target.partition)
+	if a.cfg.Workload == WorkloadBalancedProducer {
+		partitioning = wire.Balanced()
+	}
+	batchBytes := a.cfg.MessagesPerBatch * a.cfg.MessageSize
+	for warmEnd := time.Now().Add(a.cfg.Warmup); time.Now().Before(warmEnd); {
+		if err := a.limit(ctx, batchBytes); err != nil {
+			return err
+		}
+		restamp()
+		if _, err := a.client.SendMessages(ctx, stream, topic, partitioning, msgs); err != nil {
+			return fmt.Errorf("warmup send: %w", err)
+		}
+	}
+	a.start = time.Now()
+	for range a.cfg.BatchCount {
+		if err := a.limit(ctx, batchBytes); err != nil {
+			return err
+		}
+		restamp()
+		sent := time.Now()
+		if _, err := a.client.SendMessages(ctx, stream, topic, partitioning, msgs); err != nil {
+			return fmt.Errorf("send: %w", err)
+		}
+		done := time.Now()
+		a.record(done, done.Sub(sent), uint64(len(msgs)), uint64(batchBytes))
+	}
+	a.end = time.Now()
+	return nil
+}
+
+// batch builds the actor's reusable messages around one shared payload
+// and the function that restamps them for the next send: ids (unique per
+// actor: its index in the high half, a sequence in the low) and origin
+// timestamps.
+func (a *actor) batch() ([]wire.Message, func()) {
 	payload := make([]byte, a.cfg.MessageSize)
 	for i := range payload {
 		payload[i] = byte('a' + i%26)
@@ -328,28 +581,7 @@ func (a *actor) produce(ctx context.Context) error {
 			msgs[i].OriginTimestamp = now
 		}
 	}
-	stream, topic, partitioning := wire.ID(a.target.stream), wire.ID(a.target.topic), wire.PartitionID(a.target.partition)
-	for warmEnd := time.Now().Add(a.cfg.Warmup); time.Now().Before(warmEnd); {
-		restamp()
-		if _, err := a.client.SendMessages(ctx, stream, topic, partitioning, msgs); err != nil {
-			return fmt.Errorf("warmup send: %w", err)
-		}
-	}
-	batchBytes := uint64(a.cfg.MessagesPerBatch * a.cfg.MessageSize)
-	a.start = time.Now()
-	for range a.cfg.BatchCount {
-		restamp()
-		sent := time.Now()
-		if _, err := a.client.SendMessages(ctx, stream, topic, partitioning, msgs); err != nil {
-			return fmt.Errorf("send: %w", err)
-		}
-		a.hist.Record(time.Since(sent))
-		a.requests++
-		a.messages += uint64(len(msgs))
-		a.bytes += batchBytes
-	}
-	a.end = time.Now()
-	return nil
+	return msgs, restamp
 }
 
 // consume polls its partition from offset 0 (Offset strategy) until it has
@@ -374,7 +606,7 @@ func (a *actor) consume(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("poll at offset %d: %w", offset, err)
 		}
-		took := time.Since(asked)
+		done := time.Now()
 		n, bytes, last := tally(polled)
 		if n == 0 {
 			a.emptyPolls++
@@ -383,10 +615,7 @@ func (a *actor) consume(ctx context.Context) error {
 			}
 			continue
 		}
-		a.hist.Record(took)
-		a.requests++
-		a.messages += n
-		a.bytes += bytes
+		a.record(done, done.Sub(asked), n, bytes)
 		offset = last + 1
 	}
 	a.end = time.Now()

@@ -70,6 +70,10 @@ type Sink struct {
 
 	mu      sync.Mutex
 	offsets map[partitionKey]uint64 // next base offset per partition written
+	// partitions is each created topic's partition count by topic id, so
+	// consumer groups can be assigned every partition of their topic.
+	partitions map[uint32]uint32
+	groups     atomic.Uint32 // ids handed out by CreateConsumerGroup
 
 	requests, logins, sends, sentMessages, polls, polledMessages atomic.Uint64
 }
@@ -97,6 +101,7 @@ func StartSinkWith(addr string, o SinkOptions) (*Sink, error) {
 		emptyPolls:  o.EmptyPolls,
 		maxPoll:     (wire.DefaultMaxFrameSize - wire.HeaderSize - wire.PolledMessagesHeaderSize - wire.BatchHeaderSize) / perMessage,
 		offsets:     map[partitionKey]uint64{},
+		partitions:  map[uint32]uint32{},
 	}
 	cfg := clientplane.Config{Logger: o.Logger}
 	if o.Transport == "tls" || o.Transport == "wss" || o.Transport == "quic" {
@@ -195,6 +200,8 @@ func (ss *sinkSession) Frame(buf []byte) {
 		frame = createStream(ss.sink, req, body)
 	case wire.OpCreateTopic:
 		frame = createTopic(ss.sink, req, body)
+	case wire.OpCreateConsumerGroup:
+		frame = createConsumerGroup(ss.sink, req, body)
 	default:
 		frame = acknowledge(req)
 	}
@@ -223,6 +230,10 @@ func (ss *sinkSession) read(req wire.RequestHeader, body []byte) []byte {
 		return seal(ss.sink.roster(), req, wire.OpNonReplicated, req.Session, 0)
 	case wire.CodePollMessages:
 		return ss.pollReply(req, body)
+	case wire.CodeGetTopic:
+		return seal(ss.sink.topicByID(body), req, wire.OpNonReplicated, req.Session, 0)
+	case wire.CodeSyncConsumerGroup:
+		return seal(ss.sink.assignment(body), req, wire.OpNonReplicated, req.Session, 0)
 	}
 	return seal(newReply(0), req, wire.OpNonReplicated, req.Session, 0)
 }
@@ -335,6 +346,9 @@ func createTopic(s *Sink, req wire.RequestHeader, body []byte) []byte {
 		return seal(newReply(0), req, req.Operation, 0, uint32(wire.ErrTooManyPartitions))
 	}
 	id := s.topics.Add(1) - 1
+	s.mu.Lock()
+	s.partitions[id] = c.PartitionsCount
+	s.mu.Unlock()
 	now := uint64(time.Now().UnixMicro())
 	d := wire.TopicDetails{
 		TopicHeader: wire.TopicHeader{ID: id, CreatedAt: now, CompressionAlgorithm: 1, Name: c.Name},
@@ -344,6 +358,72 @@ func createTopic(s *Sink, req wire.RequestHeader, body []byte) []byte {
 		d.Partitions[i] = wire.PartitionResponse{ID: uint32(i), CreatedAt: now}
 	}
 	return seal(d.AppendTo(wire.AppendResultOK(newReply(128))), req, wire.OpCreateTopicWithAssignments, uint64(id)+1, 0)
+}
+
+// createConsumerGroup answers CreateConsumerGroup with a result-framed
+// ConsumerGroupDetails without members (client-plane.md 8.10, 602) under a
+// fresh id and the topic's partition count; nothing is stored, so lookups
+// keep answering "not found".
+func createConsumerGroup(s *Sink, req wire.RequestHeader, body []byte) []byte {
+	var c wire.CreateConsumerGroup
+	if c.Decode(body) != nil {
+		return seal(newReply(0), req, req.Operation, 0, uint32(wire.ErrInvalidCommand))
+	}
+	id := s.groups.Add(1) - 1
+	d := wire.ConsumerGroupDetails{ConsumerGroupResponse: wire.ConsumerGroupResponse{
+		ID: id, PartitionsCount: s.partitionCount(c.Topic), Name: c.Name}}
+	return seal(d.AppendTo(wire.AppendResultOK(newReply(64))), req, wire.OpCreateConsumerGroup, uint64(id)+1, 0)
+}
+
+// assignment answers SyncConsumerGroup (7.20) as if the caller were the
+// group's only member: generation 1 and every partition of the topic. Each
+// member polls them all, which a sink (serving canned data) allows.
+func (s *Sink) assignment(body []byte) []byte {
+	var q wire.SyncConsumerGroup
+	if q.Decode(body) != nil {
+		return newReply(0) // "caller not a member / undecodable": empty body (7.20)
+	}
+	a := wire.Assignment{Generation: 1}
+	for p := range s.partitionCount(q.Topic) {
+		a.Partitions = append(a.Partitions, p)
+	}
+	return a.AppendTo(newReply(16 + 4*len(a.Partitions)))
+}
+
+// topicByID answers GetTopic with TopicDetails for a topic the sink
+// created, looked up by numeric id (the SDK reads it to route Balanced
+// sends, client-plane.md 14.2); by name, or unknown, it is "not found"
+// (empty body), so setup still creates anew.
+func (s *Sink) topicByID(body []byte) []byte {
+	var q wire.GetTopic
+	if q.Decode(body) != nil || q.Topic.Kind != wire.IDNumeric {
+		return newReply(0)
+	}
+	s.mu.Lock()
+	n, ok := s.partitions[q.Topic.Num]
+	s.mu.Unlock()
+	if !ok {
+		return newReply(0)
+	}
+	d := wire.TopicDetails{
+		TopicHeader: wire.TopicHeader{ID: q.Topic.Num, CompressionAlgorithm: 1, Name: DefaultTopic, PartitionsCount: n},
+		Partitions:  make([]wire.PartitionResponse, n),
+	}
+	for i := range d.Partitions {
+		d.Partitions[i].ID = uint32(i)
+	}
+	return d.AppendTo(newReply(128))
+}
+
+// partitionCount is a created topic's partition count, 1 for topics the
+// sink does not know by number.
+func (s *Sink) partitionCount(topic wire.Identifier) uint32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n, ok := s.partitions[topic.Num]; ok && topic.Kind == wire.IDNumeric && n > 0 {
+		return n
+	}
+	return 1
 }
 
 // acknowledge answers every other replicated request with success and no

@@ -133,7 +133,7 @@ func TestGroupArithmetic(t *testing.T) {
 		mk(KindProducer, time.Second, 4*time.Second, 3_000_000),
 		mk(KindConsumer, 0, time.Second, 500_000),
 	}
-	r := buildReport(Config{}, t0, actors)
+	r := buildReport(Config{}, t0, actors, nil)
 	p := r.Producers
 	if p.Actors != 2 || p.Messages != 4_000_000 || p.PayloadBytes != 4_000_000_000 || p.Requests != 4000 || p.Duration != 4*time.Second {
 		t.Fatalf("producers %+v", p)

@@ -4,8 +4,16 @@
 //
 //	go run ./cmd/bench --sink --producers 1 --batches 2000
 //	go run ./cmd/bench --address 127.0.0.1:8090 --producers 2 --consumers 2 --json out.json
+//	go run ./cmd/bench --sink --workload balanced-producer --producers 4 --total-size 1GB --rate-limit 100MB/s --chart run.html
+//	go run ./cmd/bench --sink --workload balanced-consumer-group --consumers 3 --total-size 100MB
 //
-// Every run is bounded: by the batch count, and by --timeout.
+// --workload picks iggy-bench's shapes (see package bench); the
+// consumer-only ones (pinned-consumer, balanced-consumer-group) run no
+// producer unless --producers is given. --total-size replaces --batches.
+// A progress line goes to stderr every second when stderr is a terminal
+// or with --progress.
+//
+// Every run is bounded: by the batch count (or total size), and by --timeout.
 package main
 
 import (
@@ -17,6 +25,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 
 	"iggynode/bench"
@@ -41,11 +50,17 @@ func run(args []string, out io.Writer) error {
 	fs.IntVar(&cfg.Producers, "producers", 1, "producers, one connection each")
 	fs.IntVar(&cfg.Consumers, "consumers", 0, "consumers, one connection each")
 	fs.IntVar(&cfg.Streams, "streams", 0, "streams bench-1..N, one topic each (0: one per actor)")
-	fs.IntVar(&cfg.PartitionsPerTopic, "partitions", 1, "partitions per topic")
+	fs.IntVar(&cfg.PartitionsPerTopic, "partitions", 0, "partitions per topic (0: the workload's default, 1; balanced: one per actor)")
 	fs.IntVar(&cfg.MessageSize, "message-size", 1000, "payload bytes per message")
 	fs.IntVar(&cfg.MessagesPerBatch, "messages-per-batch", 1000, "messages per send (and per poll)")
 	fs.IntVar(&cfg.BatchCount, "batches", 1000, "batches per producer; a consumer reads batches x messages-per-batch")
 	fs.DurationVar(&cfg.Warmup, "warmup", 0, "unmeasured warmup per actor before measuring")
+	fs.StringVar(&cfg.Workload, "workload", bench.WorkloadMixed, "workload: "+strings.Join(bench.Workloads(), ", "))
+	fs.StringVar(&cfg.ConsumerGroup, "consumer-group", bench.DefaultConsumerGroup, "consumer group of the balanced-consumer-group workload")
+	totalSize := fs.String("total-size", "", "payload to move in total, e.g. 1GB or 512MiB, split over the producers (instead of --batches)")
+	rateLimit := fs.String("rate-limit", "", "cap on each actor's sends, e.g. 100MB/s (token bucket; empty: none)")
+	progress := fs.Bool("progress", false, "print a progress line to stderr every second (default when stderr is a terminal)")
+	chartPath := fs.String("chart", "", "write an HTML page with throughput and latency charts over time to this file")
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", 0, "per-request deadline (0: SDK default 30s)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "bound on the whole run")
 	useSink := fs.Bool("sink", false, "start the built-in sink on 127.0.0.1:0 and run against it")
@@ -58,6 +73,31 @@ func run(args []string, out io.Writer) error {
 	}
 	if *timeout <= 0 {
 		return errors.New("--timeout must be positive")
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if (cfg.Workload == bench.WorkloadPinnedConsumer || cfg.Workload == bench.WorkloadBalancedConsumerGroup) && !set["producers"] {
+		cfg.Producers = 0 // consumer-only workloads read existing data
+	}
+	if *totalSize != "" {
+		n, err := bench.ParseSize(*totalSize)
+		if err != nil {
+			return fmt.Errorf("--total-size: %w", err)
+		}
+		if set["batches"] {
+			return errors.New("--total-size and --batches are alternatives; give one")
+		}
+		cfg.TotalSize, cfg.BatchCount = n, 0
+	}
+	if *rateLimit != "" {
+		n, err := bench.ParseRate(*rateLimit)
+		if err != nil {
+			return fmt.Errorf("--rate-limit: %w", err)
+		}
+		cfg.RateLimit = n
+	}
+	if *progress || isTerminal(os.Stderr) {
+		cfg.Progress = os.Stderr
 	}
 
 	if *useSink {
@@ -92,5 +132,21 @@ func run(args []string, out io.Writer) error {
 			return fmt.Errorf("write %s: %w", *jsonPath, err)
 		}
 	}
+	if *chartPath != "" {
+		var page strings.Builder
+		if err := bench.WriteChart(&page, report); err != nil {
+			return err
+		}
+		if err := os.WriteFile(*chartPath, []byte(page.String()), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", *chartPath, err)
+		}
+	}
 	return nil
+}
+
+// isTerminal reports whether f is a character device (a terminal), where
+// a live progress line is wanted by default.
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The new flags end to end against the sink: a consumer-only workload runs
+// no producer by default, --total-size sets the batches, --json carries the
+// series and --chart writes the page.
+func TestFlagsAgainstSink(t *testing.T) {
+	dir := t.TempDir()
+	jsonPath, chartPath := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.html")
+	var out strings.Builder
+	err := run([]string{"--sink", "--workload", "balanced-consumer-group", "--consumers", "2", "--total-size", "20KB",
+		"--message-size", "100", "--messages-per-batch", "10", "--rate-limit", "1GB/s", "--json", jsonPath, "--chart", chartPath}, &out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	data, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Config struct {
+			Producers  int    `json:"producers"`
+			BatchCount int    `json:"batch_count"`
+			RateLimit  uint64 `json:"rate_limit_bytes_per_s"`
+		} `json:"config"`
+		Consumers struct {
+			Messages uint64 `json:"messages"`
+			Series   []any  `json:"series"`
+		} `json:"consumers"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	// 20 kB over 2 consumers of 10 x 100 B batches: 10 batches each.
+	if r.Config.Producers != 0 || r.Config.BatchCount != 10 || r.Config.RateLimit != 1e9 || r.Consumers.Messages != 200 || len(r.Consumers.Series) == 0 {
+		t.Errorf("report %+v\n%s", r, out.String())
+	}
+	page, err := os.ReadFile(chartPath)
+	if err != nil || !strings.Contains(string(page), "<polyline") {
+		t.Errorf("chart (%v): %.200s", err, page)
+	}
+}
+
+func TestFlagErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--sink", "--total-size", "1MB", "--batches", "3"}, "alternatives"},
+		{[]string{"--sink", "--total-size", "lots"}, "--total-size"},
+		{[]string{"--sink", "--rate-limit", "fast"}, "--rate-limit"},
+		{[]string{"--sink", "--workload", "nope"}, "unknown workload"},
+	} {
+		if err := run(c.args, new(strings.Builder)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: err %v, want %q", c.args, err, c.want)
+		}
+	}
+}

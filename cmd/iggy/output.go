@@ -1,0 +1,155 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"iggynode/wire"
+)
+
+// table collects tab-separated rows for text/tabwriter.
+type table struct{ rows [][]string }
+
+func (t *table) row(cells ...any) {
+	r := make([]string, len(cells))
+	for i, c := range cells {
+		r[i] = fmt.Sprint(c)
+	}
+	t.rows = append(t.rows, r)
+}
+
+// print writes v as indented JSON with --output json, else the table fill
+// builds.
+func (a *app) print(v any, fill func(*table)) error {
+	if a.output == "json" {
+		enc := json.NewEncoder(a.out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	var t table
+	fill(&t)
+	w := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
+	for _, r := range t.rows {
+		fmt.Fprintln(w, strings.Join(r, "\t"))
+	}
+	return w.Flush()
+}
+
+// printDone reports a command without a reply body.
+func (a *app) printDone(what string, fields map[string]any) error {
+	if fields == nil {
+		fields = map[string]any{}
+	}
+	fields["result"] = what
+	return a.print(fields, func(t *table) { t.row(what) })
+}
+
+// micros renders a µs-since-epoch timestamp; 0 stays "-".
+func micros(us uint64) string {
+	if us == 0 {
+		return "-"
+	}
+	return time.UnixMicro(int64(us)).UTC().Format(time.RFC3339)
+}
+
+// size renders a byte count with binary units.
+func size(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := uint64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// optionValue renders a TLV value by its kind.
+func optionValue(kind wire.HeaderKind, v []byte) string {
+	r := wire.NewReader(v)
+	switch {
+	case kind == wire.KindString && utf8.Valid(v):
+		return string(v)
+	case kind == wire.KindBool && len(v) == 1:
+		return fmt.Sprint(v[0] != 0)
+	case kind == wire.KindUint32 && len(v) == 4:
+		return fmt.Sprint(r.U32("value"))
+	case kind == wire.KindUint64 && len(v) == 8:
+		return fmt.Sprint(r.U64("value"))
+	case kind == wire.KindUint8 && len(v) == 1:
+		return fmt.Sprint(v[0])
+	}
+	return fmt.Sprintf("%s 0x%x", kind, v)
+}
+
+func optionsText(o wire.Options) string {
+	parts := make([]string, len(o))
+	for i, kv := range o {
+		parts[i] = kv.Key + "=" + optionValue(kv.Kind, kv.Value)
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// parseIdentifier reads a numeric id or a name.
+func parseIdentifier(s string) (wire.Identifier, error) {
+	var id wire.Identifier
+	if n, err := parseU32(s); err == nil {
+		id = wire.ID(n)
+	} else {
+		id = wire.Named(s)
+	}
+	return id, id.Validate()
+}
+
+func parseU32(s string) (uint32, error) {
+	n, err := strconv.ParseUint(s, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a number in 0..=4294967295", s)
+	}
+	return uint32(n), nil
+}
+
+func parseU64(s string) (uint64, error) {
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not an unsigned 64-bit number", s)
+	}
+	return n, nil
+}
+
+// ids parses the leading identifier arguments (stream, topic, ...).
+func ids(args []string) ([]wire.Identifier, error) {
+	out := make([]wire.Identifier, len(args))
+	for i, s := range args {
+		id, err := parseIdentifier(s)
+		if err != nil {
+			return nil, fmt.Errorf("identifier %q: %w", s, err)
+		}
+		out[i] = id
+	}
+	return out, nil
+}
+
+// parseKeyValues turns repeated key=value flags into String TLV pairs;
+// every catalog key accepts a String form (client-plane.md 10.4).
+func parseKeyValues(pairs []string) ([]wire.KeyValue, error) {
+	var out []wire.KeyValue
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" || v == "" {
+			return nil, fmt.Errorf("%q is not key=value", p)
+		}
+		out = append(out, wire.KeyValue{Key: k, Kind: wire.KindString, Value: []byte(v)})
+	}
+	return out, nil
+}

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"iggynode/wire"
+)
+
+func (a *app) printClient(d *wire.ClientDetails) error {
+	return a.print(d, func(t *table) {
+		t.row("Client ID", d.ClientID)
+		t.row("User ID", userText(d.UserID))
+		t.row("Transport", d.Transport)
+		t.row("Address", d.Address)
+		t.row("Consumer groups", len(d.ConsumerGroups))
+		for _, g := range d.ConsumerGroups {
+			t.row("", fmt.Sprintf("stream %d topic %d group %d", g.StreamID, g.TopicID, g.GroupID))
+		}
+	})
+}
+
+func userText(id uint32) string {
+	if id == wire.UserIDNone {
+		return "-"
+	}
+	return fmt.Sprint(id)
+}
+
+func (a *app) clientCommand() *cobra.Command {
+	return noun("client", "Inspect connected clients",
+		a.verb("list", "List connected clients", 0, 0, func(_ []wire.Identifier, _ []string) error {
+			c, err := a.connect()
+			if err != nil {
+				return err
+			}
+			list, err := c.GetClients(a.ctx)
+			if err != nil {
+				return err
+			}
+			return a.print(list, func(t *table) {
+				t.row("CLIENT ID", "USER ID", "TRANSPORT", "ADDRESS", "GROUPS")
+				for _, cl := range list {
+					t.row(cl.ClientID, userText(cl.UserID), cl.Transport, cl.Address, cl.ConsumerGroupsCount)
+				}
+			})
+		}),
+		a.verb("get CLIENT_ID", "Show a connected client", 1, 0, func(_ []wire.Identifier, args []string) error {
+			n, err := parseU32(args[0])
+			if err != nil {
+				return err
+			}
+			c, err := a.connect()
+			if err != nil {
+				return err
+			}
+			d, err := c.GetClient(a.ctx, n)
+			if err != nil {
+				return err
+			}
+			return a.printClient(d)
+		}),
+	)
+}
+
+func (a *app) meCommand() *cobra.Command {
+	return a.verb("me", "Show this connection as the server sees it", 0, 0, func(_ []wire.Identifier, _ []string) error {
+		c, err := a.connect()
+		if err != nil {
+			return err
+		}
+		d, err := c.GetMe(a.ctx)
+		if err != nil {
+			return err
+		}
+		return a.printClient(d)
+	})
+}
+
+func (a *app) statsCommand() *cobra.Command {
+	return a.verb("stats", "Show server statistics", 0, 0, func(_ []wire.Identifier, _ []string) error {
+		c, err := a.connect()
+		if err != nil {
+			return err
+		}
+		s, err := c.GetStats(a.ctx)
+		if err != nil {
+			return err
+		}
+		return a.print(s, func(t *table) {
+			t.row("Server version", s.IggyServerVersion)
+			t.row("Process ID", s.ProcessID)
+			t.row("Hostname", s.Hostname)
+			t.row("OS", strings.TrimSpace(s.OSName+" "+s.OSVersion))
+			t.row("Kernel", s.KernelVersion)
+			t.row("CPU usage", fmt.Sprintf("%.1f%% (host %.1f%%)", s.CPUUsage, s.TotalCPUUsage))
+			t.row("Memory", fmt.Sprintf("%s of %s (%s available)", size(s.MemoryUsage), size(s.TotalMemory), size(s.AvailableMemory)))
+			t.row("Threads", s.ThreadsCount)
+			t.row("Started", micros(s.StartTime))
+			t.row("Read / written", fmt.Sprintf("%s / %s", size(s.ReadBytes), size(s.WrittenBytes)))
+			t.row("Streams", s.StreamsCount)
+			t.row("Topics", s.TopicsCount)
+			t.row("Partitions", s.PartitionsCount)
+			t.row("Segments", s.SegmentsCount)
+			t.row("Messages", fmt.Sprintf("%d (%s)", s.MessagesCount, size(s.MessagesSizeBytes)))
+			t.row("Clients", s.ClientsCount)
+			t.row("Consumer groups", s.ConsumerGroupsCount)
+		})
+	})
+}
+
+func (a *app) snapshotCommand() *cobra.Command {
+	var file string
+	var compression uint8
+	var types []uint
+	cmd := a.verb("snapshot", "Download the server's diagnostic ZIP archive", 0, 0, func(_ []wire.Identifier, _ []string) error {
+		if file == "" {
+			return fmt.Errorf("--file is required")
+		}
+		kinds := make([]uint8, len(types))
+		for i, t := range types {
+			if t > 255 {
+				return fmt.Errorf("snapshot type %d out of range", t)
+			}
+			kinds[i] = uint8(t)
+		}
+		c, err := a.connect()
+		if err != nil {
+			return err
+		}
+		zip, err := c.GetSnapshot(a.ctx, compression, kinds)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(file, zip, 0o600); err != nil {
+			return err
+		}
+		return a.print(map[string]any{"file": file, "bytes": len(zip)}, func(t *table) {
+			t.row("Wrote", file, size(uint64(len(zip))))
+		})
+	})
+	cmd.Flags().StringVar(&file, "file", "", "where to write the ZIP archive")
+	// client-plane.md 8.1.3: compression 1 stored .. 6 xz, types 1..6 or 100 (all).
+	cmd.Flags().Uint8Var(&compression, "compression", 2, "1 stored, 2 deflate, 3 bzip2, 4 zstd, 5 lzma, 6 xz")
+	cmd.Flags().UintSliceVar(&types, "types", []uint{100}, "snapshot sections (1..6, or 100 for all)")
+	return cmd
+}
+
+func (a *app) clusterCommand() *cobra.Command {
+	return noun("cluster", "Inspect the cluster",
+		a.verb("status", "Show the cluster roster with roles", 0, 0, func(_ []wire.Identifier, _ []string) error {
+			c, err := a.connect()
+			if err != nil {
+				return err
+			}
+			m, err := c.GetClusterMetadata(a.ctx)
+			if err != nil {
+				return err
+			}
+			return a.print(m, func(t *table) {
+				t.row("Cluster", m.Name)
+				t.row("NODE", "IP", "TCP", "QUIC", "HTTP", "WS", "ROLE", "STATUS")
+				for _, n := range m.Nodes {
+					t.row(n.Name, n.IP, n.TCPPort, n.QUICPort, n.HTTPPort, n.WebSocketPort, n.Role, n.Status)
+				}
+			})
+		}),
+	)
+}
+
+// Option scopes of DescribeOptions (client-plane.md 7.16).
+var optionScopes = map[string]uint8{"topic": 1, "stream": 2, "user": 3}
+
+func (a *app) optionsCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "options [topic|stream|user]",
+		Short: "Describe the options a scope accepts (default topic)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := "topic"
+			if len(args) == 1 {
+				name = args[0]
+			}
+			scope, ok := optionScopes[name]
+			if !ok {
+				return fmt.Errorf("scope must be topic, stream or user, not %q", name)
+			}
+			c, err := a.connect()
+			if err != nil {
+				return err
+			}
+			cat, err := c.DescribeOptions(a.ctx, scope)
+			if err != nil {
+				return err
+			}
+			return a.print(cat, func(t *table) {
+				t.row("KEY", "KIND", "DEFAULT", "DESCRIPTION")
+				for _, d := range cat {
+					t.row(d.Key, d.Kind, optionValue(d.Kind, d.Default), d.Description)
+				}
+			})
+		},
+	}
+}
