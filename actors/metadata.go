@@ -221,7 +221,28 @@ func (m *metadataActor) boot(ctx actor.Context) error {
 		}
 	}
 	m.log.Info("metadata recovered", "snapshot_op", floor, "op", head, "partitions", len(m.partitions))
+	m.endOrphanedSessions(ctx)
 	return nil
+}
+
+// endOrphanedSessions logs out every session a restarted cluster of one
+// recovered: no connection survives the restart of the only node, and a
+// session left in the table would keep its consumer-group partitions
+// forever (no connection exists to time it out). The logouts are
+// replicated ops like a disconnect's (replica-plane.md 5.12.3 rule 5). In
+// a cluster, sessions may live on other nodes and are left alone.
+func (m *metadataActor) endOrphanedSessions(ctx actor.Context) {
+	if m.n.cluster.n != 1 {
+		return
+	}
+	var ops []metadata.Internal
+	for _, client := range m.state.Clients().Clients() {
+		ops = append(ops, metadata.Internal{Client: client, Request: ^uint64(0), Operation: wire.OpLogout})
+	}
+	if len(ops) > 0 {
+		m.log.Info("ending sessions of the previous run", "sessions", len(ops))
+		m.submitInternal(ctx, ops)
+	}
 }
 
 // checkpointEvery is how many ops the journal may hold above the last

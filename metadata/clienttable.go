@@ -255,6 +255,15 @@ func (t *ClientTable) Logout(client wire.U128) uint64 {
 }
 
 // entries returns the occupied slots in slot order.
+// Clients lists the client ids that hold a session, in slot order.
+func (t *ClientTable) Clients() []wire.U128 {
+	var out []wire.U128
+	for _, e := range t.entries() {
+		out = append(out, e.Client)
+	}
+	return out
+}
+
 func (t *ClientTable) entries() []*ClientEntry {
 	out := make([]*ClientEntry, 0, len(t.index))
 	for _, s := range t.slots {
