@@ -440,6 +440,7 @@ func (r *Replica) onPrepare(frame []byte) {
 // onPrepareOk is the primary's handling of an acknowledgement (5.8).
 func (r *Replica) onPrepareOk(ok wire.PrepareOkHeader) {
 	if !r.IsPrimary() || r.status != StatusNormal || ok.View != r.view || ok.Group != r.cfg.Group {
+		r.drop("prepare_ok not for this primary, view or group")
 		return
 	}
 	if int(ok.Replica) >= r.cfg.ReplicaCount {
@@ -447,7 +448,16 @@ func (r *Replica) onPrepareOk(ok wire.PrepareOkHeader) {
 		return
 	}
 	e := r.log[ok.Op]
-	if e == nil || e.hdr.Checksum != ok.PrepareChecksum || e.acks&(1<<ok.Replica) != 0 {
+	switch {
+	case e == nil:
+		if ok.Op > r.commitMin {
+			r.drop("prepare_ok for an op not in the pipeline")
+		}
+		return
+	case e.hdr.Checksum != ok.PrepareChecksum:
+		r.drop("prepare_ok for another prepare")
+		return
+	case e.acks&(1<<ok.Replica) != 0:
 		return
 	}
 	e.acks |= 1 << ok.Replica
