@@ -60,6 +60,21 @@ func startClusterB(t testing.TB, n int) []*Node {
 	return nodes
 }
 
+// advertiseClientPorts puts the bound client ports into every node's
+// roster, so the SDK's leader redirect can dial them.
+func advertiseClientPorts(nodes []*Node) {
+	var roster []config.Node
+	for i, n := range nodes {
+		_, port, _ := net.SplitHostPort(n.TCPAddr())
+		p, _ := strconv.Atoi(port)
+		roster = append(roster, config.Node{Name: fmt.Sprintf("node-%d", i), IP: "127.0.0.1", ReplicaID: i,
+			Ports: config.Ports{TCP: uint16(p)}})
+	}
+	for _, n := range nodes {
+		n.SetClientRoster(roster)
+	}
+}
+
 // inspect runs fn on a node's metadata actor and waits for it.
 func inspect(n *Node, fn func(m *metadataActor)) {
 	done := make(chan struct{})
@@ -182,16 +197,7 @@ func storageKey(kind wire.ConsumerKind, key uint32) storage.OffsetKey {
 // leader, where it writes; metadata reaches every replica.
 func TestClientPointedAtABackupJustWorks(t *testing.T) {
 	nodes := startCluster(t, 3)
-	var roster []config.Node
-	for i, n := range nodes {
-		_, port, _ := net.SplitHostPort(n.TCPAddr())
-		p, _ := strconv.Atoi(port)
-		roster = append(roster, config.Node{Name: fmt.Sprintf("node-%d", i), IP: "127.0.0.1", ReplicaID: i,
-			Ports: config.Ports{TCP: uint16(p)}})
-	}
-	for _, n := range nodes {
-		n.SetClientRoster(roster)
-	}
+	advertiseClientPorts(nodes)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c, err := client.Connect(ctx, client.Options{Address: nodes[2].TCPAddr(), Username: "iggy", Password: "iggy"})
@@ -221,4 +227,86 @@ func TestClientPointedAtABackupJustWorks(t *testing.T) {
 			t.Fatalf("stream on %d of 3 replicas", found)
 		}
 	}
+}
+
+// replica-plane.md 8.4: a logout on a backup, explicit or by disconnect,
+// commits on the primary, so the session's group memberships end on every
+// replica.
+func TestLogoutOnABackupCommitsOnThePrimary(t *testing.T) {
+	nodes := startCluster(t, 3)
+	advertiseClientPorts(nodes)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	admin, err := client.Connect(ctx, client.Options{Address: nodes[0].TCPAddr(), Username: "iggy", Password: "iggy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if _, err := admin.CreateStream(ctx, "s", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CreateTopic(ctx, wire.ID(0), "t", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CreateConsumerGroup(ctx, wire.ID(0), wire.ID(0), "g"); err != nil {
+		t.Fatal(err)
+	}
+	members := func() int {
+		g, err := admin.GetConsumerGroup(ctx, wire.ID(0), wire.ID(0), wire.ID(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(g.Members)
+	}
+	waitMembers := func(want int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); members() != want; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d members, want %d", members(), want)
+			}
+		}
+	}
+	// A client pointed at a backup logs in there (forwarded Register),
+	// follows the roster to the leader and joins the group.
+	c1, err := client.Connect(ctx, client.Options{Address: nodes[2].TCPAddr(), Username: "iggy", Password: "iggy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c1.JoinConsumerGroup(ctx, wire.ID(0), wire.ID(0), wire.ID(0)); err != nil {
+		t.Fatal(err)
+	}
+	waitMembers(1)
+	// An explicit logout and a disconnect on a backup both end sessions
+	// made there.
+	b1, err := client.Connect(ctx, client.Options{Address: nodes[1].TCPAddr(), Username: "iggy", Password: "iggy", StayOnNode: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b1.Logout(ctx); err != nil {
+		t.Fatalf("logout on a backup: %v", err)
+	}
+	var before int
+	inspect(nodes[0], func(m *metadataActor) { before = m.state.Clients().Len() })
+	b2, err := client.Connect(ctx, client.Options{Address: nodes[1].TCPAddr(), Username: "iggy", Password: "iggy", StayOnNode: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var during int
+	inspect(nodes[0], func(m *metadataActor) { during = m.state.Clients().Len() })
+	if during != before+1 {
+		t.Fatalf("a login on a backup must add a session on the primary: %d then %d", before, during)
+	}
+	_ = b2.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var now int
+		inspect(nodes[0], func(m *metadataActor) { now = m.state.Clients().Len() })
+		if now == before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the disconnected backup session is still in the primary's table (%d sessions, want %d)", now, before)
+		}
+	}
+	_ = c1.Close()
+	waitMembers(0)
 }

@@ -28,7 +28,10 @@ type forwardWait struct {
 type forwardKey struct{ nonce, client wire.U128 }
 
 // forwardTimeout unparks a forward that got no result in time (8.2 rule 4).
-type forwardTimeout struct{ key forwardKey }
+type forwardTimeout struct {
+	key    forwardKey
+	logout bool
+}
 
 // forwardedRegister tags a Register admitted for another node.
 type forwardedRegister struct {
@@ -83,6 +86,13 @@ func (m *metadataActor) forwardRegister(ctx actor.Context, req *clientRequest, u
 
 // onForwardTimeout answers an unanswered forward with "outcome unknown".
 func (m *metadataActor) onForwardTimeout(ctx actor.Context, t *forwardTimeout) {
+	if t.logout {
+		if req := m.logouts[t.key]; req != nil {
+			delete(m.logouts, t.key)
+			m.reply(ctx, req, &replyOut{frame: denyReply(&req.hdr, req.connID, m.commit(), wire.ErrTransientNotCommitted)})
+		}
+		return
+	}
 	w := m.forwards[t.key]
 	if w == nil {
 		return
@@ -91,10 +101,7 @@ func (m *metadataActor) onForwardTimeout(ctx actor.Context, t *forwardTimeout) {
 	m.reply(ctx, w.req, &replyOut{frame: rejectReply(&w.req.hdr, w.client, m.commit(), wire.OpRegister, wire.ErrTransientNotCommitted)})
 }
 
-// onForwardFrame handles commands 26 and 27 (28 and 29, logout forwarding,
-// are not sent by this node: a forwarded session's logout is answered
-// locally and its client-table entry is evicted by capacity or replaced by
-// the next Register).
+// onForwardFrame handles the session-forwarding commands 26..29.
 func (m *metadataActor) onForwardFrame(ctx actor.Context, f *peerFrame) {
 	h := wire.HeaderOf(f.frame)
 	switch h.Command() {
@@ -110,6 +117,18 @@ func (m *metadataActor) onForwardFrame(ctx actor.Context, f *peerFrame) {
 			return
 		}
 		m.onForwardRegisterResult(ctx, res)
+	case wire.CmdForwardLogout:
+		fl, err := wire.DecodeForwardLogoutHeader(h)
+		if err != nil || int(fl.Replica) >= m.n.cluster.n {
+			return
+		}
+		m.onForwardLogout(ctx, fl)
+	case wire.CmdForwardLogoutResult:
+		res, err := wire.DecodeForwardLogoutResultHeader(h)
+		if err != nil {
+			return
+		}
+		m.onForwardLogoutResult(ctx, res)
 	}
 }
 
@@ -180,5 +199,97 @@ func (m *metadataActor) onForwardRegisterResult(ctx actor.Context, r wire.Forwar
 		m.reply(ctx, w.req, &replyOut{frame: rejectReply(hdr, w.client, m.commit(), wire.OpRegister, wire.ErrTransientNotCommitted)})
 	default:
 		m.reply(ctx, w.req, &replyOut{frame: rejectReply(hdr, w.client, m.commit(), wire.OpRegister, wire.ErrTransientNotAccepted)})
+	}
+}
+
+// forwardedLogout tags a Logout admitted for another node (8.4).
+type forwardedLogout struct {
+	from   uint8
+	nonce  wire.U128
+	client wire.U128
+}
+
+// forwardLogout sends a session's Logout to the primary (8.1). req is nil
+// for a disconnect: nobody waits, the primary commits it (request u64::MAX).
+func (m *metadataActor) forwardLogout(ctx actor.Context, req *clientRequest, client wire.U128, epoch, request uint64) bool {
+	if m.n.cluster.links == nil {
+		return false
+	}
+	nonce := m.nextNonce()
+	var h wire.Header
+	fl := wire.ForwardLogoutHeader{Cluster: m.n.cluster.id, View: m.core.View(), Replica: m.n.cluster.self,
+		Client: client, Nonce: nonce, Session: epoch, Request: request}
+	fl.Encode(&h)
+	if !m.n.cluster.links.Send(m.core.Primary(), h[:], nil) {
+		return false
+	}
+	if req != nil {
+		key := forwardKey{nonce, client}
+		if m.logouts == nil {
+			m.logouts = map[forwardKey]*clientRequest{}
+		}
+		m.logouts[key] = req
+		self, root := ctx.Self(), m.n.root()
+		time.AfterFunc(forwardTimeoutAfter, func() { root.Send(self, &forwardTimeout{key: key, logout: true}) })
+	}
+	return true
+}
+
+// onForwardLogout runs the in-process Logout for another node (8.4).
+func (m *metadataActor) onForwardLogout(ctx actor.Context, fl wire.ForwardLogoutHeader) {
+	answer := func(o wire.ForwardLogoutOutcome, commit uint64) {
+		m.sendLogoutResult(fl.Replica, fl.Nonce, fl.Client, o, commit)
+	}
+	if e, ok := m.state.Clients().Lookup(fl.Client); !ok || e.Epoch != fl.Session {
+		answer(wire.ForwardLogoutOk, m.core.CommitMin()) // already gone or re-registered (rule 1)
+		return
+	}
+	switch {
+	case !m.core.IsPrimary() || m.core.Status() != vsr.StatusNormal:
+		answer(wire.ForwardLogoutNotPrimary, 0)
+		return
+	case m.inflight[fl.Client]:
+		answer(wire.ForwardLogoutInProgress, 0)
+		return
+	}
+	frame := make([]byte, wire.HeaderSize)
+	err := m.core.Submit(vsr.Request{Client: fl.Client, Request: fl.Request, Operation: wire.OpLogout, Frame: frame,
+		Tag: &forwardedLogout{from: fl.Replica, nonce: fl.Nonce, client: fl.Client}}, m.n.opts.Clock())
+	if err != nil {
+		answer(wire.ForwardLogoutPipelineFull, 0)
+		return
+	}
+	m.inflight[fl.Client] = true
+	m.drive(ctx)
+}
+
+func (m *metadataActor) sendLogoutResult(to uint8, nonce, client wire.U128, o wire.ForwardLogoutOutcome, commit uint64) {
+	if m.n.cluster.links == nil {
+		return
+	}
+	var h wire.Header
+	r := wire.ForwardLogoutResultHeader{Cluster: m.n.cluster.id, View: m.core.View(), Replica: m.n.cluster.self,
+		Nonce: nonce, Client: client, Commit: commit, Outcome: o}
+	r.Encode(&h)
+	m.n.cluster.links.Send(to, h[:], nil)
+}
+
+// onForwardLogoutResult answers a parked Logout: class H on Ok, else the
+// status channel with 58 or 57 (client-plane.md 5.5).
+func (m *metadataActor) onForwardLogoutResult(ctx actor.Context, r wire.ForwardLogoutResultHeader) {
+	key := forwardKey{r.Nonce, r.Client}
+	req := m.logouts[key]
+	if req == nil {
+		return
+	}
+	delete(m.logouts, key)
+	hdr := &req.hdr
+	switch r.Outcome {
+	case wire.ForwardLogoutOk:
+		m.reply(ctx, req, &replyOut{frame: logoutReply(hdr, r.Client, req.bound.epoch, r.Commit), unbind: true})
+	case wire.ForwardLogoutInProgress, wire.ForwardLogoutCanceled:
+		m.reply(ctx, req, &replyOut{frame: denyReply(hdr, req.connID, m.commit(), wire.ErrTransientNotCommitted)})
+	default:
+		m.reply(ctx, req, &replyOut{frame: denyReply(hdr, req.connID, m.commit(), wire.ErrTransientNotAccepted)})
 	}
 }

@@ -42,6 +42,7 @@ type metadataActor struct {
 	// forwards are logins parked while their Register commits on the
 	// primary (replica-plane.md 8.2); nonceCounter numbers them.
 	forwards     map[forwardKey]*forwardWait
+	logouts      map[forwardKey]*clientRequest
 	nonceCounter uint64
 	// rosterNodes replaces the configured roster's client addresses (tests
 	// learn the bound ports after start).
@@ -436,11 +437,10 @@ func (m *metadataActor) onMetadataWrite(ctx actor.Context, req *clientRequest) {
 	}
 	isLogout := hdr.Operation == wire.OpLogout
 	if isLogout && m.shouldForward() {
-		// Logout on a backup: the connection is unbound here; its table
-		// entry on the primary is replaced by the client's next Register
-		// or evicted by capacity (logout forwarding, commands 28/29, is not
-		// sent by this node yet).
-		m.reply(ctx, req, &replyOut{frame: logoutReply(hdr, b.client, b.epoch, m.commit()), unbind: true})
+		// Logout on a backup commits on the primary (replica-plane.md 8.4).
+		if !m.forwardLogout(ctx, req, b.client, b.epoch, hdr.Request) {
+			m.reply(ctx, req, &replyOut{frame: denyReply(hdr, req.connID, m.commit(), wire.ErrTransientNotAccepted)})
+		}
 		return
 	}
 	transient := func(code wire.ErrorCode) {
@@ -593,6 +593,11 @@ func (m *metadataActor) drive(ctx actor.Context) {
 				m.sendForwardResult(f.from, f.nonce, f.client, wire.ForwardRegisterCanceled, 0, 0)
 				continue
 			}
+			if f, ok := t.(*forwardedLogout); ok {
+				delete(m.inflight, f.client)
+				m.sendLogoutResult(f.from, f.nonce, f.client, wire.ForwardLogoutCanceled, 0)
+				continue
+			}
 			if p, ok := t.(*metaPending); ok {
 				delete(m.inflight, p.req.hdr.Client)
 				if p.req.bound != nil {
@@ -623,6 +628,10 @@ func (m *metadataActor) apply(ctx actor.Context, c vsr.Committed) {
 	m.carryOut(ctx, res.Effects)
 	if f, ok := c.Tag.(*forwardedRegister); ok {
 		m.committedForward(f, c.Op)
+		return
+	}
+	if f, ok := c.Tag.(*forwardedLogout); ok {
+		m.sendLogoutResult(f.from, f.nonce, f.client, wire.ForwardLogoutOk, c.Op)
 		return
 	}
 	p, _ := c.Tag.(*metaPending)
@@ -693,7 +702,17 @@ func (m *metadataActor) carryOut(ctx actor.Context, e metadata.Effects) {
 
 // onInternalLogout commits the logout of a closed connection's session.
 func (m *metadataActor) onInternalLogout(ctx actor.Context, l *internalLogout) {
-	if e, ok := m.state.Clients().Lookup(l.client); !ok || e.Epoch != l.epoch || !m.core.IsPrimary() {
+	if m.shouldForward() {
+		// A disconnect on a backup: the primary commits the logout and
+		// checks the epoch against its own table, which may be ahead of
+		// this backup's (replica-plane.md 8.4 rule 1).
+		m.forwardLogout(ctx, nil, l.client, l.epoch, ^uint64(0))
+		return
+	}
+	if e, ok := m.state.Clients().Lookup(l.client); !ok || e.Epoch != l.epoch {
+		return
+	}
+	if !m.core.IsPrimary() {
 		return
 	}
 	frame := make([]byte, wire.HeaderSize)
