@@ -24,6 +24,8 @@ type cluster struct {
 	id       wire.U128
 	links    *replicaplane.Node
 	tickStop chan struct{}
+	// peers are the peer actors, one per other replica, indexed by id.
+	peers []*actor.PID
 }
 
 // peerFrame is one replica-plane frame from peer `from`.
@@ -102,6 +104,22 @@ func (n *Node) startReplicaPlane() error {
 	if n.cluster.n == 1 {
 		return nil
 	}
+	// One peer actor per link, supervised and restarted like the
+	// metadata actor; they exist before the links deliver frames.
+	root := n.system.Root.WithGuardian(restartStrategy(n.refs, n.log))
+	n.cluster.peers = make([]*actor.PID, n.cluster.n)
+	for id := 0; id < n.cluster.n; id++ {
+		if uint8(id) == n.cluster.self {
+			continue
+		}
+		peer := uint8(id)
+		pid, err := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &peerActor{n: n, id: peer} }),
+			"peer-"+strconv.Itoa(id))
+		if err != nil {
+			return err
+		}
+		n.cluster.peers[id] = pid
+	}
 	c := n.opts.Config
 	auth := c.Cluster.Auth
 	links, err := replicaplane.Start(replicaplane.Config{
@@ -137,8 +155,7 @@ func (n *Node) SetReplicaRoster(peers []replicaplane.Peer) error {
 	return n.cluster.links.SetRoster(peers)
 }
 
-// replicaHandler hands replica-plane frames to the metadata actor, which
-// routes them by group (replica-plane.md 4.2).
+// replicaHandler hands each link's frames to that link's peer actor.
 type replicaHandler struct{ n *Node }
 
 func (h replicaHandler) PeerUp(id uint8) { h.n.log.Info("replica link up", "peer", id) }
@@ -146,7 +163,18 @@ func (h replicaHandler) PeerDown(id uint8) {
 	h.n.log.Info("replica link down", "peer", id)
 }
 func (h replicaHandler) Frame(from uint8, frame []byte) {
-	h.n.root().Send(h.n.refs.metadata, &peerFrame{from: from, frame: frame})
+	if int(from) < len(h.n.cluster.peers) && h.n.cluster.peers[from] != nil {
+		h.n.root().Send(h.n.cluster.peers[from], &peerFrame{from: from, frame: frame})
+	}
+}
+
+// announceRoute tells every peer actor where a partition group lives now.
+func (m *metadataActor) announceRoute(ctx actor.Context, group uint64, pid *actor.PID) {
+	for _, peer := range m.n.cluster.peers {
+		if peer != nil {
+			ctx.Send(peer, &routeUpdate{group: group, pid: pid})
+		}
+	}
 }
 
 // send carries a core's outgoing frames to the peers.
@@ -159,10 +187,8 @@ func (n *Node) send(envs []vsr.Envelope) {
 	}
 }
 
-// routePeerFrame delivers a replica-plane frame to the group that owns it:
-// the metadata core here, a partition actor otherwise; frames for a group
-// this node does not host are dropped (4.2 rule 3; parking arrives with
-// the fault-tolerance work).
+// routePeerFrame handles the replica-plane frames a peer actor hands the
+// metadata actor: session forwarding and the metadata group's consensus.
 func (m *metadataActor) routePeerFrame(ctx actor.Context, f *peerFrame) {
 	h := wire.HeaderOf(f.frame)
 	group, ok := wire.GroupOf(h)
@@ -176,10 +202,6 @@ func (m *metadataActor) routePeerFrame(ctx actor.Context, f *peerFrame) {
 	if group == wire.MetadataGroup {
 		m.core.Step(f.frame)
 		m.drive(ctx)
-		return
-	}
-	if pid := m.partitions[group]; pid != nil {
-		ctx.Send(pid, f)
 	}
 }
 

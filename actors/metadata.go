@@ -126,6 +126,12 @@ func (m *metadataActor) Receive(ctx actor.Context) {
 		delete(m.conns, msg.id)
 	case *peerFrame:
 		m.routePeerFrame(ctx, msg)
+	case *requestRoutes:
+		table := make(map[uint64]*actor.PID, len(m.partitions))
+		for g, pid := range m.partitions {
+			table[g] = pid
+		}
+		ctx.Send(msg.peer, &routeTable{partitions: table})
 	case *setClientRoster:
 		m.rosterNodes = msg.nodes
 	case *forwardTimeout:
@@ -309,6 +315,7 @@ func (m *metadataActor) startPartition(ctx actor.Context, ref metadata.Partition
 		return err
 	}
 	m.partitions[ref.Group] = pid
+	m.announceRoute(ctx, ref.Group, pid)
 	return nil
 }
 
@@ -665,6 +672,7 @@ func (m *metadataActor) carryOut(ctx actor.Context, e metadata.Effects) {
 		if pid := m.partitions[ref.Group]; pid != nil {
 			ctx.Send(pid, &partitionDrop{})
 			delete(m.partitions, ref.Group)
+			m.announceRoute(ctx, ref.Group, nil)
 		}
 	}
 	for _, ref := range e.PurgedPartitions {

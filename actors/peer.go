@@ -1,0 +1,72 @@
+package actors
+
+import (
+	"github.com/asynkron/protoactor-go/actor"
+
+	"iggynode/wire"
+)
+
+// peerActor is one replica-plane link's actor (DESIGN.md "Actors": one
+// per link). It receives the link's frames in arrival order and routes
+// each by group (replica-plane.md 4.2): the metadata group and the session
+// forwarding commands to the metadata actor, a partition group to the
+// partition actor that owns it, anything else dropped.
+type peerActor struct {
+	n          *Node
+	id         uint8
+	partitions map[uint64]*actor.PID
+	dropped    uint64
+}
+
+// routeUpdate tells the peer actors that a partition actor started (pid)
+// or stopped (nil pid).
+type routeUpdate struct {
+	group uint64
+	pid   *actor.PID
+}
+
+// routeTable is the full table, sent when a peer actor (re)starts.
+type routeTable struct{ partitions map[uint64]*actor.PID }
+
+// requestRoutes asks the metadata actor for the current table.
+type requestRoutes struct{ peer *actor.PID }
+
+func (p *peerActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		p.partitions = map[uint64]*actor.PID{}
+		ctx.Send(p.n.refs.metadata, &requestRoutes{peer: ctx.Self()})
+	case *routeTable:
+		p.partitions = m.partitions
+	case *routeUpdate:
+		if m.pid == nil {
+			delete(p.partitions, m.group)
+		} else {
+			p.partitions[m.group] = m.pid
+		}
+	case *peerFrame:
+		p.route(ctx, m)
+	}
+}
+
+func (p *peerActor) route(ctx actor.Context, f *peerFrame) {
+	h := wire.HeaderOf(f.frame)
+	group, ok := wire.GroupOf(h)
+	if !ok {
+		p.dropped++
+		return
+	}
+	c := h.Command()
+	if group == wire.MetadataGroup || (c >= wire.CmdForwardRegister && c <= wire.CmdForwardLogoutResult) {
+		ctx.Send(p.n.refs.metadata, f)
+		return
+	}
+	if pid := p.partitions[group]; pid != nil {
+		ctx.Send(pid, f)
+		return
+	}
+	// A partition this node does not host (yet): dropped; the primary's
+	// retransmission delivers it once the partition exists (4.2 rule 3;
+	// parking arrives with the fault-tolerance work).
+	p.dropped++
+}
