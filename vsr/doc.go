@@ -21,6 +21,14 @@
 // repair and state transfer (sections 6-8) extend it; until then a backup
 // whose primary goes silent only records the fact (see Status).
 //
+// Prepares travel down the chain of 4.6 (P, P+1, ..., P-1). When a hop of
+// that chain is down, the replicas after it hear a prepare only from the
+// primary's retransmission (5.11), so with the default Prepare timer each
+// write on a three-node cluster with one dead backup waits about 250 ms; the
+// timer restarts with every commit, so that wait never grows with backoff.
+// This is the spec's order, kept as is; lower
+// cluster.prepare_retransmit_interval to trade bandwidth for latency.
+//
 // Invariants asserted (a violation is a bug, not bad input, and panics with
 // the invariant's name): commit_min <= commit_max, commit_min <= sequencer,
 // view >= log_view, the pipeline is contiguous and hash-chained. Peer input

@@ -228,3 +228,58 @@ func TestStepDropsGarbage(t *testing.T) {
 		t.Fatal("garbage not counted")
 	}
 }
+
+// 4.6 rule 5 with a crashed chain hop: replica 1 never answers, so replica 2
+// hears each prepare only from the primary's retransmission. Every op must
+// still commit at the first firing of the Prepare timer: the backoff of one
+// op must not leak into the next, or a cluster with one dead backup would slow
+// down without bound.
+func TestDeadChainHopCommitsAtFirstRetransmit(t *testing.T) {
+	c := newCluster(3)
+	crashed := uint8(1)
+	deliver := func() {
+		for progress := true; progress; {
+			progress = false
+			for i, r := range c.reps {
+				if uint8(i) == crashed {
+					r.Ready() // a dead node does nothing
+					continue
+				}
+				for r.HasReady() {
+					progress = true
+					rd := r.Ready()
+					for _, f := range rd.Journal {
+						r.Journaled(wire.HeaderOf(f).Prepare().Op, nil)
+					}
+					c.committed[i] = append(c.committed[i], rd.Commit...)
+					for _, e := range rd.Send {
+						if e.To != crashed {
+							c.reps[e.To].Step(append(append([]byte(nil), e.Head...), e.Body...))
+						}
+					}
+				}
+			}
+		}
+	}
+	limit := c.reps[0].cfg.PrepareRetransmitTicks
+	for op := uint64(1); op <= 6; op++ {
+		submit(t, c.reps[0], "op", 100+op, op)
+		deliver()
+		if c.reps[0].CommitMax() != op-1 {
+			t.Fatalf("op %d committed without replica 2's ack", op)
+		}
+		ticks := 0
+		for c.reps[0].CommitMax() < op {
+			if ticks++; ticks > limit {
+				t.Fatalf("op %d not committed within %d ticks of a dead chain hop", op, limit)
+			}
+			for _, r := range c.reps {
+				r.Tick()
+			}
+			deliver()
+		}
+	}
+	if got := len(c.committed[0]); got != 6 {
+		t.Fatalf("primary committed %d ops", got)
+	}
+}
