@@ -310,3 +310,52 @@ func TestLogoutOnABackupCommitsOnThePrimary(t *testing.T) {
 	_ = c1.Close()
 	waitMembers(0)
 }
+
+// replica-plane.md 4.6 rule 5 on real nodes: with the first hop of the
+// chain (replica 1) stopped, the primary still commits metadata and
+// messages with replica 2 alone, which hears each prepare from the
+// retransmission, and replica 2 holds everything acknowledged.
+func TestWritesCommitWithTheFirstChainHopDown(t *testing.T) {
+	nodes := startCluster(t, 3)
+	if err := nodes[1].Close(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := client.Connect(ctx, client.Options{Address: nodes[0].TCPAddr(), Username: "iggy", Password: "iggy"})
+	if err != nil {
+		t.Fatalf("login with a backup down: %v", err)
+	}
+	defer c.Close()
+	if _, err := c.CreateStream(ctx, "degraded", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateTopic(ctx, wire.ID(0), "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	const batches = 4
+	for i := 0; i < batches; i++ {
+		msg := client.NewMessage([]byte(fmt.Sprintf("while-1-is-down-%d", i)))
+		if _, err := c.SendMessages(ctx, wire.ID(0), wire.ID(0), wire.PartitionID(0), []wire.Message{msg}); err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+	}
+	// Acknowledged means journaled on a quorum: replica 2 holds every batch
+	// at once, before any heartbeat.
+	group, _ := wire.PartitionGroup(0, 0, 0)
+	var journaled int
+	_ = nodes[2].store.ScanBatches(group, 0, func(uint64, []byte) error { journaled++; return nil })
+	if journaled != batches {
+		t.Fatalf("replica 2 journaled %d of %d acknowledged batches", journaled, batches)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var found bool
+		inspect(nodes[2], func(m *metadataActor) { _, found = m.state.ResolveStream(wire.Named("degraded")) })
+		if found {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("replica 2 never applied the stream created with replica 1 down")
+		}
+	}
+}
