@@ -25,7 +25,10 @@ import (
 func startCluster(t *testing.T, n int) []*Node { return startClusterB(t, n) }
 
 // startClusterB is startCluster for tests and benchmarks.
-func startClusterB(t testing.TB, n int) []*Node {
+func startClusterB(t testing.TB, n int) []*Node { return startClusterWith(t, n, nil) }
+
+// startClusterWith is startCluster with each node's Options adjusted.
+func startClusterWith(t testing.TB, n int, adjust func(*Options)) []*Node {
 	t.Helper()
 	var nodes []*Node
 	for i := 0; i < n; i++ {
@@ -40,8 +43,12 @@ func startClusterB(t testing.TB, n int) []*Node {
 		if os.Getenv("CLUSTER_LOG") != "" {
 			log = slog.New(slog.NewTextHandler(os.Stderr, nil)).With("node", i)
 		}
-		node, err := Start(Options{Config: cfg, RootUsername: "iggy", RootPassword: "iggy", Logger: log,
-			ReplicaListen: "127.0.0.1:0", ReconnectPeriod: 50 * time.Millisecond})
+		opts := Options{Config: cfg, RootUsername: "iggy", RootPassword: "iggy", Logger: log,
+			ReplicaListen: "127.0.0.1:0", ReconnectPeriod: 50 * time.Millisecond}
+		if adjust != nil {
+			adjust(&opts)
+		}
+		node, err := Start(opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -357,5 +364,71 @@ func TestWritesCommitWithTheFirstChainHopDown(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("replica 2 never applied the stream created with replica 1 down")
 		}
+	}
+}
+
+// Issue 6 / replica-plane.md 13.4: every partition group starts in view 1,
+// so its primary is replica 1 while replica 0 leads the metadata group. An
+// ordinary client on the leader still sends messages and commits offsets:
+// replica 0 forwards each write as a routed request (1.4.19) to replica 1
+// and relays the reply.
+func TestPartitionWritesReachAPrimaryAwayFromTheLeader(t *testing.T) {
+	nodes := startClusterWith(t, 3, func(o *Options) {
+		o.PartitionView = func(uint64) uint32 { return 1 }
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := client.Connect(ctx, client.Options{Address: nodes[0].TCPAddr(), Username: "iggy", Password: "iggy", StayOnNode: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.CreateStream(ctx, "moved", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateTopic(ctx, wire.ID(0), "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	const batches = 5
+	for i := 0; i < batches; i++ {
+		msg := client.NewMessage([]byte(fmt.Sprintf("forwarded-%d", i)))
+		sent, err := c.SendMessages(ctx, wire.ID(0), wire.ID(0), wire.PartitionID(0), []wire.Message{msg})
+		if err != nil {
+			t.Fatalf("send %d through the leader: %v", i, err)
+		}
+		_ = sent
+	}
+	if err := c.StoreConsumerOffset(ctx, wire.SingleConsumer(wire.Named("reader")), wire.ID(0), wire.ID(0), wire.Partition(0), 3, wire.AckQuorum); err != nil {
+		t.Fatalf("offset through the leader: %v", err)
+	}
+	group, _ := wire.PartitionGroup(0, 0, 0)
+	// The partition primary (replica 1) stamped and journaled every batch
+	// before the leader's client heard success.
+	var onPrimary int
+	_ = nodes[1].store.ScanBatches(group, 0, func(uint64, []byte) error { onPrimary++; return nil })
+	if onPrimary != batches {
+		t.Fatalf("the partition primary holds %d of %d batches", onPrimary, batches)
+	}
+	// Every replica ends with the same records and offset.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var recs [][]byte
+		var offs []uint64
+		for _, n := range nodes {
+			var rec []byte
+			_ = n.store.ScanBatches(group, 0, func(_ uint64, b []byte) error { rec = append(rec, b...); return nil })
+			recs = append(recs, rec)
+			off, _ := n.store.LoadOffsets(group)
+			offs = append(offs, off[storageKey(wire.ConsumerSingle, wire.ConsumerNameKey("reader"))])
+		}
+		if bytes.Equal(recs[0], recs[1]) && bytes.Equal(recs[1], recs[2]) && offs[0] == 3 && offs[1] == 3 && offs[2] == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replicas differ: bytes %d/%d/%d offsets %v", len(recs[0]), len(recs[1]), len(recs[2]), offs)
+		}
+	}
+	p, err := c.PollMessages(ctx, wire.SingleConsumer(wire.ID(1)), wire.ID(0), wire.ID(0), wire.Partition(0), wire.FirstStrategy(), 100, false)
+	if err != nil || p.MessagesCount != batches {
+		t.Fatalf("poll on the leader: %+v %v", p, err)
 	}
 }

@@ -44,6 +44,7 @@ type clientRequest struct {
 	frame   []byte
 	bound   *binding // nil before login
 	address string
+	relay   *relay // set when another replica forwarded it (partition_forward.go)
 }
 
 // connInfo registers a connection in the node's client list (8.6).

@@ -50,6 +50,11 @@ type Options struct {
 	// TLS, when set, replaces the configured certificates of every TLS
 	// listener (TCP+TLS and WSS when enabled, and QUIC).
 	TLS *tls.Config
+	// PartitionView, when set, starts a new partition group in the view it
+	// returns instead of view 0 on every replica, so tests can place a
+	// partition's primary away from the metadata leader (primary = view mod
+	// n) without a view change.
+	PartitionView func(group uint64) uint32
 }
 
 // Node is one running iggynode: an actor system, its storage and its

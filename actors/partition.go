@@ -30,6 +30,9 @@ type partitionActor struct {
 	core     *vsr.Replica
 	plog     *partition.Log
 	parent   *actor.PID // the metadata actor, which keeps the statistics
+	// Writes forwarded to the group's primary, by nonce (partition_forward.go).
+	nonce  uint64
+	parked map[uint64]*forwarded
 }
 
 // partitionSettings are the topic options a partition acts on.
@@ -143,6 +146,10 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 		_ = p.node.store.Delete(watermarkKey(p.ref.Group))
 		ctx.Stop(ctx.Self())
 	case *peerFrame:
+		if wire.HeaderOf(m.frame).Command() == wire.CmdRequest {
+			p.onRoutedFrame(ctx, m)
+			return
+		}
 		before := dropCount(p.core.Dropped)
 		p.core.Step(m.frame)
 		if dropCount(p.core.Dropped) != before && p.log.Enabled(context.Background(), slog.LevelDebug) {
@@ -150,6 +157,9 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 		}
 		p.drive(ctx)
 	case *tick:
+		for _, r := range p.expireForwarded() {
+			p.replyTo(ctx, r, denyReply(&r.hdr, r.connID, 0, wire.ErrTransientNotAccepted))
+		}
 		p.core.Tick()
 		p.drive(ctx)
 	case *partitionCrash:
@@ -210,6 +220,11 @@ func (p *partitionActor) boot() error {
 		return err
 	}
 	p.core = vsr.New(p.node.coreConfig(p.ref.Group, false))
+	if hook := p.node.opts.PartitionView; hook != nil && len(infos) == 0 {
+		if v := hook(p.ref.Group); v > 0 {
+			p.core.Restore(v, v, 0, wire.U128{}, 0)
+		}
+	}
 	p.publishStats()
 	return nil
 }
@@ -228,6 +243,12 @@ func (p *partitionActor) onSend(ctx actor.Context, m *partitionSend) {
 	if err := wire.ValidateBatch(m.batch, m.messagesCount); err != nil {
 		code, _ := wire.CodeOf(err)
 		p.replyTo(ctx, req, denyReply(&req.hdr, req.connID, 0, code))
+		return
+	}
+	if !p.core.IsPrimary() {
+		if !p.forward(req, req.frame) {
+			p.replyTo(ctx, req, denyReply(&req.hdr, req.connID, 0, wire.ErrTransientNotAccepted))
+		}
 		return
 	}
 	wire.Batch(m.batch).StampPartition(uint64(p.ref.Partition))
@@ -333,6 +354,10 @@ func (p *partitionActor) committedReply(ph wire.PrepareHeader, req *clientReques
 }
 
 func (p *partitionActor) replyTo(ctx actor.Context, req *clientRequest, frame []byte) {
+	if req.relay != nil {
+		p.node.sendRelayed(req.relay, frame)
+		return
+	}
 	ctx.Send(req.conn, &replyOut{frame: frame})
 }
 
@@ -411,6 +436,13 @@ func (p *partitionActor) onOffsetWrite(ctx actor.Context, m *partitionOffsetWrit
 	}
 	frame := make([]byte, wire.HeaderSize+len(m.body))
 	copy(frame[wire.HeaderSize:], m.body)
+	if !p.core.IsPrimary() {
+		copy(frame, req.frame[:wire.HeaderSize])
+		if !p.forward(req, frame) {
+			p.replyTo(ctx, req, denyReply(&req.hdr, req.connID, 0, wire.ErrTransientNotAccepted))
+		}
+		return
+	}
 	err := p.core.Submit(vsr.Request{Client: req.hdr.Client, Request: req.hdr.Request,
 		RequestChecksum: req.hdr.RequestChecksum, Operation: op, UserID: req.bound.userID,
 		Frame: frame, Tag: &pending{req: req, write: m}}, p.node.opts.Clock())

@@ -65,6 +65,10 @@ func (p *peerActor) route(ctx actor.Context, f *peerFrame) {
 		ctx.Send(pid, f)
 		return
 	}
+	if c == wire.CmdRequest {
+		p.n.refuseRouted(f)
+		return
+	}
 	// A partition this node does not host (yet): dropped; the primary's
 	// retransmission delivers it once the partition exists (4.2 rule 3;
 	// parking arrives with the fault-tolerance work).
