@@ -413,6 +413,17 @@ func (p *partitionActor) onGetOffset(ctx actor.Context, m *partitionGetOffset) {
 // through consensus (class E).
 func (p *partitionActor) onOffsetWrite(ctx actor.Context, m *partitionOffsetWrite) {
 	req := m.req
+	if m.ack != wire.AckNone && !p.core.IsPrimary() {
+		// The primary checks the offset against its log: a backup's may
+		// not have applied the latest sends yet.
+		frame := make([]byte, wire.HeaderSize+len(m.body))
+		copy(frame, req.frame[:wire.HeaderSize])
+		copy(frame[wire.HeaderSize:], m.body)
+		if !p.forward(req, frame) {
+			p.replyTo(ctx, req, denyReply(&req.hdr, req.connID, 0, wire.ErrTransientNotAccepted))
+		}
+		return
+	}
 	code := p.plog.CheckStore(m.offset)
 	if m.delete {
 		code = p.plog.CheckDelete(m.kind, m.key)
@@ -436,13 +447,6 @@ func (p *partitionActor) onOffsetWrite(ctx actor.Context, m *partitionOffsetWrit
 	}
 	frame := make([]byte, wire.HeaderSize+len(m.body))
 	copy(frame[wire.HeaderSize:], m.body)
-	if !p.core.IsPrimary() {
-		copy(frame, req.frame[:wire.HeaderSize])
-		if !p.forward(req, frame) {
-			p.replyTo(ctx, req, denyReply(&req.hdr, req.connID, 0, wire.ErrTransientNotAccepted))
-		}
-		return
-	}
 	err := p.core.Submit(vsr.Request{Client: req.hdr.Client, Request: req.hdr.Request,
 		RequestChecksum: req.hdr.RequestChecksum, Operation: op, UserID: req.bound.userID,
 		Frame: frame, Tag: &pending{req: req, write: m}}, p.node.opts.Clock())
