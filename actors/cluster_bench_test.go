@@ -12,11 +12,20 @@ import (
 // BenchmarkClusterSend1000x1KB sends 1000 x 1 KB batches to a partition of
 // a three-replica cluster in one process (each send commits on a quorum of
 // two).
-func BenchmarkClusterSend1000x1KB(b *testing.B) {
-	nodes := startClusterB(b, 3)
+func BenchmarkClusterSend1000x1KB(b *testing.B) { benchClusterSend(b, nil) }
+
+// BenchmarkClusterSendForwarded1000x1KB is the same with the partition's
+// primary on replica 1: replica 0, the client's node, forwards every send
+// and relays the reply (partition_forward.go).
+func BenchmarkClusterSendForwarded1000x1KB(b *testing.B) {
+	benchClusterSend(b, func(o *Options) { o.PartitionView = func(uint64) uint32 { return 1 } })
+}
+
+func benchClusterSend(b *testing.B, adjust func(*Options)) {
+	nodes := startClusterWith(b, 3, adjust)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c, err := client.Connect(ctx, client.Options{Address: nodes[0].TCPAddr(), Username: "iggy", Password: "iggy"})
+	c, err := client.Connect(ctx, client.Options{Address: nodes[0].TCPAddr(), Username: "iggy", Password: "iggy", StayOnNode: true})
 	if err != nil {
 		b.Fatal(err)
 	}
