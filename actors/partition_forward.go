@@ -1,9 +1,9 @@
 package actors
 
 import (
-	"github.com/asynkron/protoactor-go/actor"
-
 	"encoding/binary"
+
+	"github.com/asynkron/protoactor-go/actor"
 
 	"iggynode/vsr"
 	"iggynode/wire"
