@@ -60,7 +60,9 @@ type Options struct {
 	StampRequestChecksums bool
 	// StayOnNode keeps the connection on the dialled node after login
 	// instead of following the roster to the leader: reads are served by
-	// any replica (writes on a backup are answered TransientNotAccepted).
+	// any replica, partition writes are forwarded to the partition's
+	// primary, and metadata writes on a backup are answered
+	// TransientNotAccepted.
 	StayOnNode bool
 	// SDKName and SDKVersion travel in the login's ClientVersionInfo.
 	SDKName    string
