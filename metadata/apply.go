@@ -247,12 +247,9 @@ func (s *State) applyUpdateStream(c *applyCtx) (wire.ErrorCode, []byte) {
 	if req.Decode(c.body) != nil {
 		return wire.ErrInvalidCommand, nil
 	}
-	st, ok := s.stream(req.Stream)
-	if !ok {
-		return wire.ErrStreamIdNotFound, nil
-	}
-	if !s.Allowed(c.ph.UserID, RuleStreamManage, st.ID, 0) {
-		return wire.ErrUnauthorized, nil
+	st, code := s.manageableStream(c, req.Stream)
+	if code != 0 {
+		return code, nil
 	}
 	if len(req.Options) > 0 {
 		return wire.ErrInvalidOptionValue, nil
@@ -271,12 +268,9 @@ func (s *State) applyDeleteStream(c *applyCtx) (wire.ErrorCode, []byte) {
 	if req.Decode(c.body) != nil {
 		return wire.ErrInvalidCommand, nil
 	}
-	st, ok := s.stream(req.Stream)
-	if !ok {
-		return wire.ErrStreamIdNotFound, nil
-	}
-	if !s.Allowed(c.ph.UserID, RuleStreamManage, st.ID, 0) {
-		return wire.ErrUnauthorized, nil
+	st, code := s.manageableStream(c, req.Stream)
+	if code != 0 {
+		return code, nil
 	}
 	for _, t := range st.sortedTopics() {
 		s.dropTopic(c, st, t)
@@ -291,12 +285,9 @@ func (s *State) applyPurgeStream(c *applyCtx) (wire.ErrorCode, []byte) {
 	if req.Decode(c.body) != nil {
 		return wire.ErrInvalidCommand, nil
 	}
-	st, ok := s.stream(req.Stream)
-	if !ok {
-		return wire.ErrStreamIdNotFound, nil
-	}
-	if !s.Allowed(c.ph.UserID, RuleStreamManage, st.ID, 0) {
-		return wire.ErrUnauthorized, nil
+	st, code := s.manageableStream(c, req.Stream)
+	if code != 0 {
+		return code, nil
 	}
 	for _, t := range st.sortedTopics() {
 		s.purgeTopic(c, st, t)
@@ -362,12 +353,9 @@ func (s *State) applyUpdateTopic(c *applyCtx) (wire.ErrorCode, []byte) {
 	if req.Decode(c.body) != nil {
 		return wire.ErrInvalidCommand, nil
 	}
-	st, t, code := s.resolveTopic(req.Stream, req.Topic)
+	st, t, code := s.manageableTopic(c, req.Stream, req.Topic)
 	if code != 0 {
 		return code, nil
-	}
-	if !s.Allowed(c.ph.UserID, RuleTopicManage, st.ID, t.ID) {
-		return wire.ErrUnauthorized, nil
 	}
 	patch, code := planUpdateTopic(req.Options, t.settings.SegmentSize)
 	if code != 0 {
@@ -396,12 +384,9 @@ func (s *State) applyDeleteTopic(c *applyCtx) (wire.ErrorCode, []byte) {
 	if req.Decode(c.body) != nil {
 		return wire.ErrInvalidCommand, nil
 	}
-	st, t, code := s.resolveTopic(req.Stream, req.Topic)
+	st, t, code := s.manageableTopic(c, req.Stream, req.Topic)
 	if code != 0 {
 		return code, nil
-	}
-	if !s.Allowed(c.ph.UserID, RuleTopicManage, st.ID, t.ID) {
-		return wire.ErrUnauthorized, nil
 	}
 	s.dropTopic(c, st, t)
 	return 0, nil
@@ -412,24 +397,52 @@ func (s *State) applyPurgeTopic(c *applyCtx) (wire.ErrorCode, []byte) {
 	if req.Decode(c.body) != nil {
 		return wire.ErrInvalidCommand, nil
 	}
-	st, t, code := s.resolveTopic(req.Stream, req.Topic)
+	st, t, code := s.manageableTopic(c, req.Stream, req.Topic)
 	if code != 0 {
 		return code, nil
-	}
-	if !s.Allowed(c.ph.UserID, RuleTopicManage, st.ID, t.ID) {
-		return wire.ErrUnauthorized, nil
 	}
 	s.purgeTopic(c, st, t)
 	return 0, nil
 }
 
-// dropTopic removes a topic with its partitions and groups (cascade, 1.2.2).
-func (s *State) dropTopic(c *applyCtx, st *Stream, t *Topic) {
-	for _, p := range t.Partitions {
+// manageableStream resolves a stream for a stream-manage operation: not
+// found before unauthorized.
+func (s *State) manageableStream(c *applyCtx, id wire.Identifier) (*Stream, wire.ErrorCode) {
+	st, ok := s.stream(id)
+	if !ok {
+		return nil, wire.ErrStreamIdNotFound
+	}
+	if !s.Allowed(c.ph.UserID, RuleStreamManage, st.ID, 0) {
+		return nil, wire.ErrUnauthorized
+	}
+	return st, 0
+}
+
+// manageableTopic resolves a topic for a topic-manage operation: not found
+// before unauthorized.
+func (s *State) manageableTopic(c *applyCtx, stream, topic wire.Identifier) (*Stream, *Topic, wire.ErrorCode) {
+	st, t, code := s.resolveTopic(stream, topic)
+	if code != 0 {
+		return nil, nil, code
+	}
+	if !s.Allowed(c.ph.UserID, RuleTopicManage, st.ID, t.ID) {
+		return nil, nil, wire.ErrUnauthorized
+	}
+	return st, t, 0
+}
+
+// dropPartitions forgets parts of t and reports them deleted.
+func (s *State) dropPartitions(c *applyCtx, st *Stream, t *Topic, parts []*Partition) {
+	for _, p := range parts {
 		ref := refOf(st, t, p)
 		c.effects.DeletedPartitions = append(c.effects.DeletedPartitions, ref)
 		s.forgetPartition(ref)
 	}
+}
+
+// dropTopic removes a topic with its partitions and groups (cascade, 1.2.2).
+func (s *State) dropTopic(c *applyCtx, st *Stream, t *Topic) {
+	s.dropPartitions(c, st, t, t.Partitions)
 	delete(s.cursors, topicKey(st.ID, t.ID))
 	delete(st.topics, t.ID)
 	delete(st.topicByName, t.Name)
@@ -460,12 +473,9 @@ func (s *State) applyCreatePartitions(c *applyCtx) (wire.ErrorCode, []byte) {
 	if err != nil {
 		return wire.ErrInvalidCommand, nil
 	}
-	st, t, code := s.resolveTopic(req.Stream, req.Topic)
+	st, t, code := s.manageableTopic(c, req.Stream, req.Topic)
 	if code != 0 {
 		return code, nil
-	}
-	if !s.Allowed(c.ph.UserID, RuleTopicManage, st.ID, t.ID) {
-		return wire.ErrUnauthorized, nil
 	}
 	if req.PartitionsCount == 0 || req.PartitionsCount > MaxPartitionsPerChange {
 		return wire.ErrTooManyPartitions, nil
@@ -496,12 +506,9 @@ func (s *State) applyDeletePartitions(c *applyCtx) (wire.ErrorCode, []byte) {
 	if req.Decode(c.body) != nil {
 		return wire.ErrInvalidCommand, nil
 	}
-	st, t, code := s.resolveTopic(req.Stream, req.Topic)
+	st, t, code := s.manageableTopic(c, req.Stream, req.Topic)
 	if code != 0 {
 		return code, nil
-	}
-	if !s.Allowed(c.ph.UserID, RuleTopicManage, st.ID, t.ID) {
-		return wire.ErrUnauthorized, nil
 	}
 	if req.PartitionsCount == 0 || req.PartitionsCount > MaxPartitionsPerChange {
 		return wire.ErrTooManyPartitions, nil
@@ -510,11 +517,7 @@ func (s *State) applyDeletePartitions(c *applyCtx) (wire.ErrorCode, []byte) {
 		return wire.ErrInvalidPartitionsCount, nil
 	}
 	keep := len(t.Partitions) - int(req.PartitionsCount)
-	for _, p := range t.Partitions[keep:] {
-		ref := refOf(st, t, p)
-		c.effects.DeletedPartitions = append(c.effects.DeletedPartitions, ref)
-		s.forgetPartition(ref)
-	}
+	s.dropPartitions(c, st, t, t.Partitions[keep:])
 	t.Partitions = t.Partitions[:keep:keep]
 	t.rebalanceGroups()
 	return 0, nil
