@@ -98,6 +98,20 @@ func (s *State) applyCreateUser(c *applyCtx) (wire.ErrorCode, []byte) {
 	return 0, wire.UserDetails{UserResponse: userResponse(u), Permissions: req.Permissions}.AppendEcho(nil)
 }
 
+// manageableUser resolves the target of a user-manage operation:
+// unauthorized (41) before not found (20), since user commands are not
+// object-scoped (2.6.1).
+func (s *State) manageableUser(c *applyCtx, id wire.Identifier) (*User, wire.ErrorCode) {
+	if !s.Allowed(c.ph.UserID, RuleUsersManage, 0, 0) {
+		return nil, wire.ErrUnauthorized
+	}
+	u, ok := s.user(id)
+	if !ok {
+		return nil, wire.ErrResourceNotFound
+	}
+	return u, 0
+}
+
 // applyUpdateUser: 41 before 20 (user commands are not object-scoped,
 // 2.6.1), then 43 and 46 for a new name; a status other than 1 or 2 is
 // ignored.
@@ -106,12 +120,9 @@ func (s *State) applyUpdateUser(c *applyCtx) (wire.ErrorCode, []byte) {
 	if req.Decode(c.body) != nil {
 		return wire.ErrInvalidCommand, nil
 	}
-	if !s.Allowed(c.ph.UserID, RuleUsersManage, 0, 0) {
-		return wire.ErrUnauthorized, nil
-	}
-	u, ok := s.user(req.User)
-	if !ok {
-		return wire.ErrResourceNotFound, nil
+	u, code := s.manageableUser(c, req.User)
+	if code != 0 {
+		return code, nil
 	}
 	if len(req.Options) > 0 {
 		return wire.ErrInvalidOptionValue, nil
@@ -140,12 +151,9 @@ func (s *State) applyDeleteUser(c *applyCtx) (wire.ErrorCode, []byte) {
 	if req.Decode(c.body) != nil {
 		return wire.ErrInvalidCommand, nil
 	}
-	if !s.Allowed(c.ph.UserID, RuleUsersManage, 0, 0) {
-		return wire.ErrUnauthorized, nil
-	}
-	u, ok := s.user(req.User)
-	if !ok {
-		return wire.ErrResourceNotFound, nil
+	u, code := s.manageableUser(c, req.User)
+	if code != 0 {
+		return code, nil
 	}
 	if u.ID == RootUserID {
 		return wire.ErrCannotDeleteUser, nil
@@ -161,12 +169,9 @@ func (s *State) applyUpdatePermissions(c *applyCtx) (wire.ErrorCode, []byte) {
 	if req.Decode(c.body) != nil {
 		return wire.ErrInvalidCommand, nil
 	}
-	if !s.Allowed(c.ph.UserID, RuleUsersManage, 0, 0) {
-		return wire.ErrUnauthorized, nil
-	}
-	u, ok := s.user(req.User)
-	if !ok {
-		return wire.ErrResourceNotFound, nil
+	u, code := s.manageableUser(c, req.User)
+	if code != 0 {
+		return code, nil
 	}
 	if u.ID == RootUserID {
 		return wire.ErrCannotChangePermissions, nil
