@@ -144,33 +144,21 @@ func (a *app) groupCommand() *cobra.Command {
 		}
 	}
 	return noun("group", "Manage consumer groups",
-		a.verb("create STREAM TOPIC NAME", "Create a consumer group", 3, 2, func(id []wire.Identifier, args []string) error {
-			c, err := a.connect()
-			if err != nil {
-				return err
-			}
+		a.clientVerb("create STREAM TOPIC NAME", "Create a consumer group", 3, 2, func(c *client.Client, id []wire.Identifier, args []string) error {
 			g, err := c.CreateConsumerGroup(a.ctx, id[0], id[1], args[2])
 			if err != nil {
 				return err
 			}
 			return a.printGroup(g)
 		}),
-		a.verb("get STREAM TOPIC GROUP", "Show a consumer group and its members", 3, 3, func(id []wire.Identifier, _ []string) error {
-			c, err := a.connect()
-			if err != nil {
-				return err
-			}
+		a.clientVerb("get STREAM TOPIC GROUP", "Show a consumer group and its members", 3, 3, func(c *client.Client, id []wire.Identifier, _ []string) error {
 			g, err := c.GetConsumerGroup(a.ctx, id[0], id[1], id[2])
 			if err != nil {
 				return err
 			}
 			return a.printGroup(g)
 		}),
-		a.verb("list STREAM TOPIC", "List the consumer groups of a topic", 2, 2, func(id []wire.Identifier, _ []string) error {
-			c, err := a.connect()
-			if err != nil {
-				return err
-			}
+		a.clientVerb("list STREAM TOPIC", "List the consumer groups of a topic", 2, 2, func(c *client.Client, id []wire.Identifier, _ []string) error {
 			list, err := c.GetConsumerGroups(a.ctx, id[0], id[1])
 			if err != nil {
 				return err
@@ -203,11 +191,7 @@ func (a *app) groupCommand() *cobra.Command {
 			}
 			return c.LeaveConsumerGroup(a.ctx, s, t, g)
 		})),
-		a.verb("sync STREAM TOPIC GROUP", "Join a group and show this member's partition assignment", 3, 3, func(id []wire.Identifier, _ []string) error {
-			c, err := a.connect()
-			if err != nil {
-				return err
-			}
+		a.clientVerb("sync STREAM TOPIC GROUP", "Join a group and show this member's partition assignment", 3, 3, func(c *client.Client, id []wire.Identifier, _ []string) error {
 			as, err := a.joinAndSync(c, id)
 			if err != nil {
 				return err

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"iggynode/client"
 	"iggynode/wire"
 )
 
@@ -37,6 +38,18 @@ func (a *app) verb(use, short string, n, k int, fn func(ids []wire.Identifier, a
 			return fn(parsed, args)
 		},
 	}
+}
+
+// clientVerb is verb for the commands that talk to the node: it connects
+// (once per process) after the arguments parsed.
+func (a *app) clientVerb(use, short string, n, k int, fn func(c *client.Client, ids []wire.Identifier, args []string) error) *cobra.Command {
+	return a.verb(use, short, n, k, func(ids []wire.Identifier, args []string) error {
+		c, err := a.connect()
+		if err != nil {
+			return err
+		}
+		return fn(c, ids, args)
+	})
 }
 
 func (a *app) streamCommand() *cobra.Command {
@@ -74,22 +87,14 @@ func (a *app) streamCommand() *cobra.Command {
 	update.Flags().StringArrayVar(&updateOpts, "option", nil, "stream option key=value (repeatable)")
 	return noun("stream", "Manage streams",
 		create, update,
-		a.verb("get STREAM", "Show a stream and its topics", 1, 1, func(id []wire.Identifier, _ []string) error {
-			c, err := a.connect()
-			if err != nil {
-				return err
-			}
+		a.clientVerb("get STREAM", "Show a stream and its topics", 1, 1, func(c *client.Client, id []wire.Identifier, _ []string) error {
 			s, err := c.GetStream(a.ctx, id[0])
 			if err != nil {
 				return err
 			}
 			return a.printStream(s)
 		}),
-		a.verb("list", "List streams", 0, 0, func(_ []wire.Identifier, _ []string) error {
-			c, err := a.connect()
-			if err != nil {
-				return err
-			}
+		a.clientVerb("list", "List streams", 0, 0, func(c *client.Client, _ []wire.Identifier, _ []string) error {
 			list, err := c.GetStreams(a.ctx)
 			if err != nil {
 				return err
@@ -101,21 +106,13 @@ func (a *app) streamCommand() *cobra.Command {
 				}
 			})
 		}),
-		a.verb("delete STREAM", "Delete a stream", 1, 1, func(id []wire.Identifier, args []string) error {
-			c, err := a.connect()
-			if err != nil {
-				return err
-			}
+		a.clientVerb("delete STREAM", "Delete a stream", 1, 1, func(c *client.Client, id []wire.Identifier, args []string) error {
 			if err := c.DeleteStream(a.ctx, id[0]); err != nil {
 				return err
 			}
 			return a.printDone("stream deleted", map[string]any{"stream": args[0]})
 		}),
-		a.verb("purge STREAM", "Delete every message of a stream", 1, 1, func(id []wire.Identifier, args []string) error {
-			c, err := a.connect()
-			if err != nil {
-				return err
-			}
+		a.clientVerb("purge STREAM", "Delete every message of a stream", 1, 1, func(c *client.Client, id []wire.Identifier, args []string) error {
 			if err := c.PurgeStream(a.ctx, id[0]); err != nil {
 				return err
 			}
@@ -180,22 +177,14 @@ func (a *app) topicCommand() *cobra.Command {
 	update.Flags().StringArrayVar(&updateOpts, "option", nil, "topic option key=value (repeatable)")
 	return noun("topic", "Manage topics",
 		create, update,
-		a.verb("get STREAM TOPIC", "Show a topic and its partitions", 2, 2, func(id []wire.Identifier, _ []string) error {
-			c, err := a.connect()
-			if err != nil {
-				return err
-			}
+		a.clientVerb("get STREAM TOPIC", "Show a topic and its partitions", 2, 2, func(c *client.Client, id []wire.Identifier, _ []string) error {
 			tp, err := c.GetTopic(a.ctx, id[0], id[1])
 			if err != nil {
 				return err
 			}
 			return a.printTopic(tp)
 		}),
-		a.verb("list STREAM", "List the topics of a stream", 1, 1, func(id []wire.Identifier, _ []string) error {
-			c, err := a.connect()
-			if err != nil {
-				return err
-			}
+		a.clientVerb("list STREAM", "List the topics of a stream", 1, 1, func(c *client.Client, id []wire.Identifier, _ []string) error {
 			list, err := c.GetTopics(a.ctx, id[0])
 			if err != nil {
 				return err
@@ -207,21 +196,13 @@ func (a *app) topicCommand() *cobra.Command {
 				}
 			})
 		}),
-		a.verb("delete STREAM TOPIC", "Delete a topic", 2, 2, func(id []wire.Identifier, args []string) error {
-			c, err := a.connect()
-			if err != nil {
-				return err
-			}
+		a.clientVerb("delete STREAM TOPIC", "Delete a topic", 2, 2, func(c *client.Client, id []wire.Identifier, args []string) error {
 			if err := c.DeleteTopic(a.ctx, id[0], id[1]); err != nil {
 				return err
 			}
 			return a.printDone("topic deleted", map[string]any{"stream": args[0], "topic": args[1]})
 		}),
-		a.verb("purge STREAM TOPIC", "Delete every message of a topic", 2, 2, func(id []wire.Identifier, args []string) error {
-			c, err := a.connect()
-			if err != nil {
-				return err
-			}
+		a.clientVerb("purge STREAM TOPIC", "Delete every message of a topic", 2, 2, func(c *client.Client, id []wire.Identifier, args []string) error {
 			if err := c.PurgeTopic(a.ctx, id[0], id[1]); err != nil {
 				return err
 			}

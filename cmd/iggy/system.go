@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"iggynode/client"
 	"iggynode/wire"
 )
 
@@ -32,11 +33,7 @@ func userText(id uint32) string {
 
 func (a *app) clientCommand() *cobra.Command {
 	return noun("client", "Inspect connected clients",
-		a.verb("list", "List connected clients", 0, 0, func(_ []wire.Identifier, _ []string) error {
-			c, err := a.connect()
-			if err != nil {
-				return err
-			}
+		a.clientVerb("list", "List connected clients", 0, 0, func(c *client.Client, _ []wire.Identifier, _ []string) error {
 			list, err := c.GetClients(a.ctx)
 			if err != nil {
 				return err
@@ -67,11 +64,7 @@ func (a *app) clientCommand() *cobra.Command {
 }
 
 func (a *app) meCommand() *cobra.Command {
-	return a.verb("me", "Show this connection as the server sees it", 0, 0, func(_ []wire.Identifier, _ []string) error {
-		c, err := a.connect()
-		if err != nil {
-			return err
-		}
+	return a.clientVerb("me", "Show this connection as the server sees it", 0, 0, func(c *client.Client, _ []wire.Identifier, _ []string) error {
 		d, err := c.GetMe(a.ctx)
 		if err != nil {
 			return err
@@ -81,11 +74,7 @@ func (a *app) meCommand() *cobra.Command {
 }
 
 func (a *app) statsCommand() *cobra.Command {
-	return a.verb("stats", "Show server statistics", 0, 0, func(_ []wire.Identifier, _ []string) error {
-		c, err := a.connect()
-		if err != nil {
-			return err
-		}
+	return a.clientVerb("stats", "Show server statistics", 0, 0, func(c *client.Client, _ []wire.Identifier, _ []string) error {
 		s, err := c.GetStats(a.ctx)
 		if err != nil {
 			return err
@@ -151,11 +140,7 @@ func (a *app) snapshotCommand() *cobra.Command {
 
 func (a *app) clusterCommand() *cobra.Command {
 	return noun("cluster", "Inspect the cluster",
-		a.verb("status", "Show the cluster roster with roles", 0, 0, func(_ []wire.Identifier, _ []string) error {
-			c, err := a.connect()
-			if err != nil {
-				return err
-			}
+		a.clientVerb("status", "Show the cluster roster with roles", 0, 0, func(c *client.Client, _ []wire.Identifier, _ []string) error {
 			m, err := c.GetClusterMetadata(a.ctx)
 			if err != nil {
 				return err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"iggynode/client"
 	"iggynode/wire"
 )
 
@@ -226,22 +227,14 @@ func (a *app) userCommand() *cobra.Command {
 	perms.Flags().StringArrayVar(&setPerms, "perm", nil, permHelp)
 	return noun("user", "Manage users",
 		create, update, perms,
-		a.verb("get USER", "Show a user and its permissions", 1, 1, func(id []wire.Identifier, _ []string) error {
-			c, err := a.connect()
-			if err != nil {
-				return err
-			}
+		a.clientVerb("get USER", "Show a user and its permissions", 1, 1, func(c *client.Client, id []wire.Identifier, _ []string) error {
 			u, err := c.GetUser(a.ctx, id[0])
 			if err != nil {
 				return err
 			}
 			return a.printUser(u)
 		}),
-		a.verb("list", "List users", 0, 0, func(_ []wire.Identifier, _ []string) error {
-			c, err := a.connect()
-			if err != nil {
-				return err
-			}
+		a.clientVerb("list", "List users", 0, 0, func(c *client.Client, _ []wire.Identifier, _ []string) error {
 			list, err := c.GetUsers(a.ctx)
 			if err != nil {
 				return err
@@ -253,21 +246,13 @@ func (a *app) userCommand() *cobra.Command {
 				}
 			})
 		}),
-		a.verb("delete USER", "Delete a user", 1, 1, func(id []wire.Identifier, args []string) error {
-			c, err := a.connect()
-			if err != nil {
-				return err
-			}
+		a.clientVerb("delete USER", "Delete a user", 1, 1, func(c *client.Client, id []wire.Identifier, args []string) error {
 			if err := c.DeleteUser(a.ctx, id[0]); err != nil {
 				return err
 			}
 			return a.printDone("user deleted", map[string]any{"user": args[0]})
 		}),
-		a.verb("password USER CURRENT NEW", "Change a user's password", 3, 1, func(id []wire.Identifier, args []string) error {
-			c, err := a.connect()
-			if err != nil {
-				return err
-			}
+		a.clientVerb("password USER CURRENT NEW", "Change a user's password", 3, 1, func(c *client.Client, id []wire.Identifier, args []string) error {
 			if err := c.ChangePassword(a.ctx, id[0], args[1], args[2]); err != nil {
 				return err
 			}
@@ -298,11 +283,7 @@ func (a *app) printUser(u *wire.UserDetails) error {
 
 func (a *app) patCommand() *cobra.Command {
 	var expiry time.Duration
-	create := a.verb("create NAME", "Create a personal access token (shown once)", 1, 0, func(_ []wire.Identifier, args []string) error {
-		c, err := a.connect()
-		if err != nil {
-			return err
-		}
+	create := a.clientVerb("create NAME", "Create a personal access token (shown once)", 1, 0, func(c *client.Client, _ []wire.Identifier, args []string) error {
 		token, err := c.CreatePersonalAccessToken(a.ctx, args[0], uint64(expiry/time.Microsecond))
 		if err != nil {
 			return err
@@ -312,11 +293,7 @@ func (a *app) patCommand() *cobra.Command {
 	create.Flags().DurationVar(&expiry, "expiry", 0, "lifetime (0 = server default, never)")
 	return noun("pat", "Manage personal access tokens",
 		create,
-		a.verb("list", "List your personal access tokens", 0, 0, func(_ []wire.Identifier, _ []string) error {
-			c, err := a.connect()
-			if err != nil {
-				return err
-			}
+		a.clientVerb("list", "List your personal access tokens", 0, 0, func(c *client.Client, _ []wire.Identifier, _ []string) error {
 			list, err := c.GetPersonalAccessTokens(a.ctx)
 			if err != nil {
 				return err
@@ -332,11 +309,7 @@ func (a *app) patCommand() *cobra.Command {
 				}
 			})
 		}),
-		a.verb("delete NAME", "Delete a personal access token", 1, 0, func(_ []wire.Identifier, args []string) error {
-			c, err := a.connect()
-			if err != nil {
-				return err
-			}
+		a.clientVerb("delete NAME", "Delete a personal access token", 1, 0, func(c *client.Client, _ []wire.Identifier, args []string) error {
 			if err := c.DeletePersonalAccessToken(a.ctx, args[0]); err != nil {
 				return err
 			}
