@@ -32,18 +32,7 @@ type PendingRevocation struct {
 }
 
 func (t *Topic) group(id wire.Identifier) (*ConsumerGroup, bool) {
-	switch id.Kind {
-	case wire.IDNumeric:
-		g, ok := t.groups[id.Num]
-		return g, ok
-	case wire.IDString:
-		n, ok := t.groupByName[id.Str]
-		if !ok {
-			return nil, false
-		}
-		return t.groups[n], true
-	}
-	return nil, false
+	return lookup(id, t.groups, t.groupByName)
 }
 
 func (g *ConsumerGroup) member(client wire.U128) *GroupMember {

@@ -279,49 +279,31 @@ func lowestFree(limit uint32, taken func(uint32) bool) (uint32, bool) {
 	return 0, false
 }
 
-func (s *State) stream(id wire.Identifier) (*Stream, bool) {
+// lookup resolves an Identifier against a by-id map and its by-name index
+// (streams, topics, consumer groups and users are all named this way).
+func lookup[T any](id wire.Identifier, byID map[uint32]*T, byName map[string]uint32) (*T, bool) {
 	switch id.Kind {
 	case wire.IDNumeric:
-		st, ok := s.streams[id.Num]
-		return st, ok
+		v, ok := byID[id.Num]
+		return v, ok
 	case wire.IDString:
-		n, ok := s.streamByName[id.Str]
-		if !ok {
-			return nil, false
+		if n, ok := byName[id.Str]; ok {
+			return byID[n], true
 		}
-		return s.streams[n], true
 	}
 	return nil, false
+}
+
+func (s *State) stream(id wire.Identifier) (*Stream, bool) {
+	return lookup(id, s.streams, s.streamByName)
 }
 
 func (st *Stream) topic(id wire.Identifier) (*Topic, bool) {
-	switch id.Kind {
-	case wire.IDNumeric:
-		t, ok := st.topics[id.Num]
-		return t, ok
-	case wire.IDString:
-		n, ok := st.topicByName[id.Str]
-		if !ok {
-			return nil, false
-		}
-		return st.topics[n], true
-	}
-	return nil, false
+	return lookup(id, st.topics, st.topicByName)
 }
 
 func (s *State) user(id wire.Identifier) (*User, bool) {
-	switch id.Kind {
-	case wire.IDNumeric:
-		u, ok := s.users[id.Num]
-		return u, ok
-	case wire.IDString:
-		n, ok := s.userByName[id.Str]
-		if !ok {
-			return nil, false
-		}
-		return s.users[n], true
-	}
-	return nil, false
+	return lookup(id, s.users, s.userByName)
 }
 
 // resolveTopic resolves both identifiers, reporting 1009 or 2010.
