@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -122,9 +121,9 @@ type QUICListener struct {
 	cfg     Config
 	qcfg    QUICConfig
 	handler Handler
-	wg      sync.WaitGroup
-	conns   connSet
-	closed  atomic.Bool
+	// StopAccepting refuses new connections and handshakes in flight;
+	// open connections continue on the shared UDP socket.
+	listening
 }
 
 // ListenQUIC binds UDP addr and starts accepting. cfg.TLS supplies the
@@ -161,6 +160,7 @@ func ListenQUIC(addr string, cfg Config, qcfg QUICConfig, h Handler) (*QUICListe
 		return nil, err
 	}
 	l := &QUICListener{udp: udp, tr: tr, ln: ln, cfg: cfg, qcfg: qcfg, handler: h}
+	l.stop = ln.Close
 	l.wg.Add(1)
 	go l.accept()
 	return l, nil
@@ -195,20 +195,10 @@ func (l *QUICListener) accept() {
 	}
 }
 
-// StopAccepting stops taking new connections (handshakes in flight are
-// refused); open connections continue on the shared UDP socket.
-func (l *QUICListener) StopAccepting() {
-	if l.closed.CompareAndSwap(false, true) {
-		_ = l.ln.Close()
-	}
-}
-
 // Close stops accepting, closes every connection with 0x1003 "shutdown"
 // (7.4), waits for their goroutines and releases the UDP socket.
 func (l *QUICListener) Close() {
-	l.StopAccepting()
-	l.conns.closeAll()
-	l.wg.Wait()
+	l.drain()
 	_ = l.tr.Close()
 	_ = l.udp.Close()
 }

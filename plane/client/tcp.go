@@ -17,9 +17,7 @@ type TCPListener struct {
 	ln      net.Listener
 	cfg     Config
 	handler Handler
-	wg      sync.WaitGroup
-	conns   connSet
-	closed  atomic.Bool
+	listening
 }
 
 // ListenTCP binds addr and starts accepting. With cfg.TLS set the port
@@ -31,6 +29,7 @@ func ListenTCP(addr string, cfg Config, h Handler) (*TCPListener, error) {
 		return nil, err
 	}
 	l := &TCPListener{ln: ln, cfg: cfg, handler: h}
+	l.stop = ln.Close
 	l.wg.Add(1)
 	go l.accept()
 	return l, nil
@@ -41,7 +40,7 @@ func (l *TCPListener) Addr() net.Addr { return l.ln.Addr() }
 
 func (l *TCPListener) accept() {
 	defer l.wg.Done()
-	acceptStream(l.ln, &l.closed, &l.conns, &l.wg, l.cfg, "tcp", l.serve)
+	acceptStream(l.ln, &l.listening, l.cfg, "tcp", l.serve)
 }
 
 // serve runs the TLS handshake when configured (bounded by HandshakeGrace;
@@ -69,20 +68,9 @@ func (l *TCPListener) serve(nc net.Conn) {
 	c.serve(l.handler)
 }
 
-// StopAccepting closes the listening socket; open connections continue.
-func (l *TCPListener) StopAccepting() {
-	if l.closed.CompareAndSwap(false, true) {
-		_ = l.ln.Close()
-	}
-}
-
 // Close stops accepting, closes every connection (TLS: with close_notify,
 // within CloseGrace) and waits for their goroutines.
-func (l *TCPListener) Close() {
-	l.StopAccepting()
-	l.conns.closeAll()
-	l.wg.Wait()
-}
+func (l *TCPListener) Close() { l.drain() }
 
 // tcpCarrier carries back-to-back frames over a byte stream, plain or TLS
 // (transports.md 5.2): header, size check, then exactly size-256 body bytes.
@@ -138,14 +126,38 @@ func (t *tcpCarrier) teardown(grace time.Duration) {
 	_ = raw.Close()
 }
 
+// listening is the accept-side state every listener shares: how to close
+// its socket, its live connections and their goroutines.
+type listening struct {
+	stop   func() error
+	wg     sync.WaitGroup
+	conns  connSet
+	closed atomic.Bool
+}
+
+// StopAccepting closes the listening socket; open connections continue.
+func (l *listening) StopAccepting() {
+	if l.closed.CompareAndSwap(false, true) {
+		_ = l.stop()
+	}
+}
+
+// drain stops accepting, closes every connection and waits for their
+// goroutines.
+func (l *listening) drain() {
+	l.StopAccepting()
+	l.conns.closeAll()
+	l.wg.Wait()
+}
+
 // acceptStream is the accept loop of the stream listeners (TCP and
 // WebSocket): TCP_NODELAY on every socket (transports.md 1.5), each
 // connection registered for Close and served in its own goroutine.
-func acceptStream(ln net.Listener, closed *atomic.Bool, conns *connSet, wg *sync.WaitGroup, cfg Config, name string, serve func(net.Conn)) {
+func acceptStream(ln net.Listener, l *listening, cfg Config, name string, serve func(net.Conn)) {
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
-			if !closed.Load() {
+			if !l.closed.Load() {
 				cfg.Logger.Warn(name+" accept failed", "err", err)
 			}
 			return
@@ -153,14 +165,14 @@ func acceptStream(ln net.Listener, closed *atomic.Bool, conns *connSet, wg *sync
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
-		if !conns.add(nc, func() { _ = nc.Close() }) {
+		if !l.conns.add(nc, func() { _ = nc.Close() }) {
 			_ = nc.Close()
 			continue
 		}
-		wg.Add(1)
+		l.wg.Add(1)
 		go func() {
-			defer wg.Done()
-			defer conns.remove(nc)
+			defer l.wg.Done()
+			defer l.conns.remove(nc)
 			serve(nc)
 		}()
 	}

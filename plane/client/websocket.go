@@ -8,8 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -51,9 +49,7 @@ type WSListener struct {
 	wcfg     WebSocketConfig
 	upgrader websocket.Upgrader
 	handler  Handler
-	wg       sync.WaitGroup
-	conns    connSet
-	closed   atomic.Bool
+	listening
 }
 
 // ListenWebSocket binds addr and starts accepting WebSocket upgrades on any
@@ -66,6 +62,7 @@ func ListenWebSocket(addr string, cfg Config, wcfg WebSocketConfig, h Handler) (
 		return nil, err
 	}
 	l := &WSListener{ln: ln, cfg: cfg, wcfg: wcfg, handler: h}
+	l.stop = ln.Close
 	// 6.1: no subprotocol, no compression, no Origin check; a failed
 	// upgrade just closes the socket after a bare status line.
 	l.upgrader = websocket.Upgrader{
@@ -87,7 +84,7 @@ func (l *WSListener) Addr() net.Addr { return l.ln.Addr() }
 
 func (l *WSListener) accept() {
 	defer l.wg.Done()
-	acceptStream(l.ln, &l.closed, &l.conns, &l.wg, l.cfg, "websocket", l.serve)
+	acceptStream(l.ln, &l.listening, l.cfg, "websocket", l.serve)
 }
 
 // serve runs the TLS handshake (WSS) and the upgrade inside one
@@ -135,21 +132,10 @@ func (l *WSListener) upgrade(conn net.Conn) (*websocket.Conn, error) {
 	return l.upgrader.Upgrade(&hijackWriter{conn: conn, br: br, header: http.Header{}}, req, nil)
 }
 
-// StopAccepting closes the listening socket; open connections continue.
-func (l *WSListener) StopAccepting() {
-	if l.closed.CompareAndSwap(false, true) {
-		_ = l.ln.Close()
-	}
-}
-
 // Close stops accepting, closes every connection with a Close frame
 // without status code (WSS: then close_notify), within CloseGrace, and
 // waits for their goroutines.
-func (l *WSListener) Close() {
-	l.StopAccepting()
-	l.conns.closeAll()
-	l.wg.Wait()
-}
+func (l *WSListener) Close() { l.drain() }
 
 // hijackWriter is the minimal http.ResponseWriter gorilla's Upgrader needs
 // on a socket read by hand: it hijacks to the socket and, for a refused
