@@ -20,8 +20,18 @@ import (
 // partitionActor owns one partition: its consensus group (a vsr.Replica,
 // quorum of one on a single node), its committed log (partition.Log) and
 // its durable batches and consumer offsets in storage. Every partition
-// write takes the consensus path: admit, prepare, journal (stamp and store
-// the batch), commit, apply, reply.
+// write takes the consensus path: admit, prepare, journal, commit, apply,
+// reply.
+//
+// Where a batch reaches its segment file depends on the group's size. With
+// a quorum of one the journal append is the segment write, so a failed
+// write is rolled back and nothing unstored is acknowledged. With backups
+// the journal is in memory (replica-plane.md 5.13 rule 6, 9.4): a prepare
+// is stamped or checked, forwarded and acknowledged without touching the
+// disk, and every replica writes the batch to its segment when the op
+// commits, the primary before it replies. This keeps the disk off the
+// chain's critical path and keeps uncommitted batches (which a view change
+// may discard) out of the segments.
 type partitionActor struct {
 	node     *Node
 	ref      metadata.PartitionRef
@@ -30,6 +40,9 @@ type partitionActor struct {
 	core     *vsr.Replica
 	plog     *partition.Log
 	parent   *actor.PID // the metadata actor, which keeps the statistics
+	// storeAtCommit: the group has backups, so batches are written to their
+	// segment at apply, not at the journal append.
+	storeAtCommit bool
 	// Writes forwarded to the group's primary, by nonce (partition_forward.go).
 	nonce  uint64
 	parked map[uint64]*forwarded
@@ -219,7 +232,9 @@ func (p *partitionActor) boot() error {
 	if err := p.plog.Restore(infos, next, offsets); err != nil {
 		return err
 	}
-	p.core = vsr.New(p.node.coreConfig(p.ref.Group, false))
+	cfg := p.node.coreConfig(p.ref.Group, false)
+	p.core = vsr.New(cfg)
+	p.storeAtCommit = cfg.ReplicaCount > 1
 	if hook := p.node.opts.PartitionView; hook != nil && len(infos) == 0 {
 		if v := hook(p.ref.Group); v > 0 {
 			p.core.Restore(v, v, 0, wire.U128{}, 0)
@@ -287,9 +302,10 @@ func (p *partitionActor) drive(ctx actor.Context) {
 	}
 }
 
-// journal appends one prepare's body: a SendMessages batch is stamped and
-// stored (synced when the topic enforces fsync); an offset write journals
-// nothing durable until it commits.
+// journal appends one prepare's body: a SendMessages batch is stamped (at
+// the primary) or its stamp checked (at a backup), then stored, synced when
+// the topic enforces fsync, unless the group stores at commit; an offset
+// write journals nothing durable until it commits.
 func (p *partitionActor) journal(ph wire.PrepareHeader, body []byte) error {
 	if ph.Operation != wire.OpSendMessages {
 		return nil
@@ -306,6 +322,9 @@ func (p *partitionActor) journal(ph wire.PrepareHeader, body []byte) error {
 			return err
 		}
 		base = wire.Batch(body).BaseOffset()
+	}
+	if p.storeAtCommit {
+		return nil
 	}
 	if err := p.node.store.AppendBatch(p.ref.Group, base, body, p.settings.enforceFsync); err != nil {
 		p.plog.RollbackJournal(base)
@@ -324,6 +343,8 @@ func (p *partitionActor) apply(ctx actor.Context, c vsr.Committed) {
 		batch := c.Frame[wire.HeaderSize:]
 		if err := p.plog.ApplySend(batch); err != nil {
 			p.log.Error("apply send", "err", err)
+		} else if p.storeAtCommit {
+			p.storeCommitted(batch)
 		}
 		p.plog.MarkPersisted(p.plog.HighWatermark())
 		if pd != nil {
@@ -342,6 +363,18 @@ func (p *partitionActor) apply(ctx actor.Context, c vsr.Committed) {
 		}
 	}
 	p.publishStats()
+}
+
+// storeCommitted writes a committed batch to its segment (groups with
+// backups). The op is committed on a quorum and cannot be taken back, so a
+// replica that fails to store it cannot go on consistently: as 5.5 step 3
+// does for an unreclaimable op, it stops, here the partition actor, whose
+// supervisor restarts it from its durable state.
+func (p *partitionActor) storeCommitted(batch []byte) {
+	base := wire.Batch(batch).BaseOffset()
+	if err := p.node.store.AppendBatch(p.ref.Group, base, batch, p.settings.enforceFsync); err != nil {
+		panic(fmt.Sprintf("partition %d: storing committed batch at offset %d: %v", p.ref.Group, base, err))
+	}
 }
 
 // committedReply is class E of client-plane.md 4.4.

@@ -22,7 +22,7 @@ func FuzzStep(f *testing.F) {
 				_ = r.Submit(Request{Frame: make([]byte, 300), Operation: wire.OpCreateStream}, 1)
 				r.Ready()
 			}
-			r.Step(b)
+			r.Step(append([]byte(nil), b...)) // Step owns its frame
 			r.Tick()
 			if r.CommitMin() > r.CommitMax() {
 				t.Fatalf("commit_min %d > commit_max %d", r.CommitMin(), r.CommitMax())

@@ -352,7 +352,10 @@ func (r *Replica) sendPrepareOk(e *entry) {
 	r.ready.Send = append(r.ready.Send, Envelope{To: r.Primary(), Head: head})
 }
 
-// Step feeds one replica-plane frame (header + body) from a peer.
+// Step feeds one replica-plane frame (header + body) from a peer. The
+// replica takes ownership of frame: a prepare is kept and journaled in
+// place (no copy of a 1 MiB batch per backup), so the caller must hand over
+// a buffer it will not reuse; the peer links read each frame into a fresh one.
 func (r *Replica) Step(frame []byte) {
 	if len(frame) < wire.HeaderSize {
 		r.drop("short frame")
@@ -429,12 +432,10 @@ func (r *Replica) onPrepare(frame []byte) {
 		r.drop("prepare gap")
 		return
 	}
-	own := make([]byte, len(frame))
-	copy(own, frame)
-	r.log[p.Op] = &entry{frame: own, hdr: p}
+	r.log[p.Op] = &entry{frame: frame, hdr: p}
 	r.sequencer, r.lastChecksum = p.Op, p.Checksum
 	r.lastTimestamp = max(r.lastTimestamp, p.Timestamp)
-	r.ready.Journal = append(r.ready.Journal, own)
+	r.ready.Journal = append(r.ready.Journal, frame)
 }
 
 // onPrepareOk is the primary's handling of an acknowledgement (5.8).
