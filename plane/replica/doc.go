@@ -11,8 +11,8 @@
 //
 // One TCP connection per unordered pair. Replica a dials b only if b > a,
 // and accepts only from ids below its own and below replica_count (the
-// roster length). The dialer runs at Start, on SetRoster, and every
-// ReconnectPeriod, for each higher peer with a known address that has
+// roster length). The dialer runs at Start, on SetRoster, after a lost
+// link, and on a ramp up to every ReconnectPeriod, for each higher peer with a known address that has
 // neither an installed connection nor a dial or handshake in flight. An
 // installed connection is used in both directions; a second one handshaken
 // for the same peer is closed (the older wins). TCP_NODELAY on both ends.
@@ -90,6 +90,14 @@
 //     (tests bind 127.0.0.1:0, read Addr, then SetRoster everyone).
 //   - A dialer whose handshake fails does not back off beyond the reconnect
 //     period; the acceptor sheds excess inbound sockets instead.
+//   - 3.1 rule 3 sweeps at startup and then every reconnect period. Here
+//     the sweeps after Start, after a lost link and after SetRoster come
+//     on a ramp, 100 ms doubling up to the period, then every period. Nodes
+//     started together would otherwise leave the lower one's first dial
+//     refused and the pair unlinked for a whole period (5 s), and a backup
+//     linked late has missed every op committed meanwhile. The ramp costs
+//     at most six extra dials per absent peer per loss; wire behaviour is
+//     unchanged.
 //   - message_bus.max_batch <= 512 (10.3) is a configuration rule checked
 //     by the config loader, not here.
 package replicaplane

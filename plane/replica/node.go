@@ -101,9 +101,10 @@ type handshakeCounters struct {
 	refused, peerRefused                       [256]atomic.Uint64
 }
 
-// Start binds the listener and starts the dialer: at once, then every
-// ReconnectPeriod, it dials each higher peer with a known address that has
-// neither an installed connection nor a handshake in flight (3.1 rule 3).
+// Start binds the listener and starts the dialer: at once, then on a ramp
+// up to every ReconnectPeriod (dialLoop), it dials each higher peer with a
+// known address that has neither an installed connection nor a handshake
+// in flight (3.1 rule 3).
 func Start(cfg Config, h Handler) (*Node, error) {
 	if h == nil {
 		return nil, errors.New("replicaplane: nil Handler")
@@ -344,9 +345,20 @@ func (n *Node) acceptLoop() {
 	}
 }
 
+// firstRedial is the first gap of the dial ramp: after Start, a kick or a
+// lost link, sweeps come at firstRedial, doubling up to ReconnectPeriod.
+const firstRedial = 100 * time.Millisecond
+
+// dialLoop sweeps at Start and then on a ramp that settles at
+// ReconnectPeriod. The ramp restarts whenever a link is lost or the roster
+// changes, so nodes started together (or a peer restarting) link up within
+// a fraction of a second instead of one full period later; a backup linked
+// late has missed every op committed meanwhile.
 func (n *Node) dialLoop() {
 	defer n.wg.Done()
-	t := time.NewTicker(n.cfg.ReconnectPeriod)
+	first := min(firstRedial, n.cfg.ReconnectPeriod)
+	delay := first
+	t := time.NewTimer(delay)
 	defer t.Stop()
 	for {
 		n.sweep()
@@ -354,8 +366,11 @@ func (n *Node) dialLoop() {
 		case <-n.ctx.Done():
 			return
 		case <-t.C:
+			delay = min(2*delay, n.cfg.ReconnectPeriod)
 		case <-n.kick:
+			delay = first
 		}
+		t.Reset(delay)
 	}
 }
 
@@ -448,6 +463,7 @@ func (n *Node) run(p *peer, l *link) {
 	n.h.PeerDown(p.id)
 	n.uninstall(p, l)
 	n.untrack(l.raw)
+	n.kickDialer()
 }
 
 func setNoDelay(c net.Conn) {

@@ -448,3 +448,53 @@ func TestOlderConnectionWins(t *testing.T) {
 		t.Fatalf("PeerUp %d PeerDown %d, want 1 and 0", n.rec.ups(0), n.rec.downs(0))
 	}
 }
+
+// The dial ramp (doc.go, choices): with the default 5 s reconnect period,
+// a node started before its higher peer listens, and a node whose peer
+// restarts, link up well within one period instead of at the next sweep.
+func TestLateOrRestartedPeerIsDialedBeforeTheReconnectPeriod(t *testing.T) {
+	const period = 5 * time.Second
+	reserve, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr1 := reserve.Addr().String()
+	_ = reserve.Close() // refused until node 1 starts on it
+
+	cfg0 := baseConfig(0, 2)
+	cfg0.ReconnectPeriod = period
+	n0 := startNode(t, cfg0)
+	roster := []Peer{{ID: 0, Addr: n0.Addr().String()}, {ID: 1, Addr: addr1}}
+	if err := n0.SetRoster(roster); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // a few refused dials
+
+	start1 := func() (testNode, time.Time) {
+		cfg1 := baseConfig(1, 2)
+		cfg1.ReconnectPeriod = period
+		cfg1.Listen = addr1
+		n1 := startNode(t, cfg1)
+		if err := n1.SetRoster(roster); err != nil {
+			t.Fatal(err)
+		}
+		return n1, time.Now()
+	}
+	within := func(what string, since time.Time, cond func() bool) {
+		t.Helper()
+		eventually(t, what, cond)
+		if took := time.Since(since); took > period/2 {
+			t.Fatalf("%s took %v, the dial ramp should beat the %v period", what, took, period)
+		}
+	}
+	n1, started := start1()
+	within("0 dials the late 1", started, func() bool { return connected(n0, 1) && connected(n1, 0) })
+
+	if err := n1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "0 sees 1 down", func() bool { return n0.rec.downs(1) == 1 })
+	time.Sleep(300 * time.Millisecond)
+	n1, started = start1()
+	within("0 redials the restarted 1", started, func() bool { return connected(n0, 1) && connected(n1, 0) })
+}
