@@ -30,6 +30,29 @@ func startClusterB(t testing.TB, n int) []*Node { return startClusterWith(t, n, 
 // startClusterWith is startCluster with each node's Options adjusted.
 func startClusterWith(t testing.TB, n int, adjust func(*Options)) []*Node {
 	t.Helper()
+	nodes := startNodes(t, n, adjust)
+	roster := replicaRoster(nodes)
+	for _, node := range nodes {
+		if err := node.SetReplicaRoster(roster); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return nodes
+}
+
+// replicaRoster lists the nodes' bound replica-plane addresses.
+func replicaRoster(nodes []*Node) []replicaplane.Peer {
+	var roster []replicaplane.Peer
+	for i, node := range nodes {
+		roster = append(roster, replicaplane.Peer{ID: uint8(i), Addr: node.ReplicaAddr()})
+	}
+	return roster
+}
+
+// startNodes starts n cluster nodes that do not know each other's replica
+// addresses yet (SetReplicaRoster links them).
+func startNodes(t testing.TB, n int, adjust func(*Options)) []*Node {
+	t.Helper()
 	var nodes []*Node
 	for i := 0; i < n; i++ {
 		cfg := config.Default()
@@ -54,15 +77,6 @@ func startClusterWith(t testing.TB, n int, adjust func(*Options)) []*Node {
 		}
 		t.Cleanup(func() { _ = node.Close() })
 		nodes = append(nodes, node)
-	}
-	var roster []replicaplane.Peer
-	for i, node := range nodes {
-		roster = append(roster, replicaplane.Peer{ID: uint8(i), Addr: node.ReplicaAddr()})
-	}
-	for _, node := range nodes {
-		if err := node.SetReplicaRoster(roster); err != nil {
-			t.Fatal(err)
-		}
 	}
 	return nodes
 }
@@ -436,5 +450,78 @@ func TestPartitionWritesReachAPrimaryAwayFromTheLeader(t *testing.T) {
 	p, err := c.PollMessages(ctx, wire.SingleConsumer(wire.ID(1)), wire.ID(0), wire.ID(0), wire.Partition(0), wire.FirstStrategy(), 100, false)
 	if err != nil || p.MessagesCount != batches {
 		t.Fatalf("poll on the leader: %+v %v", p, err)
+	}
+}
+
+// replica-plane.md 7.2-7.5 on real nodes: replica 2 is not linked while the
+// stream, the topic and the first messages commit on replicas 0 and 1. Once
+// linked it repairs the metadata ops (so the partition comes to exist
+// there), then the partition's ops, and ends with the same metadata and
+// the same stored batches as the primary.
+func TestLateBackupRepairsMetadataAndMessages(t *testing.T) {
+	nodes := startNodes(t, 3, nil)
+	full := replicaRoster(nodes)
+	without2 := append(append([]replicaplane.Peer(nil), full[:2]...), replicaplane.Peer{ID: 2})
+	for i, n := range nodes {
+		roster := without2 // nobody dials replica 2 (it dials no one: ids only dial higher)
+		if i == 2 {
+			roster = full
+		}
+		if err := n.SetReplicaRoster(roster); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := client.Connect(ctx, client.Options{Address: nodes[0].TCPAddr(), Username: "iggy", Password: "iggy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.CreateStream(ctx, "late", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateTopic(ctx, wire.ID(0), "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	send := func(from, to int) {
+		for i := from; i < to; i++ {
+			msg := client.NewMessage([]byte(fmt.Sprintf("batch-%d", i)))
+			if _, err := c.SendMessages(ctx, wire.ID(0), wire.ID(0), wire.PartitionID(0), []wire.Message{msg}); err != nil {
+				t.Fatalf("send %d: %v", i, err)
+			}
+		}
+	}
+	send(0, 3)
+	var found bool
+	inspect(nodes[2], func(m *metadataActor) { _, found = m.state.ResolveStream(wire.Named("late")) })
+	if found {
+		t.Fatal("setup: replica 2 has the stream although it was not linked")
+	}
+	for _, n := range nodes[:2] {
+		if err := n.SetReplicaRoster(full); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(3, 6)
+	group, _ := wire.PartitionGroup(0, 0, 0)
+	stored := func(n *Node) []byte {
+		var rec []byte
+		_ = n.store.ScanBatches(group, 0, func(_ uint64, b []byte) error { rec = append(rec, b...); return nil })
+		return rec
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var snaps [][]byte
+		for _, n := range []*Node{nodes[0], nodes[2]} {
+			inspect(n, func(m *metadataActor) { snaps = append(snaps, m.state.Snapshot()) })
+		}
+		primary, late := stored(nodes[0]), stored(nodes[2])
+		if bytes.Equal(snaps[0], snaps[1]) && len(primary) > 0 && bytes.Equal(primary, late) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replica 2 did not catch up: metadata equal %v, partition bytes %d of %d",
+				bytes.Equal(snaps[0], snaps[1]), len(late), len(primary))
+		}
 	}
 }

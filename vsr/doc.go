@@ -17,9 +17,13 @@
 // (q_rep = 1), so a single node's writes are prepared, journaled,
 // self-acknowledged and committed exactly as a primary's are in a cluster.
 //
-// This package covers normal operation (section 5). View change, recovery,
-// repair and state transfer (sections 6-8) extend it; until then a backup
-// whose primary goes silent only records the fact (see Status).
+// This package covers normal operation (section 5) and journal repair
+// (7.2-7.5, repair.go): a backup whose commit walk stops at a hole below
+// commit_max, because it was down or unlinked while ops committed, pulls
+// the missing prepares from the primary and applies them. View change,
+// recovery and state transfer (sections 6-8) extend it; until then a
+// backup whose primary goes silent only records the fact (see Status), and
+// one whose hole reaches below the primary's retained ring stays behind.
 //
 // Prepares travel down the chain of 4.6 (P, P+1, ..., P-1). When a hop of
 // that chain is down, the replicas after it hear a prepare only from the

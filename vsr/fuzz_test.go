@@ -15,6 +15,12 @@ func FuzzStep(f *testing.F) {
 	var c wire.Header
 	(&wire.CommitHeader{Commit: 3, Group: 5}).Encode(&c)
 	f.Add(c[:])
+	var rp wire.Header
+	(&wire.RequestPreparesHeader{Replica: 1, FromOp: 1, ToOp: 1, Group: 5}).Encode(&rp)
+	f.Add(rp[:])
+	var done wire.Header
+	(&wire.RepairRangeReplyHeader{Command: wire.CmdRepairDone, Op: 1, Group: 5}).Encode(&done)
+	f.Add(done[:])
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, rep := range []uint8{0, 1} {
 			r := New(Config{Group: 5, Replica: rep, ReplicaCount: 3})

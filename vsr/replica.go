@@ -42,6 +42,14 @@ type Config struct {
 	PrepareRetransmitTicks int // default 25
 	CommitBroadcastTicks   int // default 50
 	HeartbeatTimeoutTicks  int // default 500
+	RepairRetryTicks       int // default 100 (cluster.repair_retry_interval)
+	// RepairChunk is cluster.repair_chunk_max (128), the ops served per
+	// RequestPrepares.
+	RepairChunk int
+	// RetainOps and RetainBytes bound the committed prepares kept for
+	// serving repair (defaults 4096 and 16 MiB, 5.13 rule 6).
+	RetainOps   int
+	RetainBytes int
 	// Seed makes the retransmission jitter deterministic.
 	Seed uint64
 }
@@ -61,6 +69,18 @@ func (c *Config) setDefaults() {
 	}
 	if c.HeartbeatTimeoutTicks == 0 {
 		c.HeartbeatTimeoutTicks = 500
+	}
+	if c.RepairRetryTicks == 0 {
+		c.RepairRetryTicks = 100
+	}
+	if c.RepairChunk == 0 {
+		c.RepairChunk = 128
+	}
+	if c.RetainOps == 0 {
+		c.RetainOps = 4096
+	}
+	if c.RetainBytes == 0 {
+		c.RetainBytes = 16 << 20
 	}
 }
 
@@ -122,6 +142,7 @@ type entry struct {
 	journaled bool
 	acks      uint32
 	quorum    bool
+	repaired  bool // arrived as a RepairPrepare: never acked or forwarded
 	tag       any
 }
 
@@ -150,9 +171,14 @@ type Replica struct {
 	heartbeatTimer timer
 	rng            uint64
 
+	repair   repairSession
+	retained retained
+
 	ready Ready
 	// Dropped counts peer frames dropped, by reason (13.5).
 	Dropped map[string]uint64
+	// Repairs counts repair sessions opened.
+	Repairs uint64
 }
 
 // New returns a fresh replica in view 0, Normal (replica-plane.md 5.1).
@@ -281,10 +307,17 @@ func (r *Replica) Journaled(op uint64, err error) {
 		return
 	}
 	if err != nil {
+		if e.repaired {
+			r.repair.pending, r.repair.done = 0, false // the stall retry asks again
+		}
 		r.truncateFrom(op)
 		return
 	}
 	e.journaled = true
+	if e.repaired {
+		r.repairedJournaled() // applied by the commit walk on RepairDone (7.4 rule 9)
+		return
+	}
 	r.forward(e)
 	r.sendPrepareOk(e)
 	if !r.IsPrimary() {
@@ -379,6 +412,27 @@ func (r *Replica) Step(frame []byte) {
 			return
 		}
 		r.onCommit(c)
+	case wire.CmdRequestPrepares:
+		rp, err := wire.DecodeRequestPreparesHeader(h)
+		if err != nil {
+			r.drop("bad request_prepares")
+			return
+		}
+		r.onRequestPrepares(rp)
+	case wire.CmdRepairPrepare:
+		p, err := wire.DecodePrepareHeader(h)
+		if err != nil || wire.VerifyPrepare(frame) != nil || p.Group != r.cfg.Group || int(p.Size) != len(frame) {
+			r.drop("bad repair_prepare")
+			return
+		}
+		r.onRepairPrepare(frame, p)
+	case wire.CmdRepairDone, wire.CmdRangeEvicted:
+		rr, err := wire.DecodeRepairRangeReplyHeader(h)
+		if err != nil {
+			r.drop("bad repair reply")
+			return
+		}
+		r.onRepairReply(rr)
 	default:
 		r.drop("unhandled command " + h.Command().String())
 	}
@@ -430,6 +484,7 @@ func (r *Replica) onPrepare(frame []byte) {
 	}
 	if p.Op != r.sequencer+1 {
 		r.drop("prepare gap")
+		r.maybeRepair()
 		return
 	}
 	r.log[p.Op] = &entry{frame: frame, hdr: p}
@@ -503,6 +558,9 @@ func (r *Replica) commitPipeline() {
 func (r *Replica) emitCommit(op uint64, e *entry) {
 	r.ready.Commit = append(r.ready.Commit, Committed{Op: op, Frame: e.frame, Tag: e.tag})
 	delete(r.log, op)
+	if r.cfg.ReplicaCount > 1 {
+		r.retained.keep(op, e.frame, r.cfg.RetainOps, r.cfg.RetainBytes)
+	}
 	r.commitMin = op
 	r.committedChecksum = e.hdr.Checksum
 	assert(r.commitMin <= r.commitMax, "commit_min <= commit_max")
@@ -551,6 +609,7 @@ func (r *Replica) onCommit(c wire.CommitHeader) {
 		r.commitMax = c.Commit
 		r.commitJournal()
 	}
+	r.maybeRepair()
 }
 
 // Tick advances virtual time by one 10 ms tick (4.7).
@@ -566,6 +625,9 @@ func (r *Replica) Tick() {
 		// change; until then the backup keeps waiting and counts it.
 		r.drop("primary heartbeat timeout")
 		r.heartbeatTimer.start()
+	}
+	if !r.IsPrimary() {
+		r.tickRepair()
 	}
 }
 

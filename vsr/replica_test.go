@@ -133,13 +133,21 @@ func TestBackupRefusesSubmit(t *testing.T) {
 type cluster struct {
 	reps      []*Replica
 	committed [][]Committed
-	down      map[uint8]bool // crashed replicas: they neither act nor receive
+	down      map[uint8]bool        // crashed replicas: they neither act nor receive
+	lose      func(e Envelope) bool // frames the network loses, if set
 }
 
-func newCluster(n int) *cluster {
+func newCluster(n int) *cluster { return newClusterWith(n, nil) }
+
+// newClusterWith lets a test adjust every replica's Config.
+func newClusterWith(n int, adjust func(*Config)) *cluster {
 	c := &cluster{committed: make([][]Committed, n)}
 	for i := 0; i < n; i++ {
-		c.reps = append(c.reps, New(Config{Group: 5, Replica: uint8(i), ReplicaCount: n, Seed: uint64(i + 1)}))
+		cfg := Config{Group: 5, Replica: uint8(i), ReplicaCount: n, Seed: uint64(i + 1)}
+		if adjust != nil {
+			adjust(&cfg)
+		}
+		c.reps = append(c.reps, New(cfg))
 	}
 	return c
 }
@@ -161,7 +169,7 @@ func (c *cluster) settle() {
 				}
 				c.committed[i] = append(c.committed[i], rd.Commit...)
 				for _, e := range rd.Send {
-					if !c.down[e.To] {
+					if !c.down[e.To] && (c.lose == nil || !c.lose(e)) {
 						c.reps[e.To].Step(append(append([]byte(nil), e.Head...), e.Body...))
 					}
 				}

@@ -1,0 +1,242 @@
+package vsr
+
+import "iggynode/wire"
+
+// Journal repair (replica-plane.md 7.2-7.5): a backup whose commit walk
+// stops at a hole below commit_max pulls the missing prepares from the
+// primary in windows of at most RepairChunk ops.
+//
+// Choices where the spec leaves room:
+//   - Every replica keeps its committed prepares in memory for serving, up
+//     to RetainOps entries and RetainBytes bytes (the partition plane's
+//     evicted ring of 5.13 rule 6, used for the metadata plane too instead
+//     of reading the WAL back). Below that, the server answers RangeEvicted.
+//   - A RepairPrepare is journaled only at sequencer+1 (or skipped if held):
+//     the server sends windows in op order, and one lost on the way is asked
+//     again by the stall retry, so the journal never holds a hole.
+//   - State transfer (7.6, 7.7) is not here yet: a RangeEvicted closes the
+//     session and is counted; the replica stays behind until it can be
+//     repaired from a server that still holds the range.
+
+// repairSession is the open repair of 7.2 rule 1.
+type repairSession struct {
+	open  bool
+	nonce wire.U128
+	peer  uint8
+	toOp  uint64
+	idle  int
+	// pending counts ingested RepairPrepares not yet Journaled; done is set
+	// by a RepairDone whose walk waits for them.
+	pending int
+	done    bool
+}
+
+// retained is the ring of committed prepares kept for serving repair.
+type retained struct {
+	from   uint64 // lowest op held; the ring holds from .. from+len(frames)-1
+	frames [][]byte
+	bytes  int
+}
+
+func (rt *retained) at(op uint64) []byte {
+	if op < rt.from || op >= rt.from+uint64(len(rt.frames)) {
+		return nil
+	}
+	return rt.frames[op-rt.from]
+}
+
+// keep appends the frame of op, the next committed op, and evicts the
+// oldest entries beyond the bounds.
+func (rt *retained) keep(op uint64, frame []byte, maxOps, maxBytes int) {
+	if len(rt.frames) == 0 || rt.from+uint64(len(rt.frames)) != op {
+		clear(rt.frames)
+		rt.frames, rt.from, rt.bytes = rt.frames[:0], op, 0
+	}
+	rt.frames = append(rt.frames, frame)
+	rt.bytes += len(frame)
+	drop := 0
+	for len(rt.frames)-drop > maxOps || (rt.bytes > maxBytes && len(rt.frames)-drop > 1) {
+		rt.bytes -= len(rt.frames[drop])
+		rt.frames[drop] = nil
+		drop++
+	}
+	if drop > 0 {
+		rt.frames = rt.frames[drop:]
+		rt.from += uint64(drop)
+	}
+}
+
+// frameAt is the journaled prepare at op, committed or not, if still held.
+func (r *Replica) frameAt(op uint64) []byte {
+	if e := r.log[op]; e != nil {
+		if e.journaled {
+			return e.frame
+		}
+		return nil
+	}
+	return r.retained.at(op)
+}
+
+// maybeRepair opens a session when the commit walk is stuck on a hole
+// below commit_max (7.2 rule 2).
+func (r *Replica) maybeRepair() {
+	if r.repair.open || r.status != StatusNormal || r.IsPrimary() || r.commitMin >= r.commitMax {
+		return
+	}
+	if r.log[r.commitMin+1] != nil {
+		return // held, waiting for its journal append or commit
+	}
+	r.repair = repairSession{open: true, peer: r.Primary(), toOp: r.commitMax,
+		nonce: wire.U128{Lo: r.random(), Hi: r.random()}}
+	r.Repairs++
+	r.requestPrepares()
+}
+
+func (r *Replica) requestPrepares() {
+	from := r.commitMin + 1
+	if from > r.repair.toOp {
+		return
+	}
+	rp := wire.RequestPreparesHeader{Cluster: r.cfg.Cluster, Replica: r.cfg.Replica,
+		Nonce: r.repair.nonce, FromOp: from, ToOp: r.repair.toOp, Group: r.cfg.Group}
+	head := make([]byte, wire.HeaderSize)
+	rp.Encode(wire.HeaderOf(head))
+	r.ready.Send = append(r.ready.Send, Envelope{To: r.repair.peer, Head: head})
+}
+
+// tickRepair is the stall retry of 7.2 rule 4.
+func (r *Replica) tickRepair() {
+	if !r.repair.open {
+		r.maybeRepair()
+		return
+	}
+	if r.status != StatusNormal {
+		return
+	}
+	r.repair.idle++
+	if r.repair.idle >= r.cfg.RepairRetryTicks {
+		r.repair.idle = 0
+		r.requestPrepares()
+	}
+}
+
+// onRequestPrepares serves a window (7.3): the held prepares from the
+// request's from_op, preceded by RangeEvicted when the oldest are gone,
+// then RepairDone with the last op sent.
+func (r *Replica) onRequestPrepares(req wire.RequestPreparesHeader) {
+	if r.status != StatusNormal || req.Group != r.cfg.Group || req.Replica == r.cfg.Replica ||
+		int(req.Replica) >= r.cfg.ReplicaCount {
+		r.drop("request_prepares not servable")
+		return
+	}
+	to := min(req.ToOp, r.commitMax)
+	if r.cfg.Metadata {
+		to = min(req.ToOp, max(r.commitMax, r.sequencer))
+	}
+	from := req.FromOp
+	if oldest := r.oldestHeld(); from < oldest {
+		from = oldest
+		r.sendRepairReply(req, wire.CmdRangeEvicted, from)
+	}
+	last := from - 1
+	for op := from; op <= to && op < from+uint64(r.cfg.RepairChunk); op++ {
+		frame := r.frameAt(op)
+		if frame == nil {
+			break
+		}
+		head := make([]byte, wire.HeaderSize)
+		copy(head, frame[:wire.HeaderSize])
+		wire.HeaderOf(head).SetCommand(wire.CmdRepairPrepare) // identity unaffected (7.3 step 6)
+		r.ready.Send = append(r.ready.Send, Envelope{To: req.Replica, Head: head, Body: frame[wire.HeaderSize:]})
+		last = op
+	}
+	r.sendRepairReply(req, wire.CmdRepairDone, last)
+}
+
+// oldestHeld is the lowest op this replica can serve.
+func (r *Replica) oldestHeld() uint64 {
+	if len(r.retained.frames) > 0 {
+		return r.retained.from
+	}
+	return r.commitMin + 1
+}
+
+func (r *Replica) sendRepairReply(req wire.RequestPreparesHeader, cmd wire.Command, op uint64) {
+	rr := wire.RepairRangeReplyHeader{Command: cmd, Cluster: r.cfg.Cluster, Replica: r.cfg.Replica,
+		Nonce: req.Nonce, Op: op, Group: r.cfg.Group}
+	head := make([]byte, wire.HeaderSize)
+	rr.Encode(wire.HeaderOf(head))
+	r.ready.Send = append(r.ready.Send, Envelope{To: req.Replica, Head: head})
+}
+
+// onRepairPrepare ingests one served prepare (7.4): journaled, never acked
+// or forwarded, applied by the commit walk on RepairDone.
+func (r *Replica) onRepairPrepare(frame []byte, p wire.PrepareHeader) {
+	switch {
+	case !r.repair.open:
+		r.drop("repair_prepare without a session")
+		return
+	case p.Op > r.repair.toOp || p.Op <= r.commitMin:
+		r.drop("repair_prepare out of the window")
+		return
+	case r.log[p.Op] != nil:
+		return // already held
+	case p.Op != r.sequencer+1:
+		r.drop("repair_prepare beyond a hole")
+		return
+	}
+	if !r.cfg.Metadata {
+		r.repair.idle = 0
+	}
+	wire.HeaderOf(frame).SetCommand(wire.CmdPrepare) // journaled as the prepare it is
+	r.log[p.Op] = &entry{frame: frame, hdr: p, repaired: true}
+	r.repair.pending++
+	r.sequencer, r.lastChecksum = p.Op, p.Checksum
+	r.lastTimestamp = max(r.lastTimestamp, p.Timestamp)
+	r.ready.Journal = append(r.ready.Journal, frame)
+}
+
+// onRepairReply handles the terminators (7.5).
+func (r *Replica) onRepairReply(rr wire.RepairRangeReplyHeader) {
+	if !r.repair.open || rr.Nonce != r.repair.nonce || rr.Group != r.cfg.Group {
+		r.drop("repair reply for no open session")
+		return
+	}
+	if rr.Command == wire.CmdRangeEvicted {
+		// State transfer would take over here (7.5 metadata rule 2, 7.7).
+		r.repair = repairSession{}
+		r.drop("range evicted: state transfer needed")
+		return
+	}
+	r.repair.done = true
+	r.finishWindow()
+}
+
+// repairedJournaled is Journaled for an op that arrived as a RepairPrepare.
+func (r *Replica) repairedJournaled() {
+	if r.repair.open && r.repair.pending > 0 {
+		r.repair.pending--
+		r.finishWindow()
+	}
+}
+
+// finishWindow is the RepairDone step of 7.5, run once the window's
+// prepares are journaled (the shell may append them after RepairDone
+// arrived): commit walk, then close, pull the next window, or wait for the
+// stall retry.
+func (r *Replica) finishWindow() {
+	if !r.repair.done || r.repair.pending > 0 {
+		return
+	}
+	r.repair.done = false
+	before := r.commitMin
+	r.commitJournal()
+	switch {
+	case r.commitMin >= r.repair.toOp:
+		r.repair = repairSession{}
+		r.maybeRepair() // commit_max may have moved on meanwhile
+	case r.commitMin > before:
+		r.repair.idle = 0
+		r.requestPrepares()
+	}
+}

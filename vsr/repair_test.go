@@ -1,0 +1,141 @@
+package vsr
+
+import (
+	"bytes"
+	"testing"
+
+	"iggynode/wire"
+)
+
+// ticks advances every replica by n ticks, settling after each.
+func (c *cluster) ticks(n int) {
+	for range n {
+		for _, r := range c.reps {
+			r.Tick()
+		}
+		c.settle()
+	}
+}
+
+// sameCommits fails unless replica i applied exactly the primary's frames.
+func sameCommits(t *testing.T, c *cluster, i int) {
+	t.Helper()
+	if len(c.committed[i]) != len(c.committed[0]) {
+		t.Fatalf("replica %d committed %d ops, the primary %d", i, len(c.committed[i]), len(c.committed[0]))
+	}
+	for j := range c.committed[i] {
+		a, b := c.committed[i][j], c.committed[0][j]
+		if a.Op != b.Op || !bytes.Equal(a.Frame, b.Frame) {
+			t.Fatalf("replica %d op %d differs from the primary's", i, b.Op)
+		}
+		if wire.HeaderOf(a.Frame).Command() != wire.CmdPrepare {
+			t.Fatalf("replica %d applied op %d with command %v", i, a.Op, wire.HeaderOf(a.Frame).Command())
+		}
+	}
+}
+
+// 7.2-7.5: a backup that was down while ops committed sees a prepare gap
+// when it is back, pulls the missing window from the primary in chunks,
+// applies it, and then follows the live chain again.
+func TestBackupRepairsOpsItMissed(t *testing.T) {
+	c := newClusterWith(3, func(cfg *Config) { cfg.RepairChunk = 2 })
+	c.down = map[uint8]bool{2: true}
+	for op := uint64(1); op <= 7; op++ {
+		submit(t, c.reps[0], "op", 100+op, op)
+		c.settle()
+	}
+	if c.reps[0].CommitMax() != 7 || c.reps[2].CommitMin() != 0 {
+		t.Fatalf("setup: primary commit %d, replica 2 commit %d", c.reps[0].CommitMax(), c.reps[2].CommitMin())
+	}
+	delete(c.down, 2)
+	for op := uint64(8); op <= 10; op++ {
+		submit(t, c.reps[0], "op", 100+op, op)
+		c.settle()
+	}
+	c.ticks(c.reps[0].cfg.CommitBroadcastTicks + 1) // the heartbeat carries the last commit
+	if c.reps[2].Repairs == 0 {
+		t.Fatal("replica 2 caught up without a repair session")
+	}
+	if c.reps[2].repair.open {
+		t.Fatalf("the repair session is still open: commit %d/%d op %d to %d drops %v primary %v", c.reps[2].CommitMin(), c.reps[2].CommitMax(), c.reps[2].Op(), c.reps[2].repair.toOp, c.reps[2].Dropped, c.reps[0].Dropped)
+	}
+	sameCommits(t, c, 2)
+	// Caught up, it acknowledges live prepares again: with replica 1 down
+	// the primary commits on replica 2's PrepareOk without a retransmission.
+	c.down = map[uint8]bool{1: true}
+	submit(t, c.reps[0], "op", 111, 11)
+	c.settle()
+	c.ticks(c.reps[0].cfg.PrepareRetransmitTicks + 1)
+	if c.reps[0].CommitMax() != 11 {
+		t.Fatalf("op 11 not committed with replica 2's ack: commit %d", c.reps[0].CommitMax())
+	}
+}
+
+// 7.2 rule 4: a window lost on the way (every RepairPrepare of the first
+// answer) is asked for again by the stall retry.
+func TestRepairStallRetry(t *testing.T) {
+	c := newCluster(3)
+	c.down = map[uint8]bool{2: true}
+	for op := uint64(1); op <= 3; op++ {
+		submit(t, c.reps[0], "op", 100+op, op)
+		c.settle()
+	}
+	delete(c.down, 2)
+	lost := 0
+	c.lose = func(e Envelope) bool {
+		if wire.HeaderOf(e.Head).Command() == wire.CmdRepairPrepare && lost < 3 {
+			lost++
+			return true
+		}
+		return false
+	}
+	r2 := c.reps[2]
+	c.ticks(c.reps[0].cfg.CommitBroadcastTicks + 1)
+	if lost != 3 || !r2.repair.open || r2.CommitMin() != 0 {
+		t.Fatalf("setup: lost %d, session open %v, commit %d", lost, r2.repair.open, r2.CommitMin())
+	}
+	c.ticks(r2.cfg.RepairRetryTicks - 2)
+	if r2.CommitMin() != 0 {
+		t.Fatalf("re-asked before the retry interval: commit %d", r2.CommitMin())
+	}
+	c.ticks(2)
+	if r2.CommitMin() != 3 || r2.repair.open {
+		t.Fatalf("after the stall retry: commit %d, session open %v", r2.CommitMin(), r2.repair.open)
+	}
+	sameCommits(t, c, 2)
+}
+
+// 7.3 rule 4-5: a server whose ring no longer holds the start of the window
+// answers RangeEvicted; without state transfer the session closes and the
+// replica stays where it is, counting why.
+func TestRepairBelowTheRetainedRingIsRangeEvicted(t *testing.T) {
+	c := newClusterWith(3, func(cfg *Config) { cfg.RetainOps = 2 })
+	c.down = map[uint8]bool{2: true}
+	for op := uint64(1); op <= 5; op++ {
+		submit(t, c.reps[0], "op", 100+op, op)
+		c.settle()
+	}
+	delete(c.down, 2)
+	c.ticks(c.reps[0].cfg.CommitBroadcastTicks + 1)
+	r2 := c.reps[2]
+	if r2.Dropped["range evicted: state transfer needed"] == 0 {
+		t.Fatalf("no RangeEvicted seen: drops %v", r2.Dropped)
+	}
+	if r2.CommitMin() != 0 {
+		t.Fatalf("replica 2 applied ops past a hole: commit %d", r2.CommitMin())
+	}
+}
+
+// RepairPrepare frames that do not belong are dropped, never journaled.
+func TestRepairPrepareWithoutSessionIsDropped(t *testing.T) {
+	c := newCluster(3)
+	submit(t, c.reps[0], "op", 101, 1)
+	c.settle()
+	frame := append([]byte(nil), c.committed[0][0].Frame...)
+	wire.HeaderOf(frame).SetCommand(wire.CmdRepairPrepare)
+	r := New(Config{Group: 5, Replica: 2, ReplicaCount: 3})
+	r.Step(frame)
+	if r.HasReady() || r.Op() != 0 || r.Dropped["repair_prepare without a session"] != 1 {
+		t.Fatalf("ready %v op %d drops %v", r.HasReady(), r.Op(), r.Dropped)
+	}
+}
