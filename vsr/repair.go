@@ -11,9 +11,12 @@ import "iggynode/wire"
 //     to RetainOps entries and RetainBytes bytes (the partition plane's
 //     evicted ring of 5.13 rule 6, used for the metadata plane too instead
 //     of reading the WAL back). Below that, the server answers RangeEvicted.
-//   - A RepairPrepare is journaled only at sequencer+1 (or skipped if held):
-//     the server sends windows in op order, and one lost on the way is asked
-//     again by the stall retry, so the journal never holds a hole.
+//   - RepairPrepares may arrive in any order: each one inside the window is
+//     journaled where it belongs, sequencer advances along the contiguous
+//     journaled run, and the commit walk runs as soon as the run reaches an
+//     op (every op of a window is at or below commit_max, so committed on a
+//     quorum); RepairDone then only decides between closing, pulling the
+//     next window, and waiting for the stall retry.
 //   - State transfer (7.6, 7.7) is not here yet: a RangeEvicted closes the
 //     session and is counted; the replica stays behind until it can be
 //     repaired from a server that still holds the range.
@@ -29,6 +32,9 @@ type repairSession struct {
 	// by a RepairDone whose walk waits for them.
 	pending int
 	done    bool
+	// askedFrom is the from_op of the last RequestPrepares: a RepairDone that
+	// finds commit_min at or above it made progress.
+	askedFrom uint64
 }
 
 // retained is the ring of committed prepares kept for serving repair.
@@ -83,8 +89,11 @@ func (r *Replica) maybeRepair() {
 	if r.repair.open || r.status != StatusNormal || r.IsPrimary() || r.commitMin >= r.commitMax {
 		return
 	}
-	if r.log[r.commitMin+1] != nil {
-		return // held, waiting for its journal append or commit
+	if e := r.log[r.commitMin+1]; e != nil {
+		if e.journaled {
+			r.commitJournal() // the periodic backstop of 5.9
+		}
+		return
 	}
 	r.repair = repairSession{open: true, peer: r.Primary(), toOp: r.commitMax,
 		nonce: wire.U128{Lo: r.random(), Hi: r.random()}}
@@ -97,6 +106,7 @@ func (r *Replica) requestPrepares() {
 	if from > r.repair.toOp {
 		return
 	}
+	r.repair.askedFrom = from
 	rp := wire.RequestPreparesHeader{Cluster: r.cfg.Cluster, Replica: r.cfg.Replica,
 		Nonce: r.repair.nonce, FromOp: from, ToOp: r.repair.toOp, Group: r.cfg.Group}
 	head := make([]byte, wire.HeaderSize)
@@ -106,6 +116,9 @@ func (r *Replica) requestPrepares() {
 
 // tickRepair is the stall retry of 7.2 rule 4.
 func (r *Replica) tickRepair() {
+	if r.repair.open && r.commitMin >= r.repair.toOp {
+		r.repair = repairSession{} // the live chain or a heartbeat got it there first
+	}
 	if !r.repair.open {
 		r.maybeRepair()
 		return
@@ -181,9 +194,6 @@ func (r *Replica) onRepairPrepare(frame []byte, p wire.PrepareHeader) {
 		return
 	case r.log[p.Op] != nil:
 		return // already held
-	case p.Op != r.sequencer+1:
-		r.drop("repair_prepare beyond a hole")
-		return
 	}
 	if !r.cfg.Metadata {
 		r.repair.idle = 0
@@ -191,9 +201,20 @@ func (r *Replica) onRepairPrepare(frame []byte, p wire.PrepareHeader) {
 	wire.HeaderOf(frame).SetCommand(wire.CmdPrepare) // journaled as the prepare it is
 	r.log[p.Op] = &entry{frame: frame, hdr: p, repaired: true}
 	r.repair.pending++
-	r.sequencer, r.lastChecksum = p.Op, p.Checksum
-	r.lastTimestamp = max(r.lastTimestamp, p.Timestamp)
 	r.ready.Journal = append(r.ready.Journal, frame)
+}
+
+// advanceSequencer moves sequencer along the contiguous run of journaled
+// entries above it (7.4 rule 8): never over a hole.
+func (r *Replica) advanceSequencer() {
+	for {
+		e := r.log[r.sequencer+1]
+		if e == nil || !e.journaled {
+			return
+		}
+		r.sequencer, r.lastChecksum = e.hdr.Op, e.hdr.Checksum
+		r.lastTimestamp = max(r.lastTimestamp, e.hdr.Timestamp)
+	}
 }
 
 // onRepairReply handles the terminators (7.5).
@@ -214,6 +235,8 @@ func (r *Replica) onRepairReply(rr wire.RepairRangeReplyHeader) {
 
 // repairedJournaled is Journaled for an op that arrived as a RepairPrepare.
 func (r *Replica) repairedJournaled() {
+	r.advanceSequencer()
+	r.commitJournal()
 	if r.repair.open && r.repair.pending > 0 {
 		r.repair.pending--
 		r.finishWindow()
@@ -229,13 +252,12 @@ func (r *Replica) finishWindow() {
 		return
 	}
 	r.repair.done = false
-	before := r.commitMin
 	r.commitJournal()
 	switch {
 	case r.commitMin >= r.repair.toOp:
 		r.repair = repairSession{}
 		r.maybeRepair() // commit_max may have moved on meanwhile
-	case r.commitMin > before:
+	case r.commitMin > r.repair.askedFrom-1:
 		r.repair.idle = 0
 		r.requestPrepares()
 	}

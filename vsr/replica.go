@@ -335,6 +335,11 @@ func (r *Replica) truncateFrom(op uint64) {
 		}
 		delete(r.log, o)
 	}
+	for o := range r.log {
+		if o >= op {
+			delete(r.log, o) // repaired entries held above a hole; they carry no tags
+		}
+	}
 	r.sequencer = op - 1
 	if prev := r.log[op-1]; prev != nil {
 		r.lastChecksum = prev.hdr.Checksum
@@ -569,7 +574,8 @@ func (r *Replica) emitCommit(op uint64, e *entry) {
 // commitJournal is the backup form of 5.9: apply journaled ops up to
 // commit_max, stopping at the first gap.
 func (r *Replica) commitJournal() {
-	for op := r.commitMin + 1; op <= r.commitMax; op++ {
+	r.advanceSequencer() // over repaired entries journaled above a hole that is now filled
+	for op := r.commitMin + 1; op <= min(r.commitMax, r.sequencer); op++ {
 		e := r.log[op]
 		if e == nil || !e.journaled {
 			return
@@ -605,10 +611,8 @@ func (r *Replica) onCommit(c wire.CommitHeader) {
 		r.heartbeat = c.TimestampMonotonic
 		r.heartbeatTimer.start()
 	}
-	if c.Commit > r.commitMax {
-		r.commitMax = c.Commit
-		r.commitJournal()
-	}
+	r.commitMax = max(r.commitMax, c.Commit)
+	r.commitJournal()
 	r.maybeRepair()
 }
 

@@ -1,0 +1,22 @@
+package sim
+
+import "math/rand/v2"
+
+// FaultsFor is the fault mix `go test` and cmd/sim use for a seed: every
+// fault of 11.2 and 11.3 on, at rates drawn from the seed (loss 0-30%).
+func FaultsFor(seed uint64) Config {
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	return Config{
+		Seed: seed,
+		Net: NetConfig{
+			Loss:                   []float64{0, 0.1, 0.2, 0.3}[rng.IntN(4)],
+			Replay:                 rng.Float64() * 0.1,
+			PartitionProbability:   0.002,
+			UnpartitionProbability: 0.02,
+			Asymmetric:             rng.IntN(2) == 0,
+			ClogProbability:        0.0005,
+		},
+		CrashProbability:   0.002,
+		RestartProbability: 0.01,
+	}
+}
