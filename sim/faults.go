@@ -3,11 +3,13 @@ package sim
 import "math/rand/v2"
 
 // FaultsFor is the fault mix `go test` and cmd/sim use for a seed: every
-// fault of 11.2 and 11.3 on, at rates drawn from the seed (loss 0-30%).
+// fault of 11.2 and 11.3 on, at rates drawn from the seed (loss 0-30%),
+// on the metadata group for odd seeds and a partition group for even ones.
 func FaultsFor(seed uint64) Config {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	return Config{
-		Seed: seed,
+		Seed:           seed,
+		PartitionPlane: seed%2 == 0,
 		Net: NetConfig{
 			Loss:                   []float64{0, 0.1, 0.2, 0.3}[rng.IntN(4)],
 			Replay:                 rng.Float64() * 0.1,

@@ -17,6 +17,9 @@ type Config struct {
 	Seed     uint64
 	Replicas int // default 3
 	Clients  int // default 4; each keeps at most one request in flight
+	// PartitionPlane runs a partition group (SendMessages prepares, no body
+	// seal, repair served up to commit_max) instead of the metadata group.
+	PartitionPlane bool
 	// FaultTicks is the length of the fault phase (default 2000); the
 	// liveness phase that follows heals everything and has LivenessTicks
 	// (default 3000) for every request to complete and every replica to
@@ -153,8 +156,8 @@ func Run(cfg Config) (res Result) {
 	r.res.Seed = cfg.Seed
 	r.net = newNetwork(cfg.Net, cfg.Replicas, r.rng)
 	for i := 0; i < cfg.Replicas; i++ {
-		vc := vsr.Config{Cluster: wire.U128{Lo: 0x51}, Group: wire.MetadataGroup, Replica: uint8(i),
-			ReplicaCount: cfg.Replicas, Metadata: true, Seed: cfg.Seed + uint64(i)*7919 + 1, RetainOps: cfg.RetainOps}
+		vc := vsr.Config{Cluster: wire.U128{Lo: 0x51}, Group: r.group(), Replica: uint8(i),
+			ReplicaCount: cfg.Replicas, Metadata: !cfg.PartitionPlane, Seed: cfg.Seed + uint64(i)*7919 + 1, RetainOps: cfg.RetainOps}
 		r.reps = append(r.reps, &replica{core: vsr.New(vc), journal: make(map[uint64][]byte)})
 	}
 	for range cfg.Clients {
@@ -299,12 +302,28 @@ func (r *run) submit() {
 		binary.LittleEndian.PutUint64(body[8:], cl.request)
 		frame := append(make([]byte, wire.HeaderSize), body...)
 		err := primary.core.Submit(vsr.Request{Client: wire.U128{Lo: uint64(ci) + 1}, Request: cl.request,
-			Operation: wire.OpCreateStream, Frame: frame, Tag: cl}, uint64(r.now)*10_000)
+			Operation: r.operation(), Frame: frame, Tag: cl}, uint64(r.now)*10_000)
 		if err == nil {
 			cl.pending = true
 			r.drive(0)
 		}
 	}
+}
+
+// group and operation are those of the simulated plane.
+func (r *run) group() uint64 {
+	if r.cfg.PartitionPlane {
+		g, _ := wire.PartitionGroup(1, 2, 3)
+		return g
+	}
+	return wire.MetadataGroup
+}
+
+func (r *run) operation() wire.Operation {
+	if r.cfg.PartitionPlane {
+		return wire.OpSendMessages
+	}
+	return wire.OpCreateStream
 }
 
 // drive is the shell: journal, send, apply, until the core is quiet.
