@@ -55,30 +55,41 @@ func startNodes(t testing.TB, n int, adjust func(*Options)) []*Node {
 	t.Helper()
 	var nodes []*Node
 	for i := 0; i < n; i++ {
-		cfg := config.Default()
-		cfg.System.Path = t.TempDir()
-		cfg.TCP.Address, cfg.QUIC.Enabled, cfg.WebSocket.Enabled = "127.0.0.1:0", false, false
-		cfg.Cluster.Enabled, cfg.Cluster.Name, cfg.Cluster.ReplicaID = true, "test-cluster", i
-		for j := 0; j < n; j++ {
-			cfg.Cluster.Nodes = append(cfg.Cluster.Nodes, config.Node{Name: fmt.Sprintf("node-%d", j), IP: "127.0.0.1", ReplicaID: j})
-		}
-		log := slog.New(slog.NewTextHandler(io.Discard, nil))
-		if os.Getenv("CLUSTER_LOG") != "" {
-			log = slog.New(slog.NewTextHandler(os.Stderr, nil)).With("node", i)
-		}
-		opts := Options{Config: cfg, RootUsername: "iggy", RootPassword: "iggy", Logger: log,
-			ReplicaListen: "127.0.0.1:0", ReconnectPeriod: 50 * time.Millisecond}
+		opts := clusterNodeOptions(i, n, t.TempDir())
 		if adjust != nil {
 			adjust(&opts)
 		}
-		node, err := Start(opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = node.Close() })
-		nodes = append(nodes, node)
+		nodes = append(nodes, startNode(t, opts))
 	}
 	return nodes
+}
+
+// clusterNodeOptions are replica i's options in an n-node test cluster
+// with its data in dir, on loopback port 0.
+func clusterNodeOptions(i, n int, dir string) Options {
+	cfg := config.Default()
+	cfg.System.Path = dir
+	cfg.TCP.Address, cfg.QUIC.Enabled, cfg.WebSocket.Enabled = "127.0.0.1:0", false, false
+	cfg.Cluster.Enabled, cfg.Cluster.Name, cfg.Cluster.ReplicaID = true, "test-cluster", i
+	for j := 0; j < n; j++ {
+		cfg.Cluster.Nodes = append(cfg.Cluster.Nodes, config.Node{Name: fmt.Sprintf("node-%d", j), IP: "127.0.0.1", ReplicaID: j})
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if os.Getenv("CLUSTER_LOG") != "" {
+		log = slog.New(slog.NewTextHandler(os.Stderr, nil)).With("node", i)
+	}
+	return Options{Config: cfg, RootUsername: "iggy", RootPassword: "iggy", Logger: log,
+		ReplicaListen: "127.0.0.1:0", ReconnectPeriod: 50 * time.Millisecond}
+}
+
+func startNode(t testing.TB, opts Options) *Node {
+	t.Helper()
+	node, err := Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = node.Close() })
+	return node
 }
 
 // advertiseClientPorts puts the bound client ports into every node's
@@ -524,4 +535,71 @@ func TestLateBackupRepairsMetadataAndMessages(t *testing.T) {
 				bytes.Equal(snaps[0], snaps[1]), len(late), len(primary))
 		}
 	}
+}
+
+// A backup restarted with its data (replica-plane.md 9.4 rule 5, 7.5): its
+// partition journal is gone, its segments are not. It catches up on what
+// committed while it was down by repair, the window connecting to its
+// segments, and ends with the primary's bytes, nothing stored twice.
+func TestRestartedBackupCatchesUpFromItsSegments(t *testing.T) {
+	nodes := startCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := client.Connect(ctx, client.Options{Address: nodes[0].TCPAddr(), Username: "iggy", Password: "iggy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.CreateStream(ctx, "restart", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateTopic(ctx, wire.ID(0), "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	send := func(from, to int) {
+		for i := from; i < to; i++ {
+			msg := client.NewMessage([]byte(fmt.Sprintf("batch-%d", i)))
+			if _, err := c.SendMessages(ctx, wire.ID(0), wire.ID(0), wire.PartitionID(0), []wire.Message{msg}); err != nil {
+				t.Fatalf("send %d: %v", i, err)
+			}
+		}
+	}
+	group, _ := wire.PartitionGroup(0, 0, 0)
+	stored := func(n *Node) (rec []byte, batches int) {
+		_ = n.store.ScanBatches(group, 0, func(_ uint64, b []byte) error {
+			rec = append(rec, b...)
+			batches++
+			return nil
+		})
+		return rec, batches
+	}
+	caughtUp := func(what string, n *Node) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			want, wantN := stored(nodes[0])
+			got, gotN := stored(n)
+			if wantN > 0 && gotN == wantN && bytes.Equal(got, want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d of %d batches (same bytes %v)", what, gotN, wantN, bytes.Equal(got, want))
+			}
+		}
+	}
+	send(0, 5)
+	caughtUp("before the restart", nodes[2])
+
+	dir, addr := nodes[2].opts.Config.System.Path, nodes[2].ReplicaAddr()
+	if err := nodes[2].Close(); err != nil {
+		t.Fatal(err)
+	}
+	send(5, 10)
+	opts := clusterNodeOptions(2, 3, dir)
+	opts.ReplicaListen = addr
+	nodes[2] = startNode(t, opts)
+	if err := nodes[2].SetReplicaRoster(replicaRoster(nodes)); err != nil {
+		t.Fatal(err)
+	}
+	send(10, 12)
+	caughtUp("after the restart", nodes[2])
 }

@@ -235,6 +235,7 @@ func (p *partitionActor) boot() error {
 	cfg := p.node.coreConfig(p.ref.Group, false)
 	p.core = vsr.New(cfg)
 	p.storeAtCommit = cfg.ReplicaCount > 1
+	p.core.SetOffsetFrontier(p.plog.HighWatermark())
 	if hook := p.node.opts.PartitionView; hook != nil && len(infos) == 0 {
 		if v := hook(p.ref.Group); v > 0 {
 			p.core.Restore(v, v, 0, wire.U128{}, 0)
@@ -310,6 +311,9 @@ func (p *partitionActor) journal(ph wire.PrepareHeader, body []byte) error {
 	if ph.Operation != wire.OpSendMessages {
 		return nil
 	}
+	if !p.core.IsPrimary() && p.alreadyStored(body) {
+		return nil // a repaired op this backup stored before a restart (7.4 rule 2)
+	}
 	var base uint64
 	if p.core.IsPrimary() {
 		base = p.plog.StampNext(body, ph.Timestamp)
@@ -341,12 +345,16 @@ func (p *partitionActor) apply(ctx actor.Context, c vsr.Committed) {
 	switch ph.Operation {
 	case wire.OpSendMessages:
 		batch := c.Frame[wire.HeaderSize:]
+		if pd == nil && p.alreadyStored(batch) {
+			break // repaired past a restart: these offsets are in the segments
+		}
 		if err := p.plog.ApplySend(batch); err != nil {
 			p.log.Error("apply send", "err", err)
 		} else if p.storeAtCommit {
 			p.storeCommitted(batch)
 		}
 		p.plog.MarkPersisted(p.plog.HighWatermark())
+		p.core.SetOffsetFrontier(p.plog.HighWatermark())
 		if pd != nil {
 			conf := wire.SendConfirmations{{StreamID: p.ref.Stream, TopicID: p.ref.Topic,
 				PartitionID: p.ref.Partition, BaseOffset: wire.Batch(batch).BaseOffset()}}
@@ -363,6 +371,18 @@ func (p *partitionActor) apply(ctx actor.Context, c vsr.Committed) {
 		}
 	}
 	p.publishStats()
+}
+
+// alreadyStored reports whether every offset of a stamped batch (so never
+// one the primary is about to stamp) is below the committed frontier: an
+// op repaired after a restart whose batch the segments already hold (the
+// core's floor rule lets such a window connect).
+func (p *partitionActor) alreadyStored(batch []byte) bool {
+	if !p.storeAtCommit || len(batch) < wire.BatchHeaderSize {
+		return false
+	}
+	b := wire.Batch(batch)
+	return b.MessageCount() > 0 && b.BaseOffset()+uint64(b.MessageCount()) <= p.plog.HighWatermark()
 }
 
 // storeCommitted writes a committed batch to its segment (groups with

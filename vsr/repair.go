@@ -17,9 +17,16 @@ import "iggynode/wire"
 //     op (every op of a window is at or below commit_max, so committed on a
 //     quorum); RepairDone then only decides between closing, pulling the
 //     next window, and waiting for the stall retry.
-//   - State transfer (7.6, 7.7) is not here yet: a RangeEvicted closes the
-//     session and is counted; the replica stays behind until it can be
-//     repaired from a server that still holds the range.
+//   - Partition groups follow 7.5's floor rule: a RangeEvicted sets the
+//     floor, and at RepairDone the window "connects" when its lowest
+//     repaired batch starts at or below this replica's durable offset
+//     frontier (SetOffsetFrontier), so a backup restarted with its segments
+//     jumps commit_min to the floor and repairs only the rest; the shell
+//     skips batches it already holds.
+//   - State transfer (7.6, 7.7) is not here yet: a metadata RangeEvicted,
+//     or a partition window that cannot connect, closes the session and is
+//     counted; the replica stays behind until a server that still holds the
+//     range can repair it.
 
 // repairSession is the open repair of 7.2 rule 1.
 type repairSession struct {
@@ -35,6 +42,11 @@ type repairSession struct {
 	// askedFrom is the from_op of the last RequestPrepares: a RepairDone that
 	// finds commit_min at or above it made progress.
 	askedFrom uint64
+	// Partition sessions (7.2 rule 1): floor from RangeEvicted (0: none),
+	// the lowest base offset of a repaired batch (hasBatch: one was seen).
+	floor            uint64
+	firstBatchOffset uint64
+	hasBatch         bool
 }
 
 // retained is the ring of committed prepares kept for serving repair.
@@ -197,11 +209,46 @@ func (r *Replica) onRepairPrepare(frame []byte, p wire.PrepareHeader) {
 	}
 	if !r.cfg.Metadata {
 		r.repair.idle = 0
+		if p.Operation == wire.OpSendMessages && len(frame) >= wire.HeaderSize+wire.BatchHeaderSize {
+			base := wire.Batch(frame[wire.HeaderSize:]).BaseOffset()
+			if !r.repair.hasBatch || base < r.repair.firstBatchOffset {
+				r.repair.firstBatchOffset, r.repair.hasBatch = base, true
+			}
+		}
 	}
 	wire.HeaderOf(frame).SetCommand(wire.CmdPrepare) // journaled as the prepare it is
 	r.log[p.Op] = &entry{frame: frame, hdr: p, repaired: true}
 	r.repair.pending++
 	r.ready.Journal = append(r.ready.Journal, frame)
+}
+
+// SetOffsetFrontier tells a partition group's core the next offset after
+// its durable data (its segments), for the floor rule of 7.5.
+func (r *Replica) SetOffsetFrontier(next uint64) { r.offsetFrontier = next }
+
+// applyFloor is 7.5 partition rule 2 for a window that starts above this
+// replica's commit_min: if the lowest repaired batch connects to the
+// durable data, commit_min jumps to the floor (those ops are in the
+// segments already); otherwise the session ends, FloorRefused, which state
+// transfer (7.7) would take over.
+func (r *Replica) applyFloor() bool {
+	floor := min(r.repair.floor, r.commitMax)
+	connects := r.repair.hasBatch && r.repair.firstBatchOffset <= r.offsetFrontier
+	if !connects {
+		r.repair = repairSession{}
+		r.drop("repair floor does not connect: state transfer needed")
+		return false
+	}
+	for o := r.commitMin + 1; o <= floor; o++ {
+		delete(r.log, o)
+	}
+	r.commitMin, r.sequencer = floor, max(r.sequencer, floor)
+	if e := r.log[floor+1]; e != nil {
+		r.lastChecksum = e.hdr.Parent
+	}
+	r.committedChecksum = r.lastChecksum
+	r.repair.floor = 0
+	return true
 }
 
 // advanceSequencer moves sequencer along the contiguous run of journaled
@@ -224,7 +271,11 @@ func (r *Replica) onRepairReply(rr wire.RepairRangeReplyHeader) {
 		return
 	}
 	if rr.Command == wire.CmdRangeEvicted {
-		// State transfer would take over here (7.5 metadata rule 2, 7.7).
+		if !r.cfg.Metadata && rr.Op > 0 {
+			r.repair.floor = rr.Op - 1 // 7.5 partition rule 1
+			return
+		}
+		// State transfer would take over here (7.5 metadata rule 2).
 		r.repair = repairSession{}
 		r.drop("range evicted: state transfer needed")
 		return
@@ -252,6 +303,9 @@ func (r *Replica) finishWindow() {
 		return
 	}
 	r.repair.done = false
+	if r.repair.floor > r.commitMin && !r.applyFloor() {
+		return
+	}
 	r.commitJournal()
 	switch {
 	case r.commitMin >= r.repair.toOp:

@@ -2,6 +2,7 @@ package vsr
 
 import (
 	"bytes"
+	"encoding/binary"
 	"testing"
 
 	"iggynode/wire"
@@ -109,7 +110,7 @@ func TestRepairStallRetry(t *testing.T) {
 // answers RangeEvicted; without state transfer the session closes and the
 // replica stays where it is, counting why.
 func TestRepairBelowTheRetainedRingIsRangeEvicted(t *testing.T) {
-	c := newClusterWith(3, func(cfg *Config) { cfg.RetainOps = 2 })
+	c := newClusterWith(3, func(cfg *Config) { cfg.RetainOps, cfg.Metadata = 2, true })
 	c.down = map[uint8]bool{2: true}
 	for op := uint64(1); op <= 5; op++ {
 		submit(t, c.reps[0], "op", 100+op, op)
@@ -137,5 +138,74 @@ func TestRepairPrepareWithoutSessionIsDropped(t *testing.T) {
 	r.Step(frame)
 	if r.HasReady() || r.Op() != 0 || r.Dropped["repair_prepare without a session"] != 1 {
 		t.Fatalf("ready %v op %d drops %v", r.HasReady(), r.Op(), r.Dropped)
+	}
+}
+
+// submitBatch admits a SendMessages prepare whose body is a batch header
+// of one message at offset base (the shell's stamp, enough for the core).
+func submitBatch(t *testing.T, r *Replica, base uint64, now uint64) {
+	t.Helper()
+	frame := make([]byte, wire.HeaderSize+wire.BatchHeaderSize)
+	binary.LittleEndian.PutUint64(frame[wire.HeaderSize+wire.BatchBaseOffsetOffset:], base)
+	binary.LittleEndian.PutUint32(frame[wire.HeaderSize+wire.BatchMessageCountOffset:], 1)
+	if err := r.Submit(Request{Client: wire.U128{Lo: 7}, Request: base + 1, Operation: wire.OpSendMessages, Frame: frame}, now); err != nil {
+		t.Fatalf("submit: %v", err)
+	}
+}
+
+// 7.5 partition rules: a backup restarted with its segments (a fresh core
+// that knows only its durable offset frontier) repairs from a primary whose
+// ring starts above op 1. The window connects to the durable data, so
+// commit_min jumps to the floor and only the rest is applied; a backup
+// whose data does not reach the ring is refused instead.
+func TestPartitionRepairFloorConnectsToDurableData(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		frontier uint64 // next offset after the restarted backup's segments
+		connects bool
+	}{
+		{"segments reach the ring", 6, true},
+		{"segments end below the ring", 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newClusterWith(3, func(cfg *Config) { cfg.RetainOps = 4 })
+			for op := uint64(1); op <= 10; op++ {
+				submitBatch(t, c.reps[0], op-1, 100+op)
+				c.settle()
+			}
+			c.ticks(c.reps[0].cfg.CommitBroadcastTicks + 1)
+			// Replica 2 restarts having stored offsets 0..frontier-1.
+			c.reps[2] = New(Config{Group: 5, Replica: 2, ReplicaCount: 3, Seed: 3})
+			c.reps[2].SetOffsetFrontier(tc.frontier)
+			c.committed[2] = nil
+			c.ticks(c.reps[0].cfg.CommitBroadcastTicks + 1)
+			r2 := c.reps[2]
+			if !tc.connects {
+				if r2.Dropped["repair floor does not connect: state transfer needed"] == 0 || r2.CommitMin() != 0 {
+					t.Fatalf("commit %d, drops %v", r2.CommitMin(), r2.Dropped)
+				}
+				return
+			}
+			// The ring holds ops 7..10: commit_min jumps to 6, then 7..10 apply.
+			if r2.CommitMin() != 10 {
+				t.Fatalf("restarted backup at commit %d, drops %v", r2.CommitMin(), r2.Dropped)
+			}
+			if len(c.committed[2]) != 4 || c.committed[2][0].Op != 7 {
+				t.Fatalf("applied %d ops from op %d", len(c.committed[2]), c.committed[2][0].Op)
+			}
+			for _, cm := range c.committed[2] {
+				if !bytes.Equal(cm.Frame, c.committed[0][cm.Op-1].Frame) {
+					t.Fatalf("op %d differs", cm.Op)
+				}
+			}
+			// Back in the chain: with replica 1 down, op 11 commits on its ack.
+			c.down = map[uint8]bool{1: true}
+			submitBatch(t, c.reps[0], 10, 200)
+			c.settle()
+			c.ticks(c.reps[0].cfg.PrepareRetransmitTicks + 1)
+			if c.reps[0].CommitMax() != 11 || r2.CommitMin() < 10 {
+				t.Fatalf("after the floor: primary commit %d, replica 2 commit %d", c.reps[0].CommitMax(), r2.CommitMin())
+			}
+		})
 	}
 }

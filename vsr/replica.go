@@ -173,6 +173,9 @@ type Replica struct {
 
 	repair   repairSession
 	retained retained
+	// offsetFrontier is a partition group's durable offset frontier
+	// (SetOffsetFrontier).
+	offsetFrontier uint64
 
 	ready Ready
 	// Dropped counts peer frames dropped, by reason (13.5).
