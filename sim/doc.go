@@ -12,7 +12,8 @@
 //
 // Checked every tick: commit and view never go back on any replica,
 // commit_min <= commit_max, no backup beyond the primary, at most one
-// primary per view. Checked on every apply: each replica applies ops in
+// primary per view. Checked on every journal append: no op above a hole.
+// Checked on every apply: each replica applies ops in
 // order, on an intact hash chain, with exactly the bytes every other
 // replica applied at that op; each request is answered once, with its own
 // op. At quiescence (faults off, traffic drained): every request answered

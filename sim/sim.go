@@ -115,6 +115,10 @@ type replica struct {
 	commit  uint64 // last commit_min seen, for monotonicity
 	view    uint32
 	repairs uint64 // repair sessions seen, for the timeline
+	// lastJournaled is the highest op handed to the journal: a partition
+	// shell checks each batch against its next offset, so the journal
+	// must never be handed an op above a hole.
+	lastJournaled uint64
 }
 
 type call struct {
@@ -333,6 +337,10 @@ func (r *run) drive(i int) {
 		rd := rp.core.Ready()
 		for _, f := range rd.Journal {
 			op := wire.HeaderOf(f).Prepare().Op
+			if op > max(rp.lastJournaled, rp.core.CommitMin())+1 {
+				r.violate(fmt.Sprintf("replica %d journal handed op %d above a hole (last %d, commit %d)", i, op, rp.lastJournaled, rp.core.CommitMin()))
+			}
+			rp.lastJournaled = op
 			rp.journal[op] = f
 			rp.core.Journaled(op, nil)
 		}

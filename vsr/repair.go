@@ -12,11 +12,13 @@ import "iggynode/wire"
 //     evicted ring of 5.13 rule 6, used for the metadata plane too instead
 //     of reading the WAL back). Below that, the server answers RangeEvicted.
 //   - RepairPrepares may arrive in any order: each one inside the window is
-//     journaled where it belongs, sequencer advances along the contiguous
-//     journaled run, and the commit walk runs as soon as the run reaches an
-//     op (every op of a window is at or below commit_max, so committed on a
-//     quorum); RepairDone then only decides between closing, pulling the
-//     next window, and waiting for the stall retry.
+//     held where it belongs and handed to the shell's journal in op order
+//     once the ops below it are journaled (a partition shell checks each
+//     batch's stamp against its next offset), sequencer advances along the
+//     contiguous journaled run, and the commit walk runs as soon as the run
+//     reaches an op (every op of a window is at or below commit_max, so
+//     committed on a quorum); RepairDone then only decides between closing,
+//     pulling the next window, and waiting for the stall retry.
 //   - Partition groups follow 7.5's floor rule: a RangeEvicted sets the
 //     floor, and at RepairDone the window "connects" when its lowest
 //     repaired batch starts at or below this replica's durable offset
@@ -39,6 +41,8 @@ type repairSession struct {
 	// by a RepairDone whose walk waits for them.
 	pending int
 	done    bool
+	// emitted is the highest repaired op handed to the journal.
+	emitted uint64
 	// askedFrom is the from_op of the last RequestPrepares: a RepairDone that
 	// finds commit_min at or above it made progress.
 	askedFrom uint64
@@ -101,6 +105,7 @@ func (r *Replica) maybeRepair() {
 	if r.repair.open || r.status != StatusNormal || r.IsPrimary() || r.commitMin >= r.commitMax {
 		return
 	}
+	r.emitRepaired() // entries held from a closed session are journaled first
 	if e := r.log[r.commitMin+1]; e != nil {
 		if e.journaled {
 			r.commitJournal() // the periodic backstop of 5.9
@@ -218,8 +223,22 @@ func (r *Replica) onRepairPrepare(frame []byte, p wire.PrepareHeader) {
 	}
 	wire.HeaderOf(frame).SetCommand(wire.CmdPrepare) // journaled as the prepare it is
 	r.log[p.Op] = &entry{frame: frame, hdr: p, repaired: true}
-	r.repair.pending++
-	r.ready.Journal = append(r.ready.Journal, frame)
+	r.emitRepaired()
+}
+
+// emitRepaired hands held repaired entries to the journal in op order,
+// starting right above everything journaled or already handed over.
+func (r *Replica) emitRepaired() {
+	for next := max(r.sequencer, r.repair.emitted) + 1; ; next++ {
+		e := r.log[next]
+		if e == nil || !e.repaired || e.emitted {
+			return
+		}
+		e.emitted = true
+		r.repair.emitted = next
+		r.repair.pending++
+		r.ready.Journal = append(r.ready.Journal, e.frame)
+	}
 }
 
 // SetOffsetFrontier tells a partition group's core the next offset after
@@ -255,6 +274,7 @@ func (r *Replica) applyFloor() bool {
 // entries above it (7.4 rule 8): never over a hole.
 func (r *Replica) advanceSequencer() {
 	for {
+		r.emitRepaired()
 		e := r.log[r.sequencer+1]
 		if e == nil || !e.journaled {
 			return

@@ -143,6 +143,7 @@ type entry struct {
 	acks      uint32
 	quorum    bool
 	repaired  bool // arrived as a RepairPrepare: never acked or forwarded
+	emitted   bool // a repaired entry handed to the shell's journal
 	tag       any
 }
 
@@ -311,7 +312,7 @@ func (r *Replica) Journaled(op uint64, err error) {
 	}
 	if err != nil {
 		if e.repaired {
-			r.repair.pending, r.repair.done = 0, false // the stall retry asks again
+			r.repair.pending, r.repair.done, r.repair.emitted = 0, false, 0 // the stall retry asks again
 		}
 		r.truncateFrom(op)
 		return
@@ -343,7 +344,7 @@ func (r *Replica) truncateFrom(op uint64) {
 			delete(r.log, o) // repaired entries held above a hole; they carry no tags
 		}
 	}
-	r.sequencer = op - 1
+	r.sequencer = min(r.sequencer, op-1)
 	if prev := r.log[op-1]; prev != nil {
 		r.lastChecksum = prev.hdr.Checksum
 	} else if op-1 == r.commitMin {
