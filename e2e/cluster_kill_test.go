@@ -1,0 +1,254 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"iggynode/actors"
+	"iggynode/client"
+	"iggynode/config"
+	replicaplane "iggynode/plane/replica"
+	"iggynode/wire"
+)
+
+// TestHelperClusterNodeProcess is not a test: it is one replica of the
+// three-process cluster TestKill9BackupRejoinsByRepair starts and kills.
+// E2E_CLUSTER_PEERS lists the replica-plane addresses, in id order.
+func TestHelperClusterNodeProcess(t *testing.T) {
+	dir := os.Getenv("E2E_CLUSTER_DIR")
+	if dir == "" {
+		t.Skip("helper process only")
+	}
+	self, _ := strconv.Atoi(os.Getenv("E2E_CLUSTER_REPLICA"))
+	peers := strings.Split(os.Getenv("E2E_CLUSTER_PEERS"), ",")
+	cfg := config.Default()
+	cfg.System.Path = dir
+	cfg.TCP.Address, cfg.QUIC.Enabled, cfg.WebSocket.Enabled = "127.0.0.1:0", false, false
+	cfg.Cluster.Enabled, cfg.Cluster.Name, cfg.Cluster.ReplicaID = true, "kill-cluster", self
+	var roster []replicaplane.Peer
+	for i, addr := range peers {
+		cfg.Cluster.Nodes = append(cfg.Cluster.Nodes, config.Node{Name: fmt.Sprintf("node-%d", i), IP: "127.0.0.1", ReplicaID: i})
+		roster = append(roster, replicaplane.Peer{ID: uint8(i), Addr: addr})
+	}
+	n, err := actors.Start(actors.Options{Config: cfg, RootUsername: "iggy", RootPassword: "iggy", Logger: logger(),
+		ReplicaListen: peers[self], ReconnectPeriod: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.SetReplicaRoster(roster); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("ADDR %s\n", n.TCPAddr())
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM)
+	select {
+	case <-sig:
+	case <-time.After(2 * time.Minute):
+	}
+	_ = n.Close()
+}
+
+// startClusterChild starts replica self of the cluster whose replica-plane
+// addresses are peers, with its data in dir, and returns its client address.
+func startClusterChild(t *testing.T, dir string, self int, peers []string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestHelperClusterNodeProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "E2E_CLUSTER_DIR="+dir, "E2E_CLUSTER_REPLICA="+strconv.Itoa(self),
+		"E2E_CLUSTER_PEERS="+strings.Join(peers, ","))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if a, ok := strings.CutPrefix(sc.Text(), "ADDR "); ok {
+				addr <- a
+			}
+		}
+	}()
+	select {
+	case a := <-addr:
+		return cmd, a
+	case <-time.After(30 * time.Second):
+		t.Fatal("cluster child did not start")
+	}
+	return nil, ""
+}
+
+// loopbackAddrs reserves n loopback ports the kernel picked (port 0), for
+// processes that must know each other's address before they start.
+func loopbackAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	var addrs []string
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs = append(addrs, ln.Addr().String())
+		_ = ln.Close()
+	}
+	return addrs
+}
+
+// Three node processes; a backup is killed with SIGKILL under load and
+// restarted on its data. Writes go on committing on the other two while it
+// is gone; once back it catches up by repair (its journal was in memory,
+// its segments on disk), and every acknowledged message is then present
+// exactly once, in order, on every replica (fault-tolerance issue: real
+// processes).
+func TestKill9BackupRejoinsByRepair(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three child processes")
+	}
+	peers := loopbackAddrs(t, 3)
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	addrs := make([]string, 3)
+	var cmds [3]*exec.Cmd
+	for i := range 3 {
+		cmds[i], addrs[i] = startClusterChild(t, dirs[i], i, peers)
+	}
+	ctx := ctxT(t)
+	admin, err := client.Connect(ctx, client.Options{Address: addrs[0], Username: "iggy", Password: "iggy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if _, err := admin.CreateStream(ctx, "kill", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CreateTopic(ctx, wire.ID(0), "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	var mu sync.Mutex
+	var acked [][]byte // payloads in offset order
+	writeErr := make(chan error, 1)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c, err := client.Connect(ctx, client.Options{Address: addrs[0], Username: "iggy", Password: "iggy", RequestTimeout: 5 * time.Second})
+		if err != nil {
+			writeErr <- err
+			return
+		}
+		defer c.Close()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			var msgs []wire.Message
+			var payloads [][]byte
+			for j := range 20 {
+				p := make([]byte, 200)
+				binary.LittleEndian.PutUint64(p, uint64(i<<8|j))
+				payloads = append(payloads, p)
+				msgs = append(msgs, client.NewMessage(p))
+			}
+			conf, err := c.SendMessages(ctx, wire.ID(0), wire.ID(0), wire.PartitionID(0), msgs)
+			if err != nil {
+				writeErr <- fmt.Errorf("send %d: %w", i, err)
+				return
+			}
+			mu.Lock()
+			if conf[0].BaseOffset != uint64(len(acked)) {
+				mu.Unlock()
+				writeErr <- fmt.Errorf("send %d acknowledged at offset %d, after %d messages", i, conf[0].BaseOffset, len(acked))
+				return
+			}
+			acked = append(acked, payloads...)
+			mu.Unlock()
+			// Paced so the ops committed while replica 2 is away stay within
+			// the primary's repair ring (4096 ops): beyond it a rejoining
+			// replica needs state transfer, which is not there yet.
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(acked) }
+
+	time.Sleep(700 * time.Millisecond)
+	before := count()
+	if err := cmds[2].Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmds[2].Wait()
+	time.Sleep(700 * time.Millisecond)
+	whileDown := count() - before
+	cmds[2], addrs[2] = startClusterChild(t, dirs[2], 2, peers)
+	time.Sleep(700 * time.Millisecond)
+	close(stop)
+	<-done
+	select {
+	case err := <-writeErr:
+		t.Fatalf("the writer failed: %v", err)
+	default:
+	}
+	if before == 0 || whileDown == 0 {
+		t.Fatalf("%d messages acknowledged before the kill and %d while the backup was down: the test did not load the cluster", before, whileDown)
+	}
+
+	want := acked
+	for i, addr := range addrs {
+		c, err := client.Connect(ctx, client.Options{Address: addr, Username: "iggy", Password: "iggy", StayOnNode: true})
+		if err != nil {
+			t.Fatalf("replica %d: %v", i, err)
+		}
+		var got [][]byte
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			got = got[:0]
+			for off := uint64(0); ; {
+				p, err := c.PollMessages(ctx, wire.SingleConsumer(wire.ID(1)), wire.ID(0), wire.ID(0), wire.Partition(0),
+					wire.OffsetStrategy(off), 1000, false)
+				if err != nil {
+					t.Fatalf("replica %d poll: %v", i, err)
+				}
+				msgs := client.Messages(p)
+				if len(msgs) == 0 {
+					break
+				}
+				for _, m := range msgs {
+					if m.Offset != off {
+						t.Fatalf("replica %d: offset %d where %d was expected", i, m.Offset, off)
+					}
+					got = append(got, m.Payload)
+					off++
+				}
+			}
+			if len(got) >= len(want) || time.Now().After(deadline) {
+				break
+			}
+		}
+		if len(got) != len(want) {
+			t.Fatalf("replica %d holds %d messages, %d were acknowledged", i, len(got), len(want))
+		}
+		for j := range want {
+			if !bytes.Equal(got[j], want[j]) {
+				t.Fatalf("replica %d: message at offset %d differs", i, j)
+			}
+		}
+		_ = c.Close()
+	}
+	t.Logf("%d messages acknowledged (%d while replica 2 was down), identical on all three replicas", len(want), whileDown)
+}
