@@ -17,6 +17,7 @@ import (
 	"iggynode/config"
 	replicaplane "iggynode/plane/replica"
 	"iggynode/storage"
+	"iggynode/vsr"
 	"iggynode/wire"
 )
 
@@ -602,4 +603,48 @@ func TestRestartedBackupCatchesUpFromItsSegments(t *testing.T) {
 	}
 	send(10, 12)
 	caughtUp("after the restart", nodes[2])
+}
+
+// client-plane.md 5.5 and 19 item 15: a Logout the primary cannot admit
+// (its pipeline and queue are full) is answered on the status channel with
+// 58, empty body. A result section under operation 3 would read as a
+// successful logout to the SDKs, which ignore a Logout's body, while the
+// session stays bound.
+func TestLogoutThatCannotBeAdmittedIsADeny(t *testing.T) {
+	nodes := startClusterWith(t, 3, func(o *Options) { o.Config.Metadata.PrepareQueueDepth = 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := client.Connect(ctx, client.Options{Address: nodes[0].TCPAddr(), Username: "iggy", Password: "iggy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var sessions int
+	inspect(nodes[0], func(m *metadataActor) { sessions = m.state.Clients().Len() })
+	for _, n := range nodes[1:] {
+		_ = n.Close()
+	}
+	// Nothing commits now: fill the pipeline (1) and the request queue (2).
+	filled := 0
+	inspect(nodes[0], func(m *metadataActor) {
+		for i := range 3 {
+			if m.core.Submit(vsr.Request{Client: wire.U128{Lo: uint64(1000 + i)}, Request: 1, Operation: wire.OpCreateStream,
+				Frame: make([]byte, wire.HeaderSize)}, m.n.opts.Clock()) == nil {
+				filled++
+			}
+		}
+		m.drive(nil)
+	})
+	if filled != 3 {
+		t.Fatalf("setup: admitted %d of 3 filler prepares", filled)
+	}
+	err = c.Logout(ctx)
+	if code, ok := wire.CodeOf(err); !ok || code != wire.ErrTransientNotAccepted {
+		t.Fatalf("logout with a full pipeline: %v, want status 58", err)
+	}
+	var after int
+	inspect(nodes[0], func(m *metadataActor) { after = m.state.Clients().Len() })
+	if after != sessions {
+		t.Fatalf("a refused logout changed the client table: %d sessions, then %d", sessions, after)
+	}
 }

@@ -116,6 +116,16 @@ func (c *connection) next(ctx actor.Context) {
 func (c *connection) handle(ctx actor.Context, buf []byte) *replyOut {
 	h := wire.HeaderOf(buf)
 	hdr, err := wire.DecodeRequestHeader(h)
+	if err != nil && zeroFieldLogout(h) {
+		// The reference drops a Logout with request or session 0; a
+		// compatible server never evicts a Logout (client-plane.md 5.5, 19
+		// item 15): unbound, it is the idempotent class H reply; bound, a
+		// plain deny, since the session it names is not this one.
+		if c.bound == nil {
+			return &replyOut{frame: logoutReply(&hdr, hdr.Client, 0, c.node.commit.Load())}
+		}
+		return &replyOut{frame: denyReply(&hdr, c.id, c.node.commit.Load(), wire.ErrInvalidFormat)}
+	}
 	if err != nil {
 		// The reference drops these silently; a compatible server answers
 		// with InvalidRequestOperation so a lockstep client never hangs
@@ -198,4 +208,18 @@ func (c *connection) checkStale(ctx actor.Context, m *staleCheck) {
 	c.conn.Send(eviction(c.bound.client, wire.EvictStaleClient))
 	c.bound = nil
 	ctx.Send(c.node.metadata, &connBound{id: c.id, userID: noUser})
+}
+
+// zeroFieldLogout reports whether h is a Logout request whose only fault is
+// a zero request number or session.
+func zeroFieldLogout(h *wire.Header) bool {
+	if h.Command() != wire.CmdRequest {
+		return false
+	}
+	r := h.Request()
+	if r.Operation != wire.OpLogout || (r.Request != 0 && r.Session != 0) {
+		return false
+	}
+	r.Request, r.Session = max(r.Request, 1), max(r.Session, 1)
+	return r.Validate() == nil
 }

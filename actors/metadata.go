@@ -451,11 +451,7 @@ func (m *metadataActor) onMetadataWrite(ctx actor.Context, req *clientRequest) {
 		return
 	}
 	transient := func(code wire.ErrorCode) {
-		if isLogout {
-			m.reply(ctx, req, &replyOut{frame: denyReply(hdr, req.connID, m.commit(), code)})
-			return
-		}
-		m.reply(ctx, req, &replyOut{frame: rejectReply(hdr, b.client, m.commit(), replyOperation(hdr.Operation), code)})
+		m.reply(ctx, req, &replyOut{frame: m.notAdmittedReply(req, b.client, code)})
 	}
 	switch {
 	case !m.core.IsPrimary():
@@ -552,6 +548,17 @@ func (m *metadataActor) admitEnv() metadata.AdmitEnv {
 	}
 }
 
+// notAdmittedReply answers a metadata request that was not admitted or
+// whose outcome is unknown (57, 58): a result-section rejection (class D),
+// except for Logout, which is not result-framed, so a status-0 reply would
+// read as a successful logout: it gets the deny frame (client-plane.md 5.5).
+func (m *metadataActor) notAdmittedReply(req *clientRequest, client wire.U128, code wire.ErrorCode) []byte {
+	if req.hdr.Operation == wire.OpLogout {
+		return denyReply(&req.hdr, req.connID, m.commit(), code)
+	}
+	return rejectReply(&req.hdr, client, m.commit(), replyOperation(req.hdr.Operation), code)
+}
+
 // submit hands an admitted prepare to the consensus core. The prepare
 // frame is built in a fresh buffer: metadata bodies are small and may
 // have been rewritten by admission.
@@ -563,7 +570,7 @@ func (m *metadataActor) submit(ctx actor.Context, req *clientRequest, client wir
 		Operation: p.Operation, Release: hdr.Release, UserID: userID, Frame: frame,
 		Tag: &metaPending{req: req, rawToken: p.RawToken}}, m.n.opts.Clock())
 	if err != nil {
-		m.reply(ctx, req, &replyOut{frame: rejectReply(hdr, client, m.commit(), replyOperation(hdr.Operation), wire.ErrTransientNotAccepted)})
+		m.reply(ctx, req, &replyOut{frame: m.notAdmittedReply(req, client, wire.ErrTransientNotAccepted)})
 		return
 	}
 	m.inflight[client] = true
@@ -610,8 +617,7 @@ func (m *metadataActor) drive(ctx actor.Context) {
 				if p.req.bound != nil {
 					delete(m.inflight, p.req.bound.client)
 				}
-				m.reply(ctx, p.req, &replyOut{frame: rejectReply(&p.req.hdr, p.req.hdr.Client, m.commit(),
-					replyOperation(p.req.hdr.Operation), wire.ErrTransientNotCommitted)})
+				m.reply(ctx, p.req, &replyOut{frame: m.notAdmittedReply(p.req, p.req.hdr.Client, wire.ErrTransientNotCommitted)})
 			}
 		}
 	}

@@ -118,6 +118,33 @@ func TestBeforeLogin(t *testing.T) {
 	r.login()
 }
 
+// client-plane.md 5.5 and 19 item 15: a Logout is never evicted, even one
+// with request or session 0 (which the reference drops without a reply).
+func TestLogoutIsNeverEvicted(t *testing.T) {
+	n := startNode(t)
+	r := dialRaw(t, n)
+	for _, tc := range []struct{ request, session uint64 }{{1, 0}, {0, 7}, {0, 0}} {
+		r.send(request(wire.OpLogout, 0, tc.request, tc.session, nil))
+		f := r.read()
+		if f[60] != byte(wire.CmdReply) {
+			t.Fatalf("unbound logout (request %d, session %d): command %v, want a reply", tc.request, tc.session, wire.HeaderOf(f).Command())
+		}
+		if h := wire.HeaderOf(f).Reply(); h.Status != 0 || h.Operation != wire.OpLogout || h.Op != 0 || h.Size != wire.HeaderSize {
+			t.Fatalf("unbound logout (request %d, session %d): %+v, want class H with op 0", tc.request, tc.session, h)
+		}
+	}
+	session := r.login()
+	r.send(request(wire.OpLogout, 0, 0, session, nil))
+	f := r.read()
+	if h := wire.HeaderOf(f).Reply(); f[60] != byte(wire.CmdReply) || h.Status != uint32(wire.ErrInvalidFormat) || h.Operation != wire.OpLogout {
+		t.Fatalf("bound logout with request 0: command %v %+v, want a deny with status 4", wire.HeaderOf(f).Command(), h)
+	}
+	r.send(request(wire.OpNonReplicated, wire.CodeGetStreams, 2, session, nil))
+	if h := wire.HeaderOf(r.read()).Reply(); h.Status != 0 || h.Request != 2 {
+		t.Fatalf("the session must survive a refused logout: %+v", h)
+	}
+}
+
 // client-plane.md 5.2: the version gate and a body that is not a login.
 func TestLoginGateEvictions(t *testing.T) {
 	n := startNode(t)
