@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -80,6 +81,9 @@ func (r *raw) login() uint64 {
 	if rh.Status != 0 || rh.Operation != wire.OpRegister {
 		r.t.Fatalf("login reply %+v", rh)
 	}
+	if !bytes.Equal(f[wire.HeaderSize:wire.HeaderSize+4], []byte{0, 0, 0, 0}) {
+		r.t.Fatalf("login reply body starts % x, want the result section 00 00 00 00 (19 item 5)", f[wire.HeaderSize:wire.HeaderSize+4])
+	}
 	var lr wire.LoginRegisterResponse
 	if err := lr.Decode(f[wire.HeaderSize+4:]); err != nil || lr.Session == 0 {
 		r.t.Fatalf("login payload: %+v %v", lr, err)
@@ -142,6 +146,48 @@ func TestLogoutIsNeverEvicted(t *testing.T) {
 	r.send(request(wire.OpNonReplicated, wire.CodeGetStreams, 2, session, nil))
 	if h := wire.HeaderOf(r.read()).Reply(); h.Status != 0 || h.Request != 2 {
 		t.Fatalf("the session must survive a refused logout: %+v", h)
+	}
+}
+
+// client-plane.md 19 item 10: where the reference answers a missing
+// stream, topic or partition of a poll or a consumer-offset read with a
+// typed status, so does this node (and not with an empty body).
+func TestPollAndOffsetReadsOfMissingResourcesAreTyped(t *testing.T) {
+	n := startNode(t)
+	c := connect(t, n)
+	ctx := ctxT(t)
+	if _, err := c.CreateStream(ctx, "s", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateTopic(ctx, wire.ID(0), "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	r := dialRaw(t, n)
+	session := r.login()
+	poll := func(stream, topic, partition uint32) []byte {
+		return request(wire.OpNonReplicated, wire.CodePollMessages, 1, session, wire.PollMessages{
+			Consumer: wire.SingleConsumer(wire.ID(1)), Stream: wire.ID(stream), Topic: wire.ID(topic),
+			Partition: wire.Partition(partition), Strategy: wire.FirstStrategy(), Count: 1}.AppendTo(nil))
+	}
+	offset := func(partition uint32) []byte {
+		return request(wire.OpNonReplicated, wire.CodeGetConsumerOffset, 1, session, wire.GetConsumerOffset{
+			Consumer: wire.SingleConsumer(wire.ID(1)), Stream: wire.ID(0), Topic: wire.ID(0), Partition: wire.Partition(partition)}.AppendTo(nil))
+	}
+	for _, tc := range []struct {
+		name  string
+		frame []byte
+		want  wire.ErrorCode
+	}{
+		{"poll, missing stream", poll(9, 0, 0), wire.ErrStreamIdNotFound},
+		{"poll, missing topic", poll(0, 9, 0), wire.ErrTopicIdNotFound},
+		{"poll, missing partition", poll(0, 0, 9), wire.ErrPartitionNotFound},
+		{"consumer offset, missing partition", offset(9), wire.ErrPartitionNotFound},
+	} {
+		r.send(tc.frame)
+		f := r.read()
+		if h := wire.HeaderOf(f).Reply(); f[60] != byte(wire.CmdReply) || h.Status != uint32(tc.want) || len(f) != wire.HeaderSize {
+			t.Errorf("%s: status %d, %d body bytes; want status %d, no body", tc.name, h.Status, len(f)-wire.HeaderSize, tc.want)
+		}
 	}
 }
 
