@@ -483,27 +483,7 @@ func TestLateBackupRepairsMetadataAndMessages(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	c, err := client.Connect(ctx, client.Options{Address: nodes[0].TCPAddr(), Username: "iggy", Password: "iggy"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.CreateStream(ctx, "late", nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.CreateTopic(ctx, wire.ID(0), "t", 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	send := func(from, to int) {
-		for i := from; i < to; i++ {
-			msg := client.NewMessage([]byte(fmt.Sprintf("batch-%d", i)))
-			if _, err := c.SendMessages(ctx, wire.ID(0), wire.ID(0), wire.PartitionID(0), []wire.Message{msg}); err != nil {
-				t.Fatalf("send %d: %v", i, err)
-			}
-		}
-	}
+	send := oneTopic(t, nodes[0], "late")
 	send(0, 3)
 	var found bool
 	inspect(nodes[2], func(m *metadataActor) { _, found = m.state.ResolveStream(wire.Named("late")) })
@@ -517,17 +497,13 @@ func TestLateBackupRepairsMetadataAndMessages(t *testing.T) {
 	}
 	send(3, 6)
 	group, _ := wire.PartitionGroup(0, 0, 0)
-	stored := func(n *Node) []byte {
-		var rec []byte
-		_ = n.store.ScanBatches(group, 0, func(_ uint64, b []byte) error { rec = append(rec, b...); return nil })
-		return rec
-	}
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		var snaps [][]byte
 		for _, n := range []*Node{nodes[0], nodes[2]} {
 			inspect(n, func(m *metadataActor) { snaps = append(snaps, m.state.Snapshot()) })
 		}
-		primary, late := stored(nodes[0]), stored(nodes[2])
+		primary, _ := storedBatches(nodes[0], group)
+		late, _ := storedBatches(nodes[2], group)
 		if bytes.Equal(snaps[0], snaps[1]) && len(primary) > 0 && bytes.Equal(primary, late) {
 			break
 		}
@@ -544,41 +520,13 @@ func TestLateBackupRepairsMetadataAndMessages(t *testing.T) {
 // segments, and ends with the primary's bytes, nothing stored twice.
 func TestRestartedBackupCatchesUpFromItsSegments(t *testing.T) {
 	nodes := startCluster(t, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	c, err := client.Connect(ctx, client.Options{Address: nodes[0].TCPAddr(), Username: "iggy", Password: "iggy"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.CreateStream(ctx, "restart", nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.CreateTopic(ctx, wire.ID(0), "t", 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	send := func(from, to int) {
-		for i := from; i < to; i++ {
-			msg := client.NewMessage([]byte(fmt.Sprintf("batch-%d", i)))
-			if _, err := c.SendMessages(ctx, wire.ID(0), wire.ID(0), wire.PartitionID(0), []wire.Message{msg}); err != nil {
-				t.Fatalf("send %d: %v", i, err)
-			}
-		}
-	}
+	send := oneTopic(t, nodes[0], "restart")
 	group, _ := wire.PartitionGroup(0, 0, 0)
-	stored := func(n *Node) (rec []byte, batches int) {
-		_ = n.store.ScanBatches(group, 0, func(_ uint64, b []byte) error {
-			rec = append(rec, b...)
-			batches++
-			return nil
-		})
-		return rec, batches
-	}
 	caughtUp := func(what string, n *Node) {
 		t.Helper()
 		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			want, wantN := stored(nodes[0])
-			got, gotN := stored(n)
+			want, wantN := storedBatches(nodes[0], group)
+			got, gotN := storedBatches(n, group)
 			if wantN > 0 && gotN == wantN && bytes.Equal(got, want) {
 				return
 			}
@@ -647,4 +595,44 @@ func TestLogoutThatCannotBeAdmittedIsADeny(t *testing.T) {
 	if after != sessions {
 		t.Fatalf("a refused logout changed the client table: %d sessions, then %d", sessions, after)
 	}
+}
+
+// oneTopic logs in to n as root, creates the stream with one topic of one
+// partition, and returns a send of batches from..to-1 (one message
+// "batch-i" each) to that partition.
+func oneTopic(t *testing.T, n *Node, stream string) (send func(from, to int)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	c, err := client.Connect(ctx, client.Options{Address: n.TCPAddr(), Username: "iggy", Password: "iggy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	s, err := c.CreateStream(ctx, stream, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateTopic(ctx, wire.ID(s.ID), "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	return func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			msg := client.NewMessage([]byte(fmt.Sprintf("batch-%d", i)))
+			if _, err := c.SendMessages(ctx, wire.ID(s.ID), wire.ID(0), wire.PartitionID(0), []wire.Message{msg}); err != nil {
+				t.Fatalf("send %d: %v", i, err)
+			}
+		}
+	}
+}
+
+// storedBatches is a partition group's segment bytes on n, and their count.
+func storedBatches(n *Node, group uint64) (rec []byte, batches int) {
+	_ = n.store.ScanBatches(group, 0, func(_ uint64, b []byte) error {
+		rec = append(rec, b...)
+		batches++
+		return nil
+	})
+	return rec, batches
 }

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"fmt"
@@ -64,34 +63,10 @@ func TestHelperClusterNodeProcess(t *testing.T) {
 // addresses are peers, with its data in dir, and returns its client address.
 func startClusterChild(t *testing.T, dir string, self int, peers []string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestHelperClusterNodeProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "E2E_CLUSTER_DIR="+dir, "E2E_CLUSTER_REPLICA="+strconv.Itoa(self),
-		"E2E_CLUSTER_PEERS="+strings.Join(peers, ","))
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, addr := startHelperProcess(t, "TestHelperClusterNodeProcess", "E2E_CLUSTER_DIR="+dir,
+		"E2E_CLUSTER_REPLICA="+strconv.Itoa(self), "E2E_CLUSTER_PEERS="+strings.Join(peers, ","))
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if a, ok := strings.CutPrefix(sc.Text(), "ADDR "); ok {
-				addr <- a
-			}
-		}
-	}()
-	select {
-	case a := <-addr:
-		return cmd, a
-	case <-time.After(30 * time.Second):
-		t.Fatal("cluster child did not start")
-	}
-	return nil, ""
+	return cmd, addr
 }
 
 // loopbackAddrs reserves n loopback ports the kernel picked (port 0), for

@@ -39,8 +39,16 @@ func TestHelperNodeProcess(t *testing.T) {
 
 func startChild(t *testing.T, dir string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestHelperNodeProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "E2E_NODE_DIR="+dir)
+	return startHelperProcess(t, "TestHelperNodeProcess", "E2E_NODE_DIR="+dir)
+}
+
+// startHelperProcess re-executes this test binary running only the helper
+// test named (a node process configured by env) and waits for the client
+// address it prints as "ADDR host:port".
+func startHelperProcess(t *testing.T, helper string, env ...string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run", "^"+helper+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -49,9 +57,9 @@ func startChild(t *testing.T, dir string) (*exec.Cmd, string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	sc := bufio.NewScanner(out)
 	addr := make(chan string, 1)
 	go func() {
+		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			if a, ok := strings.CutPrefix(sc.Text(), "ADDR "); ok {
 				addr <- a
@@ -63,7 +71,7 @@ func startChild(t *testing.T, dir string) (*exec.Cmd, string) {
 		return cmd, a
 	case <-time.After(30 * time.Second):
 		_ = cmd.Process.Kill()
-		t.Fatal("child node did not start")
+		t.Fatalf("%s did not start", helper)
 	}
 	return nil, ""
 }

@@ -149,10 +149,10 @@ func TestLogoutIsNeverEvicted(t *testing.T) {
 	}
 }
 
-// client-plane.md 19 item 10: where the reference answers a missing
-// stream, topic or partition of a poll or a consumer-offset read with a
-// typed status, so does this node (and not with an empty body).
-func TestPollAndOffsetReadsOfMissingResourcesAreTyped(t *testing.T) {
+// rawWithTopic starts a node with stream 0 holding topic 0 of one
+// partition, and returns a raw connection logged in with its session.
+func rawWithTopic(t *testing.T) (*testNode, *raw, uint64) {
+	t.Helper()
 	n := startNode(t)
 	c := connect(t, n)
 	ctx := ctxT(t)
@@ -163,7 +163,14 @@ func TestPollAndOffsetReadsOfMissingResourcesAreTyped(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := dialRaw(t, n)
-	session := r.login()
+	return n, r, r.login()
+}
+
+// client-plane.md 19 item 10: where the reference answers a missing
+// stream, topic or partition of a poll or a consumer-offset read with a
+// typed status, so does this node (and not with an empty body).
+func TestPollAndOffsetReadsOfMissingResourcesAreTyped(t *testing.T) {
+	_, r, session := rawWithTopic(t)
 	poll := func(stream, topic, partition uint32) []byte {
 		return request(wire.OpNonReplicated, wire.CodePollMessages, 1, session, wire.PollMessages{
 			Consumer: wire.SingleConsumer(wire.ID(1)), Stream: wire.ID(stream), Topic: wire.ID(topic),
@@ -300,17 +307,7 @@ func TestBadFramesCloseOnlyTheirConnection(t *testing.T) {
 // 13.1: a batch with a bad checksum or nonzero reserved bytes is refused
 // with the compatible codes and nothing is stored.
 func TestBadBatchesStoreNothing(t *testing.T) {
-	n := startNode(t)
-	c := connect(t, n)
-	ctx := ctxT(t)
-	if _, err := c.CreateStream(ctx, "s", nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.CreateTopic(ctx, wire.ID(0), "t", 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	r := dialRaw(t, n)
-	session := r.login()
+	n, r, session := rawWithTopic(t)
 	batch, err := wire.AppendBatch(nil, []wire.Message{client.NewMessage([]byte("hello"))})
 	if err != nil {
 		t.Fatal(err)
@@ -334,7 +331,7 @@ func TestBadBatchesStoreNothing(t *testing.T) {
 			t.Fatalf("%s: status %d, want %d", name, h.Status, m.code)
 		}
 	}
-	p, err := c.PollMessages(ctx, wire.SingleConsumer(wire.ID(1)), wire.ID(0), wire.ID(0), wire.Partition(0), wire.FirstStrategy(), 10, false)
+	p, err := connect(t, n).PollMessages(ctxT(t), wire.SingleConsumer(wire.ID(1)), wire.ID(0), wire.ID(0), wire.Partition(0), wire.FirstStrategy(), 10, false)
 	if err != nil || p.MessagesCount != 0 {
 		t.Fatalf("a rejected batch was stored: %+v %v", p, err)
 	}
