@@ -56,6 +56,12 @@ func (n *Node) coreConfig(group uint64, metadata bool) vsr.Config {
 		PrepareRetransmitTicks: ticks(c.Cluster.PrepareRetransmitInterval),
 		CommitBroadcastTicks:   ticks(c.Cluster.CommitBroadcastInterval),
 		HeartbeatTimeoutTicks:  ticks(c.Cluster.HeartbeatTimeout),
+		RepairRetryTicks:       ticks(c.Cluster.RepairRetryInterval),
+		// 10.1 ranges: chunk 1..1024 and below the peer queue, ring
+		// 1..65536 entries, bytes up to 256 MiB.
+		RepairChunk: int(min(max(c.Cluster.RepairChunkMax, 1), 1024, max(c.MessageBus.PeerQueueCapacity, 2)-1)),
+		RetainOps:   int(min(max(c.Partition.EvictedRingCapacity, 1), 65536)),
+		RetainBytes: int(min(max(uint64(c.Partition.EvictedRingBytesMax), 1), 256<<20)),
 		Seed:                   uint64(n.cluster.self)<<32 ^ group,
 	}
 }

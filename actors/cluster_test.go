@@ -636,3 +636,51 @@ func storedBatches(n *Node, group uint64) (rec []byte, batches int) {
 	})
 	return rec, batches
 }
+
+// 7.3 on real nodes: with a ring of one op, a backup unlinked while a
+// dozen metadata ops commit is repaired from the primary's journal.
+func TestLateBackupRepairsMetadataFromTheJournal(t *testing.T) {
+	nodes := startNodes(t, 3, func(o *Options) { o.Config.Partition.EvictedRingCapacity = 1 })
+	full := replicaRoster(nodes)
+	without2 := append(append([]replicaplane.Peer(nil), full[:2]...), replicaplane.Peer{ID: 2})
+	for i, n := range nodes {
+		roster := without2
+		if i == 2 {
+			roster = full
+		}
+		if err := n.SetReplicaRoster(roster); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := client.Connect(ctx, client.Options{Address: nodes[0].TCPAddr(), Username: "iggy", Password: "iggy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i := range 12 {
+		if _, err := c.CreateStream(ctx, fmt.Sprintf("s%d", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range nodes[:2] {
+		if err := n.SetReplicaRoster(full); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var snaps [][]byte
+		for _, n := range []*Node{nodes[0], nodes[2]} {
+			inspect(n, func(m *metadataActor) { snaps = append(snaps, m.state.Snapshot()) })
+		}
+		if bytes.Equal(snaps[0], snaps[1]) {
+			break
+		}
+		if time.Now().After(deadline) {
+			var commit uint64
+			inspect(nodes[2], func(m *metadataActor) { commit = m.core.CommitMin() })
+			t.Fatalf("replica 2 did not catch up: commit %d", commit)
+		}
+	}
+}

@@ -217,7 +217,17 @@ func (m *metadataActor) boot(ctx actor.Context) error {
 	if head < floor {
 		return fmt.Errorf("metadata journal ends at op %d below the snapshot at %d", head, floor)
 	}
-	m.core = vsr.New(m.n.coreConfig(wire.MetadataGroup, true))
+	vc := m.n.coreConfig(wire.MetadataGroup, true)
+	// Repair beyond the in-memory ring reads the journal back (7.3).
+	vc.ReadJournal = func(op uint64) []byte {
+		f, ok, err := m.n.store.GetPrepare(wire.MetadataGroup, op)
+		if err != nil || !ok {
+			return nil
+		}
+		return f
+	}
+	vc.JournalFloor = func() uint64 { return m.snapshotOp + 1 }
+	m.core = vsr.New(vc)
 	if head > 0 {
 		m.core.Restore(0, 0, head, headChecksum, headTs)
 	}

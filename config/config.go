@@ -131,6 +131,10 @@ type Metadata struct {
 
 type PartitionConfig struct {
 	PrepareQueueDepth uint32 `toml:"prepare_queue_depth"`
+	// The committed prepares a partition replica keeps for serving journal
+	// repair (replica-plane.md 5.13 rule 6, 10.1).
+	EvictedRingCapacity uint32 `toml:"evicted_ring_capacity"`
+	EvictedRingBytesMax Size   `toml:"evicted_ring_bytes_max"`
 }
 
 type MessageBus struct {
@@ -204,7 +208,7 @@ func Default() Config {
 		DataMaintenance:     DataMaintenance{Messages: Cleaner{CleanerEnabled: true, Interval: Duration(60e9)}},
 		PersonalAccessToken: PersonalAccessToken{MaxTokensPerUser: 100, Cleaner: Cleaner{Enabled: true, Interval: Duration(60e9)}},
 		Metadata:            Metadata{PrepareQueueDepth: 32, JournalSlots: 1024, ClientsTableMax: 8192},
-		Partition:           PartitionConfig{PrepareQueueDepth: 32},
+		Partition:           PartitionConfig{PrepareQueueDepth: 32, EvictedRingCapacity: 4096, EvictedRingBytesMax: 16 << 20},
 		MessageBus: MessageBus{MaxBatch: 256, MaxMessageSize: 64 << 20, PeerQueueCapacity: 256,
 			ReconnectPeriod: Duration(5e9), CloseGrace: Duration(2e9), HandshakeGrace: Duration(10e9)},
 		Cluster: Cluster{Name: "iggy-cluster", HeartbeatTimeout: Duration(5e9), CommitBroadcastInterval: Duration(500e6),

@@ -36,6 +36,11 @@ func (s *Store) ScanPrepares(group, fromOp uint64, fn func(op uint64, frame []by
 	})
 }
 
+// GetPrepare returns a copy of the frame journaled at (group, op), if any.
+func (s *Store) GetPrepare(group, op uint64) ([]byte, bool, error) {
+	return s.get(u64Key(group, kindPrepare, op))
+}
+
 // TruncatePrepares drops every journaled op >= fromOp of group (a rejected
 // uncommitted suffix, replica-plane.md 6.10 step 8, 9.3 step 3). It is
 // synced: ops truncated for a new view must not come back after a power

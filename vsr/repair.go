@@ -9,8 +9,9 @@ import "iggynode/wire"
 // Choices where the spec leaves room:
 //   - Every replica keeps its committed prepares in memory for serving, up
 //     to RetainOps entries and RetainBytes bytes (the partition plane's
-//     evicted ring of 5.13 rule 6, used for the metadata plane too instead
-//     of reading the WAL back). Below that, the server answers RangeEvicted.
+//     evicted ring of 5.13 rule 6). Below that, a partition server answers
+//     RangeEvicted; a metadata server reads older ops back from its journal
+//     (Config.ReadJournal) down to the last checkpoint, as 7.3 says.
 //   - RepairPrepares may arrive in any order: each one inside the window is
 //     held where it belongs and handed to the shell's journal in op order
 //     once the ops below it are journaled (a partition shell checks each
@@ -96,7 +97,13 @@ func (r *Replica) frameAt(op uint64) []byte {
 		}
 		return nil
 	}
-	return r.retained.at(op)
+	if f := r.retained.at(op); f != nil {
+		return f
+	}
+	if r.cfg.ReadJournal != nil && op <= r.commitMin && op >= r.cfg.JournalFloor() {
+		return r.cfg.ReadJournal(op)
+	}
+	return nil
 }
 
 // maybeRepair opens a session when the commit walk is stuck on a hole
@@ -185,6 +192,9 @@ func (r *Replica) onRequestPrepares(req wire.RequestPreparesHeader) {
 
 // oldestHeld is the lowest op this replica can serve.
 func (r *Replica) oldestHeld() uint64 {
+	if r.cfg.ReadJournal != nil {
+		return max(r.cfg.JournalFloor(), 1)
+	}
 	if len(r.retained.frames) > 0 {
 		return r.retained.from
 	}

@@ -209,3 +209,51 @@ func TestPartitionRepairFloorConnectsToDurableData(t *testing.T) {
 		})
 	}
 }
+
+// 7.3 rules 3-6 on the metadata plane: ops the ring no longer holds are
+// read back from the journal (Config.ReadJournal) down to the checkpoint,
+// so a backup far behind still catches up; below the floor it is
+// RangeEvicted.
+func TestMetadataRepairReadsTheJournalBelowTheRing(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		floor   uint64 // JournalFloor: snapshot_op + 1
+		catchUp bool
+	}{
+		{"journal reaches op 1", 1, true},
+		{"journal compacted to op 4", 4, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newClusterWith(3, func(cfg *Config) { cfg.RetainOps, cfg.Metadata = 2, true })
+			reads := 0
+			c.reps[0].cfg.ReadJournal = func(op uint64) []byte {
+				reads++
+				for _, cm := range c.committed[0] {
+					if cm.Op == op {
+						return cm.Frame
+					}
+				}
+				return nil
+			}
+			c.reps[0].cfg.JournalFloor = func() uint64 { return tc.floor }
+			c.down = map[uint8]bool{2: true}
+			for op := uint64(1); op <= 8; op++ {
+				submit(t, c.reps[0], "op", 100+op, op)
+				c.settle()
+			}
+			delete(c.down, 2)
+			c.ticks(c.reps[0].cfg.CommitBroadcastTicks + 1)
+			r2 := c.reps[2]
+			if !tc.catchUp {
+				if r2.CommitMin() != 0 || r2.Dropped["range evicted: state transfer needed"] == 0 {
+					t.Fatalf("below the journal floor: commit %d, drops %v", r2.CommitMin(), r2.Dropped)
+				}
+				return
+			}
+			if reads == 0 {
+				t.Fatal("the ring of 2 served ops 1..6 without reading the journal")
+			}
+			sameCommits(t, c, 2)
+		})
+	}
+}

@@ -50,6 +50,11 @@ type Config struct {
 	// serving repair (defaults 4096 and 16 MiB, 5.13 rule 6).
 	RetainOps   int
 	RetainBytes int
+	// ReadJournal, if set, reads back a committed prepare the ring no
+	// longer holds, for serving repair: the metadata plane serves from its
+	// journal down to JournalFloor (snapshot_op + 1, 7.3 rules 3-6).
+	ReadJournal  func(op uint64) []byte
+	JournalFloor func() uint64
 	// Seed makes the retransmission jitter deterministic.
 	Seed uint64
 }
