@@ -62,7 +62,7 @@ func (n *Node) coreConfig(group uint64, metadata bool) vsr.Config {
 		RepairChunk: int(min(max(c.Cluster.RepairChunkMax, 1), 1024, max(c.MessageBus.PeerQueueCapacity, 2)-1)),
 		RetainOps:   int(min(max(c.Partition.EvictedRingCapacity, 1), 65536)),
 		RetainBytes: int(min(max(uint64(c.Partition.EvictedRingBytesMax), 1), 256<<20)),
-		Seed:                   uint64(n.cluster.self)<<32 ^ group,
+		Seed:        uint64(n.cluster.self)<<32 ^ group,
 	}
 }
 
