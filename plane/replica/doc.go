@@ -90,14 +90,16 @@
 //     (tests bind 127.0.0.1:0, read Addr, then SetRoster everyone).
 //   - A dialer whose handshake fails does not back off beyond the reconnect
 //     period; the acceptor sheds excess inbound sockets instead.
-//   - 3.1 rule 3 sweeps at startup and then every reconnect period. Here
-//     the sweeps after Start, after a lost link and after SetRoster come
-//     on a ramp, 100 ms doubling up to the period, then every period. Nodes
-//     started together would otherwise leave the lower one's first dial
-//     refused and the pair unlinked for a whole period (5 s), and a backup
-//     linked late has missed every op committed meanwhile. The ramp costs
-//     at most six extra dials per absent peer per loss; wire behaviour is
-//     unchanged.
+//   - 3.1 rule 3 sweeps at startup and then every reconnect period. Here,
+//     while a higher peer is unlinked, the gap between sweeps doubles from
+//     100 ms up to the period (reset once every link is up); a lost link
+//     brings the next sweep one ramp step closer, and SetRoster sweeps at
+//     once. Nodes started together would otherwise leave the lower one's
+//     first dial refused and the pair unlinked for a whole period (5 s),
+//     and a backup linked late has missed every op committed meanwhile. A
+//     peer that keeps refusing or dropping us is dialed at most once per
+//     doubling gap, so the ramp costs a handful of extra dials per outage;
+//     wire behaviour is unchanged.
 //   - message_bus.max_batch <= 512 (10.3) is a configuration rule checked
 //     by the config loader, not here.
 package replicaplane

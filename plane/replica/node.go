@@ -76,7 +76,8 @@ type Node struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
-	kick    chan struct{}
+	kick    chan struct{} // SetRoster: sweep now
+	lost    chan struct{} // a link went down: sweep one ramp step away
 
 	mu     sync.Mutex
 	closed bool
@@ -129,6 +130,7 @@ func Start(cfg Config, h Handler) (*Node, error) {
 		cluster: wire.ClusterID(cfg.ClusterName),
 		ln:      ln,
 		kick:    make(chan struct{}, 1),
+		lost:    make(chan struct{}, 1),
 		conns:   make(map[net.Conn]struct{}),
 		peers:   make([]*peer, len(cfg.Roster)),
 	}
@@ -349,28 +351,41 @@ func (n *Node) acceptLoop() {
 // lost link, sweeps come at firstRedial, doubling up to ReconnectPeriod.
 const firstRedial = 100 * time.Millisecond
 
-// dialLoop sweeps at Start and then on a ramp that settles at
-// ReconnectPeriod. The ramp restarts whenever a link is lost or the roster
-// changes, so nodes started together (or a peer restarting) link up within
-// a fraction of a second instead of one full period later; a backup linked
-// late has missed every op committed meanwhile.
+// dialLoop sweeps at Start, at once on SetRoster, and then on a ramp: while
+// a higher peer is unlinked the gap doubles from firstRedial up to
+// ReconnectPeriod; once every link is up it idles at ReconnectPeriod with
+// the ramp reset, and a lost link schedules the next sweep one ramp step
+// away. Nodes started together, or a peer restarting, link up within a
+// fraction of a second instead of one full period later (a backup linked
+// late has missed every op committed meanwhile), while a peer that keeps
+// refusing or dropping us is dialed at most once per doubling gap.
 func (n *Node) dialLoop() {
 	defer n.wg.Done()
-	first := min(firstRedial, n.cfg.ReconnectPeriod)
+	period := n.cfg.ReconnectPeriod
+	first := min(firstRedial, period)
 	delay := first
+	n.sweep()
 	t := time.NewTimer(delay)
 	defer t.Stop()
 	for {
-		n.sweep()
 		select {
 		case <-n.ctx.Done():
 			return
 		case <-t.C:
-			delay = min(2*delay, n.cfg.ReconnectPeriod)
+			if n.sweep() > 0 {
+				delay = min(2*delay, period)
+				t.Reset(delay)
+			} else {
+				delay = first
+				t.Reset(period)
+			}
 		case <-n.kick:
+			n.sweep()
 			delay = first
+			t.Reset(delay)
+		case <-n.lost:
+			t.Reset(delay)
 		}
-		t.Reset(delay)
 	}
 }
 
@@ -382,21 +397,27 @@ func (n *Node) kickDialer() {
 }
 
 // sweep starts a dial for every higher peer (3.1 rule 2) with an address,
-// no installed connection and no handshake in flight (rule 3).
-func (n *Node) sweep() {
+// no installed connection and no handshake in flight (rule 3), and returns
+// how many higher peers are not linked.
+func (n *Node) sweep() (unlinked int) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
-		return
+		return 0
 	}
 	for _, p := range n.peers {
-		if p == nil || p.id < n.cfg.Self || p.addr == "" || p.dialing || p.link.Load() != nil {
+		if p == nil || p.id < n.cfg.Self || p.addr == "" || p.link.Load() != nil {
+			continue
+		}
+		unlinked++
+		if p.dialing {
 			continue
 		}
 		p.dialing = true
 		n.wg.Add(1)
 		go n.dial(p, p.addr)
 	}
+	return unlinked
 }
 
 func (n *Node) dial(p *peer, addr string) {
@@ -463,7 +484,10 @@ func (n *Node) run(p *peer, l *link) {
 	n.h.PeerDown(p.id)
 	n.uninstall(p, l)
 	n.untrack(l.raw)
-	n.kickDialer()
+	select {
+	case n.lost <- struct{}{}:
+	default:
+	}
 }
 
 func setNoDelay(c net.Conn) {
