@@ -20,5 +20,6 @@ func FaultsFor(seed uint64) Config {
 		},
 		CrashProbability:   0.002,
 		RestartProbability: 0.01,
+		CrashLosesMemory:   seed%3 != 0,
 	}
 }

@@ -33,6 +33,11 @@ type Config struct {
 	// with its state (see the package doc for why it is not wiped).
 	CrashProbability   float64
 	RestartProbability float64
+	// CrashLosesMemory: a backup that comes back restarts from what it
+	// kept durable (11.3 rule 2) instead of resuming with its memory: the
+	// metadata journal, or a partition's applied (segment) ops; pipelines,
+	// partition journals and repair sessions are lost.
+	CrashLosesMemory bool
 	// SubmitProbability: each tick, an idle client submits (default 0.5).
 	SubmitProbability float64
 	// RetainOps bounds each replica's ring of committed prepares served to
@@ -160,9 +165,7 @@ func Run(cfg Config) (res Result) {
 	r.res.Seed = cfg.Seed
 	r.net = newNetwork(cfg.Net, cfg.Replicas, r.rng)
 	for i := 0; i < cfg.Replicas; i++ {
-		vc := vsr.Config{Cluster: wire.U128{Lo: 0x51}, Group: r.group(), Replica: uint8(i),
-			ReplicaCount: cfg.Replicas, Metadata: !cfg.PartitionPlane, Seed: cfg.Seed + uint64(i)*7919 + 1, RetainOps: cfg.RetainOps}
-		r.reps = append(r.reps, &replica{core: vsr.New(vc), journal: make(map[uint64][]byte)})
+		r.reps = append(r.reps, &replica{core: vsr.New(r.coreConfig(i)), journal: make(map[uint64][]byte)})
 	}
 	for range cfg.Clients {
 		r.clients = append(r.clients, &client{next: 1})
@@ -191,6 +194,15 @@ func Run(cfg Config) (res Result) {
 	}
 	if !r.res.Failed() && !r.quiet() {
 		r.violate(r.livenessReport())
+	}
+	// 11.5 rule 7, at quiescence: no replica beyond the leader. (A restarted
+	// metadata backup recovers its whole journal as committed, as the node
+	// does, so it may run ahead of the primary until the primary commits
+	// those same ops.)
+	for i, rp := range r.reps {
+		if c := rp.core.CommitMin(); !r.res.Failed() && c > r.reps[0].core.CommitMin() {
+			r.violate(fmt.Sprintf("replica %d committed %d, beyond the primary's %d", i, c, r.reps[0].core.CommitMin()))
+		}
 	}
 	if !r.res.Failed() {
 		r.checkLinearizable()
@@ -278,10 +290,51 @@ func (r *run) crashOrRestart() {
 		r.event(i, "down")
 	}
 	if len(down) > 0 && r.rng.Float64() < r.cfg.RestartProbability {
-		i := down[r.rng.IntN(len(down))]
-		r.reps[i].down = false
-		r.event(i, "up (commit %d, primary at %d)", r.reps[i].core.CommitMin(), r.reps[0].core.CommitMin())
+		r.bringUp(down[r.rng.IntN(len(down))])
 	}
+}
+
+// bringUp returns a down backup to the network, restarted from its
+// durable state when crashes lose memory.
+func (r *run) bringUp(i int) {
+	rp := r.reps[i]
+	rp.down = false
+	if !r.cfg.CrashLosesMemory {
+		r.event(i, "up (commit %d, primary at %d)", rp.core.CommitMin(), r.reps[0].core.CommitMin())
+		return
+	}
+	rp.core = vsr.New(r.coreConfig(i))
+	if r.cfg.PartitionPlane {
+		// The segments hold every applied batch; the journal was memory.
+		rp.core.SetOffsetFrontier(uint64(len(rp.applied)))
+		rp.journal, rp.lastJournaled = make(map[uint64][]byte), 0
+	} else {
+		// The metadata journal is durable: everything journaled is
+		// recovered as committed (a cluster of one's recovery; without view
+		// change the primary commits those same ops) and replayed.
+		var head uint64
+		for head = uint64(len(rp.applied)); rp.journal[head+1] != nil; head++ {
+			r.apply(i, vsr.Committed{Op: head + 1, Frame: rp.journal[head+1]})
+		}
+		if head > 0 {
+			ph := wire.HeaderOf(rp.journal[head]).Prepare()
+			rp.core.Restore(0, 0, head, ph.Checksum, ph.Timestamp)
+		}
+		rp.lastJournaled = head
+	}
+	rp.commit = rp.core.CommitMin()
+	r.event(i, "restarted from durable state (commit %d, primary at %d)", rp.core.CommitMin(), r.reps[0].core.CommitMin())
+}
+
+func (r *run) coreConfig(i int) vsr.Config {
+	c := vsr.Config{Cluster: wire.U128{Lo: 0x51}, Group: r.group(), Replica: uint8(i),
+		ReplicaCount: r.cfg.Replicas, Metadata: !r.cfg.PartitionPlane, Seed: r.cfg.Seed + uint64(i)*7919 + 1, RetainOps: r.cfg.RetainOps}
+	if !r.cfg.PartitionPlane {
+		// The metadata journal is durable and read back, as the node does.
+		c.ReadJournal = func(op uint64) []byte { return r.reps[i].journal[op] }
+		c.JournalFloor = func() uint64 { return 1 }
+	}
+	return c
 }
 
 // submit lets idle clients send their next request to the primary.
@@ -301,9 +354,9 @@ func (r *run) submit() {
 		if cl.pending || primary.down {
 			continue
 		}
-		body := make([]byte, 16+r.rng.IntN(48))
-		binary.LittleEndian.PutUint64(body, cl.value)
-		binary.LittleEndian.PutUint64(body[8:], cl.request)
+		body := make([]byte, r.payloadAt()+16+r.rng.IntN(48))
+		binary.LittleEndian.PutUint64(body[r.payloadAt():], cl.value)
+		binary.LittleEndian.PutUint64(body[r.payloadAt()+8:], cl.request)
 		frame := append(make([]byte, wire.HeaderSize), body...)
 		err := primary.core.Submit(vsr.Request{Client: wire.U128{Lo: uint64(ci) + 1}, Request: cl.request,
 			Operation: r.operation(), Frame: frame, Tag: cl}, uint64(r.now)*10_000)
@@ -312,6 +365,16 @@ func (r *run) submit() {
 			r.drive(0)
 		}
 	}
+}
+
+// payloadAt is where a request's value starts in a prepare body: after
+// the batch header on the partition plane, whose base offset the primary's
+// journal append stamps (5.13 rule 3), one message per op.
+func (r *run) payloadAt() int {
+	if r.cfg.PartitionPlane {
+		return wire.BatchHeaderSize
+	}
+	return 0
 }
 
 // group and operation are those of the simulated plane.
@@ -337,6 +400,10 @@ func (r *run) drive(i int) {
 		rd := rp.core.Ready()
 		for _, f := range rd.Journal {
 			op := wire.HeaderOf(f).Prepare().Op
+			if r.cfg.PartitionPlane && rp.core.IsPrimary() {
+				binary.LittleEndian.PutUint64(f[wire.HeaderSize+wire.BatchBaseOffsetOffset:], op-1)
+				binary.LittleEndian.PutUint32(f[wire.HeaderSize+wire.BatchMessageCountOffset:], 1)
+			}
 			if op > max(rp.lastJournaled, rp.core.CommitMin())+1 {
 				r.violate(fmt.Sprintf("replica %d journal handed op %d above a hole (last %d, commit %d)", i, op, rp.lastJournaled, rp.core.CommitMin()))
 			}
@@ -368,6 +435,14 @@ func (r *run) apply(i int, c vsr.Committed) {
 		frame = append([]byte(nil), frame...)
 		r.cfg.Corrupt(i, c.Op, frame)
 	}
+	if r.cfg.PartitionPlane && c.Op <= uint64(len(rp.applied)) {
+		// Repaired past a restart: the segments hold it already (the
+		// shell's alreadyStored); it must be the same op.
+		if string(rp.applied[c.Op-1].frame) != string(frame) {
+			r.violate(fmt.Sprintf("replica %d repaired op %d differs from the one it stored", i, c.Op))
+		}
+		return
+	}
 	if want := uint64(len(rp.applied)) + 1; c.Op != want {
 		r.violate(fmt.Sprintf("replica %d applied op %d after %d ops", i, c.Op, want-1))
 		return
@@ -396,7 +471,7 @@ func (r *run) apply(i int, c vsr.Committed) {
 			r.violate(fmt.Sprintf("client %d request %d answered twice", cl.client, cl.request))
 			return
 		}
-		value := binary.LittleEndian.Uint64(frame[wire.HeaderSize:])
+		value := binary.LittleEndian.Uint64(frame[wire.HeaderSize+r.payloadAt():])
 		if value != cl.value {
 			r.violate(fmt.Sprintf("client %d request %d answered with another client's op", cl.client, cl.request))
 			return
@@ -426,9 +501,6 @@ func (r *run) checkTick() {
 		}
 		if c > rp.core.CommitMax() {
 			r.violate(fmt.Sprintf("replica %d commit_min %d above commit_max %d", i, c, rp.core.CommitMax()))
-		}
-		if i > 0 && c > r.reps[0].core.CommitMin() {
-			r.violate(fmt.Sprintf("replica %d committed %d, beyond the primary's %d", i, c, r.reps[0].core.CommitMin()))
 		}
 		if rp.core.IsPrimary() && rp.core.Status() == vsr.StatusNormal {
 			if other, ok := primaries[v]; ok && other != i {

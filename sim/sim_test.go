@@ -64,11 +64,11 @@ func TestDivergenceIsCaught(t *testing.T) {
 	t.Log(res.Violations[0])
 }
 
-// The liveness check can fail: with a ring of 2 retained ops, a backup
-// down for a while cannot be repaired (state transfer is not there), and
-// the run says so instead of passing.
+// The liveness check can fail: with a partition ring of 2 retained ops, a
+// backup down for a while cannot be repaired (state transfer is not
+// there), and the run says so instead of passing.
 func TestStuckReplicaFailsLiveness(t *testing.T) {
-	cfg := Config{Seed: 3, RetainOps: 2, FaultTicks: 400, LivenessTicks: 600, CrashProbability: 1, RestartProbability: 0}
+	cfg := Config{Seed: 3, PartitionPlane: true, RetainOps: 2, FaultTicks: 400, LivenessTicks: 600, CrashProbability: 1, RestartProbability: 0}
 	res := Run(cfg)
 	if !res.Failed() {
 		t.Fatalf("a backup that cannot be repaired passed: %+v", res.Violations)

@@ -257,3 +257,33 @@ func TestMetadataRepairReadsTheJournalBelowTheRing(t *testing.T) {
 		})
 	}
 }
+
+// A backup re-acknowledges a prepare at or below its commit_min when it
+// still holds that op with the same identity (ackHeld), and drops one it
+// does not hold as such.
+func TestHeldCommittedPrepareIsAckedAgain(t *testing.T) {
+	c := newCluster(3)
+	submit(t, c.reps[0], "op", 101, 1)
+	c.settle()
+	c.ticks(c.reps[0].cfg.CommitBroadcastTicks + 1)
+	r2 := c.reps[2]
+	if r2.CommitMin() != 1 {
+		t.Fatalf("setup: replica 2 commit %d", r2.CommitMin())
+	}
+	again := append([]byte(nil), c.committed[0][0].Frame...)
+	r2.Step(again)
+	rd := r2.Ready()
+	if len(rd.Send) != 1 || wire.HeaderOf(rd.Send[0].Head).Command() != wire.CmdPrepareOk || rd.Send[0].To != 0 {
+		t.Fatalf("held committed prepare: sends %+v", rd.Send)
+	}
+	if ok, err := wire.DecodePrepareOkHeader(wire.HeaderOf(rd.Send[0].Head)); err != nil || ok.Op != 1 ||
+		ok.PrepareChecksum != wire.HeaderOf(again).Prepare().Checksum {
+		t.Fatalf("PrepareOk %+v %v", ok, err)
+	}
+	other := New(Config{Group: 5, Replica: 2, ReplicaCount: 3})
+	other.Restore(0, 0, 1, wire.U128{Lo: 9}, 0) // committed op 1, but holds no frame of it
+	other.Step(append([]byte(nil), c.committed[0][0].Frame...))
+	if rd := other.Ready(); len(rd.Send) != 0 || other.Dropped["prepare already committed"] != 1 {
+		t.Fatalf("a replica not holding op 1 acked it: %+v %v", rd.Send, other.Dropped)
+	}
+}

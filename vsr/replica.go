@@ -480,7 +480,7 @@ func (r *Replica) onPrepare(frame []byte) {
 	}
 	r.commitMax = max(r.commitMax, p.Commit)
 	if p.Op <= r.commitMin {
-		r.drop("prepare already committed")
+		r.ackHeld(p)
 		r.commitJournal()
 		return
 	}
@@ -505,6 +505,29 @@ func (r *Replica) onPrepare(frame []byte) {
 	r.sequencer, r.lastChecksum = p.Op, p.Checksum
 	r.lastTimestamp = max(r.lastTimestamp, p.Timestamp)
 	r.ready.Journal = append(r.ready.Journal, frame)
+}
+
+// ackHeld answers a prepare at or below commit_min. 5.6 step 3 drops it;
+// here, when this replica still holds that op with the same identity, it
+// acknowledges it again (5.7's condition holds: the journal contains it).
+// A backup restarted from its journal recovers every journaled op as
+// committed, so it can stand at or above ops the primary has not committed
+// yet; dropping the primary's retransmissions would leave those ops
+// without a quorum while the other backup is away.
+func (r *Replica) ackHeld(p wire.PrepareHeader) {
+	f := r.frameAt(p.Op)
+	if f == nil || r.status != StatusNormal || wire.HeaderOf(f).Prepare().Checksum != p.Checksum {
+		r.drop("prepare already committed")
+		return
+	}
+	ok := wire.PrepareOkHeader{
+		Cluster: r.cfg.Cluster, View: r.view, Replica: r.cfg.Replica, Parent: p.Parent,
+		PrepareChecksum: p.Checksum, Op: p.Op, Commit: r.commitMax, Timestamp: p.Timestamp,
+		Request: p.Request, Operation: p.Operation, Group: r.cfg.Group,
+	}
+	head := make([]byte, wire.HeaderSize)
+	ok.Encode(wire.HeaderOf(head))
+	r.ready.Send = append(r.ready.Send, Envelope{To: r.Primary(), Head: head})
 }
 
 // onPrepareOk is the primary's handling of an acknowledgement (5.8).
