@@ -289,7 +289,11 @@ func (p *partitionActor) drive(ctx actor.Context) {
 		rd := p.core.Ready()
 		for _, f := range rd.Journal {
 			ph := wire.HeaderOf(f).Prepare()
-			p.core.Journaled(ph.Op, p.journal(ph, f[wire.HeaderSize:]))
+			err := p.journal(ph, f[wire.HeaderSize:])
+			p.core.Journaled(ph.Op, err)
+			if err != nil {
+				break // the core truncated this op and every later one
+			}
 		}
 		p.node.send(rd.Send)
 		for _, c := range rd.Commit {
@@ -373,16 +377,23 @@ func (p *partitionActor) apply(ctx actor.Context, c vsr.Committed) {
 	p.publishStats()
 }
 
-// alreadyStored reports whether every offset of a stamped batch (so never
-// one the primary is about to stamp) is below the committed frontier: an
-// op repaired after a restart whose batch the segments already hold (the
-// core's floor rule lets such a window connect).
+// alreadyStored reports whether the segments already hold this very batch
+// (same base offset, same batch checksum) below the committed frontier: an
+// op repaired after a restart (the core's floor rule lets such a window
+// connect). Never for a batch the primary is about to stamp, and never
+// for a different batch at those offsets (a purge this replica has not
+// applied yet restarts the primary's offsets at 0): that one goes on to
+// the stamp check and is refused.
 func (p *partitionActor) alreadyStored(batch []byte) bool {
 	if !p.storeAtCommit || len(batch) < wire.BatchHeaderSize {
 		return false
 	}
 	b := wire.Batch(batch)
-	return b.MessageCount() > 0 && b.BaseOffset()+uint64(b.MessageCount()) <= p.plog.HighWatermark()
+	if b.MessageCount() == 0 || b.BaseOffset()+uint64(b.MessageCount()) > p.plog.HighWatermark() {
+		return false
+	}
+	stored, err := p.node.store.ReadBatch(p.ref.Group, b.BaseOffset())
+	return err == nil && len(stored) == len(batch) && wire.Batch(stored).Checksum() == b.Checksum()
 }
 
 // storeCommitted writes a committed batch to its segment (groups with
@@ -556,6 +567,7 @@ func (p *partitionActor) purge() {
 		p.log.Error("purge partition", "err", err)
 	}
 	_ = p.node.store.Delete(watermarkKey(p.ref.Group))
+	p.core.SetOffsetFrontier(p.plog.HighWatermark())
 	p.publishStats()
 }
 

@@ -47,11 +47,8 @@ type repairSession struct {
 	// askedFrom is the from_op of the last RequestPrepares: a RepairDone that
 	// finds commit_min at or above it made progress.
 	askedFrom uint64
-	// Partition sessions (7.2 rule 1): floor from RangeEvicted (0: none),
-	// the lowest base offset of a repaired batch (hasBatch: one was seen).
-	floor            uint64
-	firstBatchOffset uint64
-	hasBatch         bool
+	// Partition sessions (7.2 rule 1): floor from RangeEvicted (0: none).
+	floor uint64
 }
 
 // retained is the ring of committed prepares kept for serving repair.
@@ -109,7 +106,7 @@ func (r *Replica) frameAt(op uint64) []byte {
 // maybeRepair opens a session when the commit walk is stuck on a hole
 // below commit_max (7.2 rule 2).
 func (r *Replica) maybeRepair() {
-	if r.repair.open || r.status != StatusNormal || r.IsPrimary() || r.commitMin >= r.commitMax {
+	if r.repair.open || r.repairBackoff > 0 || r.status != StatusNormal || r.IsPrimary() || r.commitMin >= r.commitMax {
 		return
 	}
 	r.emitRepaired() // entries held from a closed session are journaled first
@@ -140,6 +137,9 @@ func (r *Replica) requestPrepares() {
 
 // tickRepair is the stall retry of 7.2 rule 4.
 func (r *Replica) tickRepair() {
+	if r.repairBackoff > 0 {
+		r.repairBackoff--
+	}
 	if r.repair.open && r.commitMin >= r.repair.toOp {
 		r.repair = repairSession{} // the live chain or a heartbeat got it there first
 	}
@@ -174,6 +174,10 @@ func (r *Replica) onRequestPrepares(req wire.RequestPreparesHeader) {
 	if oldest := r.oldestHeld(); from < oldest {
 		from = oldest
 		r.sendRepairReply(req, wire.CmdRangeEvicted, from)
+		if r.cfg.Metadata && from > to {
+			r.sendRepairReply(req, wire.CmdRepairDone, req.FromOp-1) // 7.3 metadata rule 4
+			return
+		}
 	}
 	last := from - 1
 	for op := from; op <= to && op < from+uint64(r.cfg.RepairChunk); op++ {
@@ -219,17 +223,12 @@ func (r *Replica) onRepairPrepare(frame []byte, p wire.PrepareHeader) {
 	case p.Op > r.repair.toOp || p.Op <= r.commitMin:
 		r.drop("repair_prepare out of the window")
 		return
-	case r.log[p.Op] != nil:
-		return // already held
 	}
 	if !r.cfg.Metadata {
-		r.repair.idle = 0
-		if p.Operation == wire.OpSendMessages && len(frame) >= wire.HeaderSize+wire.BatchHeaderSize {
-			base := wire.Batch(frame[wire.HeaderSize:]).BaseOffset()
-			if !r.repair.hasBatch || base < r.repair.firstBatchOffset {
-				r.repair.firstBatchOffset, r.repair.hasBatch = base, true
-			}
-		}
+		r.repair.idle = 0 // 7.2 rule 4: every in-window RepairPrepare
+	}
+	if r.log[p.Op] != nil {
+		return // already held
 	}
 	wire.HeaderOf(frame).SetCommand(wire.CmdPrepare) // journaled as the prepare it is
 	r.log[p.Op] = &entry{frame: frame, hdr: p, repaired: true}
@@ -262,10 +261,8 @@ func (r *Replica) SetOffsetFrontier(next uint64) { r.offsetFrontier = next }
 // transfer (7.7) would take over.
 func (r *Replica) applyFloor() bool {
 	floor := min(r.repair.floor, r.commitMax)
-	connects := r.repair.hasBatch && r.repair.firstBatchOffset <= r.offsetFrontier
-	if !connects {
-		r.repair = repairSession{}
-		r.drop("repair floor does not connect: state transfer needed")
+	if !r.floorConnects(floor) {
+		r.refuseRepair("repair floor does not connect: state transfer needed")
 		return false
 	}
 	for o := r.commitMin + 1; o <= floor; o++ {
@@ -278,6 +275,41 @@ func (r *Replica) applyFloor() bool {
 	r.committedChecksum = r.lastChecksum
 	r.repair.floor = 0
 	return true
+}
+
+// floorConnects is 7.5's test, on the entries held right above the floor
+// (never on batches of an earlier window): the contiguous run from floor+1
+// must reach a SendMessages batch that starts at or below the durable
+// offset frontier, which proves every batch of the skipped ops is stored
+// here. Stricter than 7.5: a window holding no batch never connects (the
+// skipped ops' offsets would be unknown), nor does an empty one.
+func (r *Replica) floorConnects(floor uint64) bool {
+	for op := floor + 1; op <= r.repair.toOp; op++ {
+		e := r.log[op]
+		if e == nil {
+			return false
+		}
+		if e.hdr.Operation == wire.OpSendMessages {
+			body := e.frame[wire.HeaderSize:]
+			return len(body) >= wire.BatchHeaderSize && wire.Batch(body).BaseOffset() <= r.offsetFrontier
+		}
+	}
+	return false
+}
+
+// refuseRepair ends a session that cannot complete here (state transfer's
+// case): held entries nobody will journal are dropped, and no new session
+// opens for a retry interval, so the primary is not asked for the same
+// window every tick.
+func (r *Replica) refuseRepair(reason string) {
+	r.drop(reason)
+	for op, e := range r.log {
+		if e.repaired && !e.emitted && op > r.sequencer {
+			delete(r.log, op)
+		}
+	}
+	r.repair = repairSession{}
+	r.repairBackoff = r.cfg.RepairRetryTicks
 }
 
 // advanceSequencer moves sequencer along the contiguous run of journaled
@@ -306,8 +338,7 @@ func (r *Replica) onRepairReply(rr wire.RepairRangeReplyHeader) {
 			return
 		}
 		// State transfer would take over here (7.5 metadata rule 2).
-		r.repair = repairSession{}
-		r.drop("range evicted: state transfer needed")
+		r.refuseRepair("range evicted: state transfer needed")
 		return
 	}
 	r.repair.done = true

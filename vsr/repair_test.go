@@ -287,3 +287,104 @@ func TestHeldCommittedPrepareIsAckedAgain(t *testing.T) {
 		t.Fatalf("a replica not holding op 1 acked it: %+v %v", rd.Send, other.Dropped)
 	}
 }
+
+// 7.5 floor rule, found in review: a batch repaired in an earlier window
+// of the session must not make a later RangeEvicted "connect", or
+// commit_min would jump over ops this replica never received.
+func TestFloorNeverConnectsOnAnEarlierWindowsBatch(t *testing.T) {
+	c := newClusterWith(3, func(cfg *Config) { cfg.RetainOps, cfg.RepairChunk = 4, 2 })
+	c.down = map[uint8]bool{2: true}
+	for op := uint64(1); op <= 4; op++ {
+		submitBatch(t, c.reps[0], op-1, 100+op)
+		c.settle()
+	}
+	delete(c.down, 2)
+	lostOnce := false
+	c.lose = func(e Envelope) bool {
+		h := wire.HeaderOf(e.Head)
+		if h.Command() == wire.CmdRequestPrepares && h.RequestPrepares().FromOp == 3 && !lostOnce {
+			lostOnce = true
+			return true
+		}
+		return false
+	}
+	r2 := c.reps[2]
+	c.ticks(c.reps[0].cfg.CommitBroadcastTicks + 1)
+	if r2.CommitMin() != 2 || !lostOnce {
+		t.Fatalf("setup: commit %d lost %v", r2.CommitMin(), lostOnce)
+	}
+	r2.SetOffsetFrontier(2) // what the partition shell reports after applying ops 1, 2
+	c.down = map[uint8]bool{2: true}
+	for op := uint64(5); op <= 10; op++ { // the primary's ring moves on to 7..10
+		submitBatch(t, c.reps[0], op-1, 100+op)
+		c.settle()
+	}
+	delete(c.down, 2)
+	c.ticks(r2.cfg.RepairRetryTicks + 1)
+	var ops []uint64
+	for _, cm := range c.committed[2] {
+		ops = append(ops, cm.Op)
+	}
+	for i, cm := range c.committed[2] {
+		if cm.Op != uint64(i+1) {
+			t.Fatalf("replica 2 applied op %d after op %d: ops 3..%d were skipped (commit_min %d)", cm.Op, i, cm.Op-1, r2.CommitMin())
+		}
+	}
+}
+
+// After a RangeEvicted (or a refused floor) closes the session, no new
+// one opens before a retry interval: the primary is not asked for the same
+// window every tick.
+func TestRefusedRepairWaitsARetryInterval(t *testing.T) {
+	c := newClusterWith(3, func(cfg *Config) { cfg.RetainOps, cfg.Metadata = 2, true })
+	c.down = map[uint8]bool{2: true}
+	for op := uint64(1); op <= 8; op++ {
+		submit(t, c.reps[0], "op", 100+op, op)
+		c.settle()
+	}
+	delete(c.down, 2)
+	c.ticks(c.reps[0].cfg.CommitBroadcastTicks + 1)
+	asks, served := 0, 0
+	c.lose = func(e Envelope) bool {
+		switch wire.HeaderOf(e.Head).Command() {
+		case wire.CmdRequestPrepares:
+			asks++
+		case wire.CmdRepairPrepare:
+			served++
+		}
+		return false
+	}
+	c.ticks(100)
+	t.Logf("in 100 ticks (1 s): %d sessions opened in total, %d RequestPrepares, %d RepairPrepares served", c.reps[2].Repairs, asks, served)
+	if asks > 2 {
+		t.Fatalf("%d RequestPrepares in one retry interval", asks)
+	}
+}
+
+// A partition backup whose floor is refused drops the RepairPrepares it
+// held above its hole, so memory does not grow with the primary's commits.
+func TestRefusedFloorDropsHeldEntries(t *testing.T) {
+	c := newClusterWith(3, func(cfg *Config) { cfg.RetainOps = 4 })
+	c.down = map[uint8]bool{2: true}
+	op := uint64(0)
+	commitSome := func(n int) {
+		for range n {
+			op++
+			submitBatch(t, c.reps[0], op-1, 100+op)
+			c.settle()
+		}
+	}
+	commitSome(10)
+	delete(c.down, 2)
+	r2 := c.reps[2]
+	for round := 0; round < 20; round++ {
+		c.down = map[uint8]bool{2: true}
+		commitSome(4)
+		delete(c.down, 2)
+		c.ticks(c.reps[0].cfg.CommitBroadcastTicks + 1)
+	}
+	t.Logf("primary at %d; replica 2 commit %d, holds %d entries, %d sessions, drops %v", c.reps[0].CommitMin(), r2.CommitMin(), len(r2.log), r2.Repairs, r2.Dropped)
+	if len(r2.log) > 8 {
+		t.Fatalf("replica 2 holds %d repaired entries it can never use", len(r2.log))
+	}
+}

@@ -179,6 +179,9 @@ type Replica struct {
 
 	repair   repairSession
 	retained retained
+	// repairBackoff counts down the ticks before a refused repair may
+	// open again.
+	repairBackoff int
 	// offsetFrontier is a partition group's durable offset frontier
 	// (SetOffsetFrontier).
 	offsetFrontier uint64
@@ -316,9 +319,6 @@ func (r *Replica) Journaled(op uint64, err error) {
 		return
 	}
 	if err != nil {
-		if e.repaired {
-			r.repair.pending, r.repair.done, r.repair.emitted = 0, false, 0 // the stall retry asks again
-		}
 		r.truncateFrom(op)
 		return
 	}
@@ -349,6 +349,9 @@ func (r *Replica) truncateFrom(op uint64) {
 			delete(r.log, o) // repaired entries held above a hole; they carry no tags
 		}
 	}
+	// Repaired entries handed to the journal from op on are gone: the stall
+	// retry asks for them again.
+	r.repair.pending, r.repair.done, r.repair.emitted = 0, false, 0
 	r.sequencer = min(r.sequencer, op-1)
 	if prev := r.log[op-1]; prev != nil {
 		r.lastChecksum = prev.hdr.Checksum
