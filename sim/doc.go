@@ -22,11 +22,17 @@
 // (github.com/anishathalye/porcupine). The same seed gives the same run
 // (Result.Digest covers the timeline and every applied op).
 //
+// A backup that goes down either keeps its memory (a pause, an isolated
+// process) or, in two seeds of three, restarts from what it kept durable
+// (the metadata journal; a partition's stored batches). One seed in five
+// runs with a small repair ring (16 or 64 ops), which reaches RangeEvicted
+// and the partition floor rule.
+//
 // What it does not model yet, because the node does not have it yet: view
-// change (the primary of view 0 never fails), restart from durable state
-// (a backup that goes down keeps its memory, as a long pause or an
-// isolated process would), and state transfer (a backup whose hole reaches
-// below the primary's retained ring fails the liveness check, which
-// TestStuckReplicaFailsLiveness shows). Ops are opaque metadata-plane
-// prepares; the node's state machines are tested elsewhere.
+// change (the primary of view 0 never fails) and state transfer. A run
+// whose lagging backup lacks ops the primary no longer holds ends with
+// Result.NeedsTransfer instead of failing liveness; any other backup that
+// does not catch up fails it. Ops are opaque prepares (the partition plane
+// with a stamped batch header); the node's state machines are tested
+// elsewhere.
 package sim

@@ -21,5 +21,6 @@ func FaultsFor(seed uint64) Config {
 		CrashProbability:   0.002,
 		RestartProbability: 0.01,
 		CrashLosesMemory:   seed%3 != 0,
+		RetainOps:          []int{0, 0, 0, 16, 64}[seed%5], // small rings reach RangeEvicted and the floor rule
 	}
 }

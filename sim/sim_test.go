@@ -64,14 +64,25 @@ func TestDivergenceIsCaught(t *testing.T) {
 	t.Log(res.Violations[0])
 }
 
-// The liveness check can fail: with a partition ring of 2 retained ops, a
-// backup down for a while cannot be repaired (state transfer is not
-// there), and the run says so instead of passing.
-func TestStuckReplicaFailsLiveness(t *testing.T) {
+// With a partition ring of 2 retained ops, a backup down for a while
+// cannot be repaired (state transfer is not there): the run says so, as
+// NeedsTransfer, and does not pass as quiet.
+func TestStuckReplicaNeedsTransfer(t *testing.T) {
 	cfg := Config{Seed: 3, PartitionPlane: true, RetainOps: 2, FaultTicks: 400, LivenessTicks: 600, CrashProbability: 1, RestartProbability: 0}
 	res := Run(cfg)
-	if !res.Failed() {
-		t.Fatalf("a backup that cannot be repaired passed: %+v", res.Violations)
+	if res.Failed() || !res.NeedsTransfer {
+		t.Fatalf("needs transfer %v, violations %v", res.NeedsTransfer, res.Violations)
+	}
+}
+
+// The liveness check can fail: a backup that could be repaired but is not
+// (here every RequestPrepares is lost, forever) fails the run.
+func TestUnrepairedBackupFailsLiveness(t *testing.T) {
+	cfg := Config{Seed: 5, FaultTicks: 300, LivenessTicks: 500, CrashProbability: 1, RestartProbability: 0.05}
+	cfg.dropRepairRequests = true
+	res := Run(cfg)
+	if !res.Failed() || res.NeedsTransfer {
+		t.Fatalf("an unrepaired backup passed: needs transfer %v, violations %v", res.NeedsTransfer, res.Violations)
 	}
 	t.Log(res.Violations[0])
 }

@@ -194,6 +194,9 @@ func (r *Replica) onRequestPrepares(req wire.RequestPreparesHeader) {
 	r.sendRepairReply(req, wire.CmdRepairDone, last)
 }
 
+// OldestServable is the lowest op this replica can serve to repair.
+func (r *Replica) OldestServable() uint64 { return r.oldestHeld() }
+
 // oldestHeld is the lowest op this replica can serve.
 func (r *Replica) oldestHeld() uint64 {
 	if r.cfg.ReadJournal != nil {
