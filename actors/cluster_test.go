@@ -10,6 +10,8 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -638,9 +640,14 @@ func storedBatches(n *Node, group uint64) (rec []byte, batches int) {
 }
 
 // 7.3 on real nodes: with a ring of one op, a backup unlinked while a
-// dozen metadata ops commit is repaired from the primary's journal.
+// dozen metadata ops commit is repaired from the primary's journal, and
+// says so in its log.
 func TestLateBackupRepairsMetadataFromTheJournal(t *testing.T) {
-	nodes := startNodes(t, 3, func(o *Options) { o.Config.Partition.EvictedRingCapacity = 1 })
+	var logs lockedBuffer
+	nodes := startNodes(t, 3, func(o *Options) {
+		o.Config.Partition.EvictedRingCapacity = 1
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
 	full := replicaRoster(nodes)
 	without2 := append(append([]replicaplane.Peer(nil), full[:2]...), replicaplane.Peer{ID: 2})
 	for i, n := range nodes {
@@ -683,4 +690,25 @@ func TestLateBackupRepairsMetadataFromTheJournal(t *testing.T) {
 			t.Fatalf("replica 2 did not catch up: commit %d", commit)
 		}
 	}
+	if !strings.Contains(logs.String(), `msg="journal repair started"`) {
+		t.Fatal("the repair left no log line")
+	}
+}
+
+// lockedBuffer is a bytes.Buffer that several nodes' loggers share.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -36,6 +36,7 @@ type metadataActor struct {
 	inflight   map[wire.U128]bool
 	booted     chan error
 	snapshotOp uint64 // op of the last metadata snapshot
+	repairs    repairWatch
 	// progress is each group's polled and committed offsets per partition
 	// on this node (server-behaviour.md 7.4.5), for cooperative hand-offs.
 	progress map[groupPartition]*groupProgress
@@ -631,6 +632,7 @@ func (m *metadataActor) drive(ctx actor.Context) {
 			}
 		}
 	}
+	m.repairs.observe(m.log, m.core)
 }
 
 func (m *metadataActor) journal(frames [][]byte) error {

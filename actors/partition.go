@@ -43,6 +43,7 @@ type partitionActor struct {
 	// storeAtCommit: the group has backups, so batches are written to their
 	// segment at apply, not at the journal append.
 	storeAtCommit bool
+	repairs       repairWatch
 	// Writes forwarded to the group's primary, by nonce (partition_forward.go).
 	nonce  uint64
 	parked map[uint64]*forwarded
@@ -305,6 +306,7 @@ func (p *partitionActor) drive(ctx actor.Context) {
 			}
 		}
 	}
+	p.repairs.observe(p.log, p.core)
 }
 
 // journal appends one prepare's body: a SendMessages batch is stamped (at
@@ -602,6 +604,24 @@ func offsetWriteOf(op wire.Operation, body []byte) (*partitionOffsetWrite, bool)
 		return nil, false
 	}
 	return &partitionOffsetWrite{delete: true, kind: r.Consumer.Kind, key: wire.ConsumerKey(r.Consumer.ID)}, true
+}
+
+// repairWatch logs a group's journal repair as it happens: each session a
+// lagging replica opens, and each refusal (the primary no longer holds
+// what it lacks), so users can follow a replica catching up.
+type repairWatch struct{ sessions, refused uint64 }
+
+func (w *repairWatch) observe(log *slog.Logger, core *vsr.Replica) {
+	if core.Repairs != w.sessions {
+		w.sessions = core.Repairs
+		log.Info("journal repair started", "commit_min", core.CommitMin(), "commit_max", core.CommitMax(),
+			"from", core.Primary(), "sessions", w.sessions)
+	}
+	if core.RepairsRefused != w.refused {
+		w.refused = core.RepairsRefused
+		log.Warn("journal repair refused: the primary no longer holds the ops this replica lacks; it stays behind until state transfer exists",
+			"commit_min", core.CommitMin(), "commit_max", core.CommitMax())
+	}
 }
 
 func dropCount(d map[string]uint64) (n uint64) {

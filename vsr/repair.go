@@ -306,6 +306,7 @@ func (r *Replica) floorConnects(floor uint64) bool {
 // window every tick.
 func (r *Replica) refuseRepair(reason string) {
 	r.drop(reason)
+	r.RepairsRefused++
 	for op, e := range r.log {
 		if e.repaired && !e.emitted && op > r.sequencer {
 			delete(r.log, op)

@@ -189,8 +189,10 @@ type Replica struct {
 	ready Ready
 	// Dropped counts peer frames dropped, by reason (13.5).
 	Dropped map[string]uint64
-	// Repairs counts repair sessions opened.
-	Repairs uint64
+	// Repairs counts repair sessions opened; RepairsRefused those ended
+	// because the server no longer holds what this replica lacks (state
+	// transfer's case).
+	Repairs, RepairsRefused uint64
 }
 
 // New returns a fresh replica in view 0, Normal (replica-plane.md 5.1).
