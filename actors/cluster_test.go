@@ -121,13 +121,7 @@ func inspect(n *Node, fn func(m *metadataActor)) {
 // through the primary are applied by all three replicas, identically.
 func TestThreeNodesReplicateMetadataAndMessages(t *testing.T) {
 	nodes := startCluster(t, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	c, err := client.Connect(ctx, client.Options{Address: nodes[0].TCPAddr(), Username: "iggy", Password: "iggy"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ctx, c := rootClient(t, nodes[0])
 	if _, err := c.CreateStream(ctx, "replicated", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -562,13 +556,7 @@ func TestRestartedBackupCatchesUpFromItsSegments(t *testing.T) {
 // session stays bound.
 func TestLogoutThatCannotBeAdmittedIsADeny(t *testing.T) {
 	nodes := startClusterWith(t, 3, func(o *Options) { o.Config.Metadata.PrepareQueueDepth = 1 })
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := client.Connect(ctx, client.Options{Address: nodes[0].TCPAddr(), Username: "iggy", Password: "iggy"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ctx, c := rootClient(t, nodes[0])
 	var sessions int
 	inspect(nodes[0], func(m *metadataActor) { sessions = m.state.Clients().Len() })
 	for _, n := range nodes[1:] {
@@ -588,7 +576,7 @@ func TestLogoutThatCannotBeAdmittedIsADeny(t *testing.T) {
 	if filled != 3 {
 		t.Fatalf("setup: admitted %d of 3 filler prepares", filled)
 	}
-	err = c.Logout(ctx)
+	err := c.Logout(ctx)
 	if code, ok := wire.CodeOf(err); !ok || code != wire.ErrTransientNotAccepted {
 		t.Fatalf("logout with a full pipeline: %v, want status 58", err)
 	}
@@ -599,10 +587,9 @@ func TestLogoutThatCannotBeAdmittedIsADeny(t *testing.T) {
 	}
 }
 
-// oneTopic logs in to n as root, creates the stream with one topic of one
-// partition, and returns a send of batches from..to-1 (one message
-// "batch-i" each) to that partition.
-func oneTopic(t *testing.T, n *Node, stream string) (send func(from, to int)) {
+// rootClient logs in to n as root, with a context bounded to a minute;
+// both end with the test.
+func rootClient(t *testing.T, n *Node) (context.Context, *client.Client) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
@@ -611,6 +598,15 @@ func oneTopic(t *testing.T, n *Node, stream string) (send func(from, to int)) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
+	return ctx, c
+}
+
+// oneTopic logs in to n as root, creates the stream with one topic of one
+// partition, and returns a send of batches from..to-1 (one message
+// "batch-i" each) to that partition.
+func oneTopic(t *testing.T, n *Node, stream string) (send func(from, to int)) {
+	t.Helper()
+	ctx, c := rootClient(t, n)
 	s, err := c.CreateStream(ctx, stream, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -659,13 +655,7 @@ func TestLateBackupRepairsMetadataFromTheJournal(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	c, err := client.Connect(ctx, client.Options{Address: nodes[0].TCPAddr(), Username: "iggy", Password: "iggy"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ctx, c := rootClient(t, nodes[0])
 	for i := range 12 {
 		if _, err := c.CreateStream(ctx, fmt.Sprintf("s%d", i), nil); err != nil {
 			t.Fatal(err)
