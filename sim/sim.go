@@ -2,7 +2,6 @@ package sim
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -108,9 +107,6 @@ func (e Event) String() string {
 	}
 	return fmt.Sprintf("%6d %-4s %s", e.Tick, who, e.What)
 }
-
-// ErrViolation wraps a run's first violation.
-var ErrViolation = errors.New("sim: invariant violated")
 
 type applied struct {
 	op    uint64
