@@ -29,6 +29,11 @@ func TestDefaultsMatchSpec(t *testing.T) {
 	if c.QUIC.Address != "127.0.0.1:8080" || c.WebSocket.Address != "127.0.0.1:8092" {
 		t.Errorf("quic/ws addresses %q %q", c.QUIC.Address, c.WebSocket.Address)
 	}
+	// replica-plane.md 10.1: the repair keys.
+	if c.Partition.EvictedRingCapacity != 4096 || c.Partition.EvictedRingBytesMax != 16<<20 ||
+		c.Cluster.RepairChunkMax != 128 || c.Cluster.RepairRetryInterval.D() != time.Second {
+		t.Errorf("repair keys: %+v, chunk %d, retry %v", c.Partition, c.Cluster.RepairChunkMax, c.Cluster.RepairRetryInterval)
+	}
 }
 
 func writeFile(t *testing.T, body string) string {
@@ -64,6 +69,7 @@ unknown_key = 1
 		"IGGY_CLUSTER_ENABLED=TRUE",
 		"IGGY_NOT_A_KEY=1",
 		"IGGY_ROOT_PASSWORD=secret",
+		"IGGY_PARTITION_EVICTED_RING_BYTES_MAX=256 MiB",
 	}
 	c, warns, err := Load(p, env)
 	if err != nil {
@@ -81,6 +87,9 @@ unknown_key = 1
 	if !c.Cluster.Enabled || len(c.Cluster.Nodes) != 2 || c.Cluster.Nodes[0].Name != "a" ||
 		c.Cluster.Nodes[0].Ports.TCP != 8090 || c.Cluster.Nodes[1].Name != "b" || c.Cluster.Nodes[1].Ports.TCPReplica != 9091 {
 		t.Errorf("cluster = %+v", c.Cluster)
+	}
+	if c.Partition.EvictedRingBytesMax != 256<<20 {
+		t.Errorf("evicted_ring_bytes_max from the environment: %d", c.Partition.EvictedRingBytesMax)
 	}
 	if len(warns) != 1 || !strings.Contains(warns[0], "IGGY_NOT_A_KEY") {
 		t.Errorf("warnings = %v", warns)
