@@ -141,7 +141,7 @@ func (r *Replica) tickRepair() {
 		r.repairBackoff--
 	}
 	if r.repair.open && r.commitMin >= r.repair.toOp {
-		r.repair = repairSession{} // the live chain or a heartbeat got it there first
+		r.repair, r.refusedInARow = repairSession{}, 0 // the live chain or a heartbeat got it there first
 	}
 	if !r.repair.open {
 		r.maybeRepair()
@@ -302,8 +302,9 @@ func (r *Replica) floorConnects(floor uint64) bool {
 
 // refuseRepair ends a session that cannot complete here (state transfer's
 // case): held entries nobody will journal are dropped, and no new session
-// opens for a retry interval, so the primary is not asked for the same
-// window every tick.
+// opens for a retry interval that doubles with each refusal in a row (up
+// to 64 intervals), so the primary is not asked for the same window every
+// tick and a replica that cannot be served asks ever less often.
 func (r *Replica) refuseRepair(reason string) {
 	r.drop(reason)
 	r.RepairsRefused++
@@ -313,7 +314,8 @@ func (r *Replica) refuseRepair(reason string) {
 		}
 	}
 	r.repair = repairSession{}
-	r.repairBackoff = r.cfg.RepairRetryTicks
+	r.repairBackoff = r.cfg.RepairRetryTicks << min(r.refusedInARow, 6)
+	r.refusedInARow++
 }
 
 // advanceSequencer moves sequencer along the contiguous run of journaled
@@ -374,7 +376,7 @@ func (r *Replica) finishWindow() {
 	r.commitJournal()
 	switch {
 	case r.commitMin >= r.repair.toOp:
-		r.repair = repairSession{}
+		r.repair, r.refusedInARow = repairSession{}, 0
 		r.maybeRepair() // commit_max may have moved on meanwhile
 	case r.commitMin > r.repair.askedFrom-1:
 		r.repair.idle = 0

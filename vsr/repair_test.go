@@ -355,9 +355,14 @@ func TestRefusedRepairWaitsARetryInterval(t *testing.T) {
 		return false
 	}
 	c.ticks(100)
-	t.Logf("in 100 ticks (1 s): %d sessions opened in total, %d RequestPrepares, %d RepairPrepares served", c.reps[2].Repairs, asks, served)
 	if asks > 2 {
 		t.Fatalf("%d RequestPrepares in one retry interval", asks)
+	}
+	// Refusals in a row double the wait: over 15 s, 1+2+4+8 s apart.
+	asks = 0
+	c.ticks(1500)
+	if asks > 5 || asks == 0 {
+		t.Fatalf("%d RequestPrepares in 15 s from a replica refused every time", asks)
 	}
 }
 

@@ -180,8 +180,8 @@ type Replica struct {
 	repair   repairSession
 	retained retained
 	// repairBackoff counts down the ticks before a refused repair may
-	// open again.
-	repairBackoff int
+	// open again; refusedInARow doubles it.
+	repairBackoff, refusedInARow int
 	// offsetFrontier is a partition group's durable offset frontier
 	// (SetOffsetFrontier).
 	offsetFrontier uint64
