@@ -22,5 +22,7 @@ func FaultsFor(seed uint64) Config {
 		RestartProbability: 0.01,
 		CrashLosesMemory:   seed%3 != 0,
 		RetainOps:          []int{0, 0, 0, 16, 64}[seed%5], // small rings reach RangeEvicted and the floor rule
+		// Disk errors on journal appends in one seed of four.
+		JournalFailProbability: []float64{0, 0, 0, 0.01}[seed%4],
 	}
 }

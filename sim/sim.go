@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -37,6 +38,10 @@ type Config struct {
 	// metadata journal, or a partition's applied (segment) ops; pipelines,
 	// partition journals and repair sessions are lost.
 	CrashLosesMemory bool
+	// JournalFailProbability: during the fault phase, each journal append
+	// fails with this probability (a disk error): the core truncates that
+	// op and everything after it, and the shell stops appending that Ready.
+	JournalFailProbability float64
 	// SubmitProbability: each tick, an idle client submits (default 0.5).
 	SubmitProbability float64
 	// RetainOps bounds each replica's ring of committed prepares served to
@@ -71,15 +76,17 @@ func (c *Config) setDefaults() {
 
 // Result is what a run did and whether it broke an invariant.
 type Result struct {
-	Seed       uint64
-	Ticks      int
-	Submitted  int
-	Completed  int
-	Committed  uint64 // the primary's commit point at the end
-	Repairs    uint64 // repair sessions opened, over all replicas
-	Crashes    int
-	Net        NetStats
-	Violations []string
+	Seed      uint64
+	Ticks     int
+	Submitted int
+	Completed int
+	Committed uint64 // the primary's commit point at the end
+	Repairs   uint64 // repair sessions opened, over all replicas
+	Crashes   int
+	// JournalFailures counts injected journal append failures.
+	JournalFailures int
+	Net             NetStats
+	Violations      []string
 	// NeedsTransfer: the run ended with a replica that cannot be repaired
 	// (the ring no longer holds what it lacks) and said so; state transfer
 	// would take over. Not a violation, since the node has no transfer yet.
@@ -92,6 +99,8 @@ type Result struct {
 
 // Failed reports whether any invariant was violated.
 func (r *Result) Failed() bool { return len(r.Violations) > 0 }
+
+var errInjected = errors.New("sim: injected journal failure")
 
 // Event is one line of the run's timeline.
 type Event struct {
@@ -412,6 +421,12 @@ func (r *run) drive(i int) {
 			}
 			if op > max(rp.lastJournaled, rp.core.CommitMin())+1 {
 				r.violate(fmt.Sprintf("replica %d journal handed op %d above a hole (last %d, commit %d)", i, op, rp.lastJournaled, rp.core.CommitMin()))
+			}
+			if r.faults && r.rng.Float64() < r.cfg.JournalFailProbability {
+				rp.lastJournaled = op - 1
+				rp.core.Journaled(op, errInjected)
+				r.res.JournalFailures++
+				break // as the node's shells do: the core truncated the rest
 			}
 			rp.lastJournaled = op
 			rp.journal[op] = f

@@ -36,7 +36,7 @@ func main() {
 	)
 	flag.Parse()
 	start := time.Now()
-	failed, transfer := 0, 0
+	failed, transfer, journalFailures := 0, 0, 0
 	var ops, repairs uint64
 	for s := *seed; s < *seed+uint64(*seeds); s++ {
 		cfg := sim.FaultsFor(s)
@@ -52,9 +52,10 @@ func main() {
 		if res.NeedsTransfer {
 			transfer++
 		}
+		journalFailures += res.JournalFailures
 		if *timeline || *seeds == 1 {
-			fmt.Printf("seed %d: %d ticks, %d requests submitted, %d answered, %d ops committed, %d repair sessions, %d backup crashes\n",
-				s, res.Ticks, res.Submitted, res.Completed, res.Committed, res.Repairs, res.Crashes)
+			fmt.Printf("seed %d: %d ticks, %d requests submitted, %d answered, %d ops committed, %d repair sessions, %d backup crashes, %d journal failures\n",
+				s, res.Ticks, res.Submitted, res.Completed, res.Committed, res.Repairs, res.Crashes, res.JournalFailures)
 			fmt.Printf("  network: %+v\n", res.Net)
 			if *timeline {
 				for _, e := range res.Timeline {
@@ -68,8 +69,8 @@ func main() {
 		}
 	}
 	took := time.Since(start)
-	fmt.Printf("%d seeds, %d failed, %d ended with a replica needing state transfer, %d ops committed, %d repair sessions, %.0f seeds/min (%v)\n",
-		*seeds, failed, transfer, ops, repairs, float64(*seeds)/took.Minutes(), took.Round(time.Millisecond))
+	fmt.Printf("%d seeds, %d failed, %d ended with a replica needing state transfer, %d ops committed, %d repair sessions, %d journal failures injected, %.0f seeds/min (%v)\n",
+		*seeds, failed, transfer, ops, repairs, journalFailures, float64(*seeds)/took.Minutes(), took.Round(time.Millisecond))
 	fmt.Println("view changes, recovery and state transfer: not simulated yet (the primary of view 0 never fails)")
 	if failed > 0 {
 		os.Exit(1)
