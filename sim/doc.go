@@ -26,7 +26,8 @@
 // process) or, in two seeds of three, restarts from what it kept durable
 // (the metadata journal; a partition's stored batches). One seed in five
 // runs with a small repair ring (16 or 64 ops), which reaches RangeEvicted
-// and the partition floor rule.
+// and the partition floor rule; one in four fails 1% of journal appends
+// (the core truncates, the shell stops that Ready, the op is asked again).
 //
 // What it does not model yet, because the node does not have it yet: view
 // change (the primary of view 0 never fails) and state transfer. A run
