@@ -264,7 +264,11 @@ func (r *Replica) SetOffsetFrontier(next uint64) { r.offsetFrontier = next }
 // transfer (7.7) would take over.
 func (r *Replica) applyFloor() bool {
 	floor := min(r.repair.floor, r.commitMax)
-	if !r.floorConnects(floor) {
+	connects, decided := r.floorConnects(floor)
+	if !decided {
+		return false // an op above the floor is still missing: the stall retry asks again
+	}
+	if !connects {
 		r.refuseRepair("repair floor does not connect: state transfer needed")
 		return false
 	}
@@ -285,19 +289,21 @@ func (r *Replica) applyFloor() bool {
 // must reach a SendMessages batch that starts at or below the durable
 // offset frontier, which proves every batch of the skipped ops is stored
 // here. Stricter than 7.5: a window holding no batch never connects (the
-// skipped ops' offsets would be unknown), nor does an empty one.
-func (r *Replica) floorConnects(floor uint64) bool {
+// skipped ops' offsets would be unknown), nor does an empty one. As 7.5
+// says, a window with an op still missing before that batch is not decided
+// yet: the session waits for the stall retry instead of being refused.
+func (r *Replica) floorConnects(floor uint64) (connects, decided bool) {
 	for op := floor + 1; op <= r.repair.toOp; op++ {
 		e := r.log[op]
 		if e == nil {
-			return false
+			return false, false
 		}
 		if e.hdr.Operation == wire.OpSendMessages {
 			body := e.frame[wire.HeaderSize:]
-			return len(body) >= wire.BatchHeaderSize && wire.Batch(body).BaseOffset() <= r.offsetFrontier
+			return len(body) >= wire.BatchHeaderSize && wire.Batch(body).BaseOffset() <= r.offsetFrontier, true
 		}
 	}
-	return false
+	return false, true
 }
 
 // refuseRepair ends a session that cannot complete here (state transfer's

@@ -393,3 +393,36 @@ func TestRefusedFloorDropsHeldEntries(t *testing.T) {
 		t.Fatalf("replica 2 holds %d repaired entries it can never use", len(r2.log))
 	}
 }
+
+// 7.5: a floor window with an op still missing above the floor is not
+// decided; the session waits for the stall retry (no refusal, no back-off)
+// and connects once the op arrives.
+func TestFloorWindowWithAMissingOpWaits(t *testing.T) {
+	c := newClusterWith(3, func(cfg *Config) { cfg.RetainOps = 4 })
+	for op := uint64(1); op <= 10; op++ {
+		submitBatch(t, c.reps[0], op-1, 100+op)
+		c.settle()
+	}
+	c.ticks(c.reps[0].cfg.CommitBroadcastTicks + 1)
+	c.reps[2] = New(Config{Group: 5, Replica: 2, ReplicaCount: 3, Seed: 3})
+	c.reps[2].SetOffsetFrontier(6)
+	c.committed[2] = nil
+	lost := false
+	c.lose = func(e Envelope) bool {
+		h := wire.HeaderOf(e.Head)
+		if h.Command() == wire.CmdRepairPrepare && h.Prepare().Op == 7 && !lost {
+			lost = true
+			return true
+		}
+		return false
+	}
+	r2 := c.reps[2]
+	c.ticks(c.reps[0].cfg.CommitBroadcastTicks + 1)
+	if !lost || r2.RepairsRefused != 0 || !r2.repair.open || r2.CommitMin() != 0 {
+		t.Fatalf("after a lost op 7: lost %v, refused %d, open %v, commit %d", lost, r2.RepairsRefused, r2.repair.open, r2.CommitMin())
+	}
+	c.ticks(r2.cfg.RepairRetryTicks + 1)
+	if r2.CommitMin() != 10 || r2.RepairsRefused != 0 {
+		t.Fatalf("after the stall retry: commit %d, refused %d, drops %v", r2.CommitMin(), r2.RepairsRefused, r2.Dropped)
+	}
+}
