@@ -11,12 +11,12 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"iggynode/client"
 	"iggynode/config"
+	"iggynode/internal/testutil"
 	replicaplane "iggynode/plane/replica"
 	"iggynode/storage"
 	"iggynode/vsr"
@@ -639,7 +639,7 @@ func storedBatches(n *Node, group uint64) (rec []byte, batches int) {
 // dozen metadata ops commit is repaired from the primary's journal, and
 // says so in its log.
 func TestLateBackupRepairsMetadataFromTheJournal(t *testing.T) {
-	var logs lockedBuffer
+	var logs testutil.Buffer
 	nodes := startNodes(t, 3, func(o *Options) {
 		o.Config.Partition.EvictedRingCapacity = 1
 		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
@@ -683,22 +683,4 @@ func TestLateBackupRepairsMetadataFromTheJournal(t *testing.T) {
 	if !strings.Contains(logs.String(), `msg="journal repair started"`) {
 		t.Fatal("the repair left no log line")
 	}
-}
-
-// lockedBuffer is a bytes.Buffer that several nodes' loggers share.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

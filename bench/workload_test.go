@@ -1,15 +1,15 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"math"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"iggynode/internal/testutil"
 )
 
 // Every workload against the sink: the report and the sink count exactly
@@ -206,28 +206,10 @@ func TestRunRateLimited(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the progress goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // Progress lines arrive every interval while the run lasts.
 func TestProgressLines(t *testing.T) {
 	s := startSink(t, SinkOptions{PollMessageSize: 100})
-	var out syncBuffer
+	var out testutil.Buffer
 	_, err := Run(testContext(t), Config{Address: s.Addr(), Producers: 1, Consumers: 1, MessageSize: 100, MessagesPerBatch: 10, BatchCount: 30,
 		RateLimit: 200_000, Progress: &out, ProgressInterval: 20 * time.Millisecond})
 	if err != nil {

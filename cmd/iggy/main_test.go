@@ -10,12 +10,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"iggynode/actors"
 	"iggynode/config"
+	"iggynode/internal/testutil"
 	clientplane "iggynode/plane/client"
 	"iggynode/wire"
 )
@@ -304,7 +304,7 @@ func TestPollFollow(t *testing.T) {
 	e.ok("topic", "create", "s", "t")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out syncBuffer
+	var out testutil.Buffer
 	done := make(chan int)
 	go func() {
 		done <- run(ctx, []string{"--address", e.node.TCPAddr(), "--session-file", e.session,
@@ -333,7 +333,7 @@ func TestPollFollow(t *testing.T) {
 	// --follow with JSON prints one object per line.
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
-	var lines syncBuffer
+	var lines testutil.Buffer
 	go func() {
 		done <- run(ctx2, []string{"--address", e.node.TCPAddr(), "--session-file", e.session, "--output", "json",
 			"message", "poll", "s", "t", "--follow", "--strategy", "offset", "--value", "1"}, strings.NewReader(""), &lines, io.Discard)
@@ -352,24 +352,6 @@ func TestPollFollow(t *testing.T) {
 	if err := json.Unmarshal([]byte(strings.Split(lines.String(), "\n")[0]), &m); err != nil || m.Text != "tail-two" || m.Offset != 1 {
 		t.Fatalf("follow JSON line %q: %v", lines.String(), err)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the follow goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestUsersPermissionsTokens(t *testing.T) {
