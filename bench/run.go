@@ -609,8 +609,7 @@ func (a *actor) consume(ctx context.Context) error {
 		done := time.Now()
 		n, bytes, last := tally(polled)
 		if n == 0 {
-			a.emptyPolls++
-			if err := pause(ctx, emptyPollPause); err != nil {
+			if err := a.emptyPoll(ctx); err != nil {
 				return err
 			}
 			continue
@@ -620,6 +619,13 @@ func (a *actor) consume(ctx context.Context) error {
 	}
 	a.end = time.Now()
 	return nil
+}
+
+// emptyPoll counts a poll that returned nothing and pauses before the
+// next, so an idle partition is not polled in a tight loop.
+func (a *actor) emptyPoll(ctx context.Context) error {
+	a.emptyPolls++
+	return pause(ctx, emptyPollPause)
 }
 
 // tally counts a poll's messages and payload bytes and finds its last

@@ -80,8 +80,7 @@ func (a *actor) consumeGroup(ctx context.Context) error {
 		n = min(n, claimed) // a server returns at most count; do not trust more
 		a.shared.settle(claimed, n)
 		if n == 0 {
-			a.emptyPolls++
-			if err := pause(ctx, emptyPollPause); err != nil {
+			if err := a.emptyPoll(ctx); err != nil {
 				return err
 			}
 			continue
@@ -123,8 +122,7 @@ func (a *actor) produceConsume(ctx context.Context) error {
 			}
 			n, b, last := tally(polled)
 			if n == 0 {
-				a.emptyPolls++
-				if err := pause(ctx, emptyPollPause); err != nil {
+				if err := a.emptyPoll(ctx); err != nil {
 					return 0, 0, err
 				}
 				continue
