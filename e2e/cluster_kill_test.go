@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"net"
 	"os"
@@ -134,14 +133,7 @@ func TestKill9BackupRejoinsByRepair(t *testing.T) {
 				return
 			default:
 			}
-			var msgs []wire.Message
-			var payloads [][]byte
-			for j := range 20 {
-				p := make([]byte, 200)
-				binary.LittleEndian.PutUint64(p, uint64(i<<8|j))
-				payloads = append(payloads, p)
-				msgs = append(msgs, client.NewMessage(p))
-			}
+			msgs, payloads := taggedBatch(uint64(i << 8))
 			conf, err := c.SendMessages(ctx, wire.ID(0), wire.ID(0), wire.PartitionID(0), msgs)
 			if err != nil {
 				writeErr <- fmt.Errorf("send %d: %w", i, err)

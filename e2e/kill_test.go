@@ -76,6 +76,20 @@ func startHelperProcess(t *testing.T, helper string, env ...string) (*exec.Cmd, 
 	return nil, ""
 }
 
+// taggedBatch is 20 messages of 200 bytes, each starting with tag+j, and
+// their payloads, for the writers of the kill tests.
+func taggedBatch(tag uint64) ([]wire.Message, [][]byte) {
+	msgs := make([]wire.Message, 0, 20)
+	payloads := make([][]byte, 0, 20)
+	for j := range uint64(20) {
+		p := make([]byte, 200)
+		binary.LittleEndian.PutUint64(p, tag|j)
+		payloads = append(payloads, p)
+		msgs = append(msgs, client.NewMessage(p))
+	}
+	return msgs, payloads
+}
+
 // Everything acknowledged survives kill -9 of the node mid-load: every
 // acknowledged batch and offset is there after restart, identical
 // (client-plane issue: storage). Writers keep sending while the process is
@@ -126,14 +140,7 @@ func TestKill9KeepsAcknowledgedWrites(t *testing.T) {
 					return
 				default:
 				}
-				var msgs []wire.Message
-				var payloads [][]byte
-				for j := 0; j < 20; j++ {
-					p := make([]byte, 200)
-					binary.LittleEndian.PutUint64(p, uint64(w<<32|i<<8|j))
-					payloads = append(payloads, p)
-					msgs = append(msgs, client.NewMessage(p))
-				}
+				msgs, payloads := taggedBatch(uint64(w<<32 | i<<8))
 				conf, err := c.SendMessages(ctx, wire.ID(0), wire.ID(0), wire.PartitionID(uint32(w)), msgs)
 				if err != nil {
 					return
