@@ -57,13 +57,17 @@ type relay struct {
 
 // forward sends req, whose frame carries the prepare body `frame`, to the
 // group's primary. It reports false when there is no primary to ask (the
-// group is not in normal status), so the caller answers 58.
+// group is not in normal status), so the caller answers 58. It takes
+// ownership of frame and rewrites its header in place: frame is the
+// request's own buffer (the edge reads each frame into a fresh one) or one
+// built for the forward, and nothing reads it afterwards (a timeout is
+// answered from the decoded req.hdr), so a forwarded 1 MiB batch is not
+// copied.
 func (p *partitionActor) forward(req *clientRequest, frame []byte) bool {
 	if p.core.Status() != vsr.StatusNormal || p.core.IsPrimary() || req.relay != nil {
 		return false
 	}
-	out := make([]byte, len(frame))
-	copy(out, frame)
+	out := frame
 	h := wire.HeaderOf(out)
 	hdr := req.hdr
 	hdr.Size, hdr.Replica, hdr.Group = uint32(len(out)), p.node.cluster.self, p.ref.Group
