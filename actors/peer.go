@@ -15,7 +15,6 @@ type peerActor struct {
 	n          *Node
 	id         uint8
 	partitions map[uint64]*actor.PID
-	dropped    uint64
 }
 
 // routeUpdate tells the peer actors that a partition actor started (pid)
@@ -53,7 +52,7 @@ func (p *peerActor) route(ctx actor.Context, f *peerFrame) {
 	h := wire.HeaderOf(f.frame)
 	group, ok := wire.GroupOf(h)
 	if !ok {
-		p.dropped++
+		p.n.log.Debug("replica frame without a group dropped", "peer", p.id, "command", h.Command())
 		return
 	}
 	c := h.Command()
@@ -70,7 +69,7 @@ func (p *peerActor) route(ctx actor.Context, f *peerFrame) {
 		return
 	}
 	// A partition this node does not host (yet): dropped; the primary's
-	// retransmission delivers it once the partition exists (4.2 rule 3;
-	// parking arrives with the fault-tolerance work).
-	p.dropped++
+	// retransmission or repair delivers it once the partition exists (4.2
+	// rule 3).
+	p.n.log.Debug("replica frame for a group not hosted here dropped", "peer", p.id, "group", group, "command", c)
 }
