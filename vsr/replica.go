@@ -390,10 +390,16 @@ func (r *Replica) sendPrepareOk(e *entry) {
 	if r.status != StatusNormal || !e.journaled || e.hdr.Op > r.sequencer {
 		return
 	}
+	r.ackPrepare(e.hdr)
+}
+
+// ackPrepare sends the PrepareOk for prepare p (1.4.2) to the primary of
+// the current view, through the loopback when that is this replica.
+func (r *Replica) ackPrepare(p wire.PrepareHeader) {
 	ok := wire.PrepareOkHeader{
-		Cluster: r.cfg.Cluster, View: r.view, Replica: r.cfg.Replica, Parent: e.hdr.Parent,
-		PrepareChecksum: e.hdr.Checksum, Op: e.hdr.Op, Commit: r.commitMax, Timestamp: e.hdr.Timestamp,
-		Request: e.hdr.Request, Operation: e.hdr.Operation, Group: r.cfg.Group,
+		Cluster: r.cfg.Cluster, View: r.view, Replica: r.cfg.Replica, Parent: p.Parent,
+		PrepareChecksum: p.Checksum, Op: p.Op, Commit: r.commitMax, Timestamp: p.Timestamp,
+		Request: p.Request, Operation: p.Operation, Group: r.cfg.Group,
 	}
 	if r.IsPrimary() {
 		r.onPrepareOk(ok)
@@ -525,14 +531,7 @@ func (r *Replica) ackHeld(p wire.PrepareHeader) {
 		r.drop("prepare already committed")
 		return
 	}
-	ok := wire.PrepareOkHeader{
-		Cluster: r.cfg.Cluster, View: r.view, Replica: r.cfg.Replica, Parent: p.Parent,
-		PrepareChecksum: p.Checksum, Op: p.Op, Commit: r.commitMax, Timestamp: p.Timestamp,
-		Request: p.Request, Operation: p.Operation, Group: r.cfg.Group,
-	}
-	head := make([]byte, wire.HeaderSize)
-	ok.Encode(wire.HeaderOf(head))
-	r.ready.Send = append(r.ready.Send, Envelope{To: r.Primary(), Head: head})
+	r.ackPrepare(p)
 }
 
 // onPrepareOk is the primary's handling of an acknowledgement (5.8).
