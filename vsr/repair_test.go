@@ -141,6 +141,25 @@ func TestRepairPrepareWithoutSessionIsDropped(t *testing.T) {
 	}
 }
 
+// commitBatches has the primary commit ops from..to, one SendMessages
+// batch of one message each at offset op-1, delivering as it goes.
+func (c *cluster) commitBatches(t *testing.T, from, to uint64) {
+	t.Helper()
+	for op := from; op <= to; op++ {
+		submitBatch(t, c.reps[0], op-1, 100+op)
+		c.settle()
+	}
+}
+
+// restartWithSegments replaces replica i by a fresh core that knows only
+// its durable offset frontier, as a partition replica restarted on its
+// segments.
+func (c *cluster) restartWithSegments(i int, frontier uint64) {
+	c.reps[i] = New(Config{Group: 5, Replica: uint8(i), ReplicaCount: 3, Seed: uint64(i) + 1})
+	c.reps[i].SetOffsetFrontier(frontier)
+	c.committed[i] = nil
+}
+
 // submitBatch admits a SendMessages prepare whose body is a batch header
 // of one message at offset base (the shell's stamp, enough for the core).
 func submitBatch(t *testing.T, r *Replica, base uint64, now uint64) {
@@ -169,15 +188,10 @@ func TestPartitionRepairFloorConnectsToDurableData(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newClusterWith(3, func(cfg *Config) { cfg.RetainOps = 4 })
-			for op := uint64(1); op <= 10; op++ {
-				submitBatch(t, c.reps[0], op-1, 100+op)
-				c.settle()
-			}
+			c.commitBatches(t, 1, 10)
 			c.ticks(c.reps[0].cfg.CommitBroadcastTicks + 1)
 			// Replica 2 restarts having stored offsets 0..frontier-1.
-			c.reps[2] = New(Config{Group: 5, Replica: 2, ReplicaCount: 3, Seed: 3})
-			c.reps[2].SetOffsetFrontier(tc.frontier)
-			c.committed[2] = nil
+			c.restartWithSegments(2, tc.frontier)
 			c.ticks(c.reps[0].cfg.CommitBroadcastTicks + 1)
 			r2 := c.reps[2]
 			if !tc.connects {
@@ -294,10 +308,7 @@ func TestHeldCommittedPrepareIsAckedAgain(t *testing.T) {
 func TestFloorNeverConnectsOnAnEarlierWindowsBatch(t *testing.T) {
 	c := newClusterWith(3, func(cfg *Config) { cfg.RetainOps, cfg.RepairChunk = 4, 2 })
 	c.down = map[uint8]bool{2: true}
-	for op := uint64(1); op <= 4; op++ {
-		submitBatch(t, c.reps[0], op-1, 100+op)
-		c.settle()
-	}
+	c.commitBatches(t, 1, 4)
 	delete(c.down, 2)
 	lostOnce := false
 	c.lose = func(e Envelope) bool {
@@ -315,10 +326,7 @@ func TestFloorNeverConnectsOnAnEarlierWindowsBatch(t *testing.T) {
 	}
 	r2.SetOffsetFrontier(2) // what the partition shell reports after applying ops 1, 2
 	c.down = map[uint8]bool{2: true}
-	for op := uint64(5); op <= 10; op++ { // the primary's ring moves on to 7..10
-		submitBatch(t, c.reps[0], op-1, 100+op)
-		c.settle()
-	}
+	c.commitBatches(t, 5, 10)
 	delete(c.down, 2)
 	c.ticks(r2.cfg.RepairRetryTicks + 1)
 	var ops []uint64
@@ -371,24 +379,15 @@ func TestRefusedRepairWaitsARetryInterval(t *testing.T) {
 func TestRefusedFloorDropsHeldEntries(t *testing.T) {
 	c := newClusterWith(3, func(cfg *Config) { cfg.RetainOps = 4 })
 	c.down = map[uint8]bool{2: true}
-	op := uint64(0)
-	commitSome := func(n int) {
-		for range n {
-			op++
-			submitBatch(t, c.reps[0], op-1, 100+op)
-			c.settle()
-		}
-	}
-	commitSome(10)
+	c.commitBatches(t, 1, 10)
 	delete(c.down, 2)
 	r2 := c.reps[2]
-	for round := 0; round < 20; round++ {
+	for round := uint64(0); round < 20; round++ {
 		c.down = map[uint8]bool{2: true}
-		commitSome(4)
+		c.commitBatches(t, 11+4*round, 14+4*round)
 		delete(c.down, 2)
 		c.ticks(c.reps[0].cfg.CommitBroadcastTicks + 1)
 	}
-	t.Logf("primary at %d; replica 2 commit %d, holds %d entries, %d sessions, drops %v", c.reps[0].CommitMin(), r2.CommitMin(), len(r2.log), r2.Repairs, r2.Dropped)
 	if len(r2.log) > 8 {
 		t.Fatalf("replica 2 holds %d repaired entries it can never use", len(r2.log))
 	}
@@ -399,14 +398,9 @@ func TestRefusedFloorDropsHeldEntries(t *testing.T) {
 // and connects once the op arrives.
 func TestFloorWindowWithAMissingOpWaits(t *testing.T) {
 	c := newClusterWith(3, func(cfg *Config) { cfg.RetainOps = 4 })
-	for op := uint64(1); op <= 10; op++ {
-		submitBatch(t, c.reps[0], op-1, 100+op)
-		c.settle()
-	}
+	c.commitBatches(t, 1, 10)
 	c.ticks(c.reps[0].cfg.CommitBroadcastTicks + 1)
-	c.reps[2] = New(Config{Group: 5, Replica: 2, ReplicaCount: 3, Seed: 3})
-	c.reps[2].SetOffsetFrontier(6)
-	c.committed[2] = nil
+	c.restartWithSegments(2, 6)
 	lost := false
 	c.lose = func(e Envelope) bool {
 		h := wire.HeaderOf(e.Head)
