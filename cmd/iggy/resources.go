@@ -52,39 +52,43 @@ func (a *app) clientVerb(use, short string, n, k int, fn func(c *client.Client, 
 	})
 }
 
+// optionsVerb is clientVerb for the commands that take repeatable
+// --option key=value flags (usage describes them): the options are parsed
+// with the arguments, before connecting.
+func (a *app) optionsVerb(use, short string, n, k int, usage string,
+	fn func(c *client.Client, ids []wire.Identifier, args []string, opts []wire.KeyValue) error) *cobra.Command {
+	var raw []string
+	cmd := a.verb(use, short, n, k, func(ids []wire.Identifier, args []string) error {
+		opts, err := parseKeyValues(raw)
+		if err != nil {
+			return err
+		}
+		c, err := a.connect()
+		if err != nil {
+			return err
+		}
+		return fn(c, ids, args, opts)
+	})
+	cmd.Flags().StringArrayVar(&raw, "option", nil, usage)
+	return cmd
+}
+
 func (a *app) streamCommand() *cobra.Command {
-	var createOpts, updateOpts []string
-	create := a.verb("create NAME", "Create a stream", 1, 0, func(_ []wire.Identifier, args []string) error {
-		opts, err := parseKeyValues(createOpts)
-		if err != nil {
-			return err
-		}
-		c, err := a.connect()
-		if err != nil {
-			return err
-		}
-		s, err := c.CreateStream(a.ctx, args[0], opts)
-		if err != nil {
-			return err
-		}
-		return a.printStream(s)
-	})
-	create.Flags().StringArrayVar(&createOpts, "option", nil, "stream option key=value (repeatable)")
-	update := a.verb("update STREAM NAME", "Rename a stream or change its options", 2, 1, func(id []wire.Identifier, args []string) error {
-		opts, err := parseKeyValues(updateOpts)
-		if err != nil {
-			return err
-		}
-		c, err := a.connect()
-		if err != nil {
-			return err
-		}
-		if err := c.UpdateStream(a.ctx, id[0], args[1], opts); err != nil {
-			return err
-		}
-		return a.printDone("stream updated", map[string]any{"stream": args[0]})
-	})
-	update.Flags().StringArrayVar(&updateOpts, "option", nil, "stream option key=value (repeatable)")
+	create := a.optionsVerb("create NAME", "Create a stream", 1, 0, "stream option key=value (repeatable)",
+		func(c *client.Client, _ []wire.Identifier, args []string, opts []wire.KeyValue) error {
+			s, err := c.CreateStream(a.ctx, args[0], opts)
+			if err != nil {
+				return err
+			}
+			return a.printStream(s)
+		})
+	update := a.optionsVerb("update STREAM NAME", "Rename a stream or change its options", 2, 1, "stream option key=value (repeatable)",
+		func(c *client.Client, id []wire.Identifier, args []string, opts []wire.KeyValue) error {
+			if err := c.UpdateStream(a.ctx, id[0], args[1], opts); err != nil {
+				return err
+			}
+			return a.printDone("stream updated", map[string]any{"stream": args[0]})
+		})
 	return noun("stream", "Manage streams",
 		create, update,
 		a.clientVerb("get STREAM", "Show a stream and its topics", 1, 1, func(c *client.Client, id []wire.Identifier, _ []string) error {
@@ -141,40 +145,23 @@ func (a *app) printStream(s *wire.StreamDetails) error {
 }
 
 func (a *app) topicCommand() *cobra.Command {
-	var createOpts, updateOpts []string
 	var partitions uint32
-	create := a.verb("create STREAM NAME", "Create a topic", 2, 1, func(id []wire.Identifier, args []string) error {
-		opts, err := parseKeyValues(createOpts)
-		if err != nil {
-			return err
-		}
-		c, err := a.connect()
-		if err != nil {
-			return err
-		}
-		tp, err := c.CreateTopic(a.ctx, id[0], args[1], partitions, opts)
-		if err != nil {
-			return err
-		}
-		return a.printTopic(tp)
-	})
+	create := a.optionsVerb("create STREAM NAME", "Create a topic", 2, 1, "topic option key=value (repeatable; see: iggy options topic)",
+		func(c *client.Client, id []wire.Identifier, args []string, opts []wire.KeyValue) error {
+			tp, err := c.CreateTopic(a.ctx, id[0], args[1], partitions, opts)
+			if err != nil {
+				return err
+			}
+			return a.printTopic(tp)
+		})
 	create.Flags().Uint32VarP(&partitions, "partitions", "p", 1, "number of partitions")
-	create.Flags().StringArrayVar(&createOpts, "option", nil, "topic option key=value (repeatable; see `iggy options topic`)")
-	update := a.verb("update STREAM TOPIC NAME", "Rename a topic or change its options", 3, 2, func(id []wire.Identifier, args []string) error {
-		opts, err := parseKeyValues(updateOpts)
-		if err != nil {
-			return err
-		}
-		c, err := a.connect()
-		if err != nil {
-			return err
-		}
-		if err := c.UpdateTopic(a.ctx, id[0], id[1], args[2], opts); err != nil {
-			return err
-		}
-		return a.printDone("topic updated", map[string]any{"stream": args[0], "topic": args[1]})
-	})
-	update.Flags().StringArrayVar(&updateOpts, "option", nil, "topic option key=value (repeatable)")
+	update := a.optionsVerb("update STREAM TOPIC NAME", "Rename a topic or change its options", 3, 2, "topic option key=value (repeatable)",
+		func(c *client.Client, id []wire.Identifier, args []string, opts []wire.KeyValue) error {
+			if err := c.UpdateTopic(a.ctx, id[0], id[1], args[2], opts); err != nil {
+				return err
+			}
+			return a.printDone("topic updated", map[string]any{"stream": args[0], "topic": args[1]})
+		})
 	return noun("topic", "Manage topics",
 		create, update,
 		a.clientVerb("get STREAM TOPIC", "Show a topic and its partitions", 2, 2, func(c *client.Client, id []wire.Identifier, _ []string) error {
