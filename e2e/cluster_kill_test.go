@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,14 +47,7 @@ func TestHelperClusterNodeProcess(t *testing.T) {
 	if err := n.SetReplicaRoster(roster); err != nil {
 		t.Fatal(err)
 	}
-	fmt.Printf("ADDR %s\n", n.TCPAddr())
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM)
-	select {
-	case <-sig:
-	case <-time.After(2 * time.Minute):
-	}
-	_ = n.Close()
+	serveUntilTerminated(n)
 }
 
 // startClusterChild starts replica self of the cluster whose replica-plane

@@ -26,7 +26,16 @@ func TestHelperNodeProcess(t *testing.T) {
 	if dir == "" {
 		t.Skip("helper process only")
 	}
-	n := startNodeIn(t, dir)
+	serveUntilTerminated(startNodeIn(t, dir))
+}
+
+// serveUntilTerminated is the rest of a helper node process: it prints the
+// client address its parent waits for, then serves until SIGTERM (or two
+// minutes, should the parent die without killing it).
+func serveUntilTerminated(n interface {
+	TCPAddr() string
+	Close() error
+}) {
 	fmt.Printf("ADDR %s\n", n.TCPAddr())
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM)

@@ -151,6 +151,20 @@ func (c *cluster) commitBatches(t *testing.T, from, to uint64) {
 	}
 }
 
+// loseOnce makes the network lose the first frame that matches, and
+// reports through the returned flag whether it has.
+func (c *cluster) loseOnce(match func(h *wire.Header) bool) *bool {
+	lost := new(bool)
+	c.lose = func(e Envelope) bool {
+		if !*lost && match(wire.HeaderOf(e.Head)) {
+			*lost = true
+			return true
+		}
+		return false
+	}
+	return lost
+}
+
 // restartWithSegments replaces replica i by a fresh core that knows only
 // its durable offset frontier, as a partition replica restarted on its
 // segments.
@@ -310,19 +324,13 @@ func TestFloorNeverConnectsOnAnEarlierWindowsBatch(t *testing.T) {
 	c.down = map[uint8]bool{2: true}
 	c.commitBatches(t, 1, 4)
 	delete(c.down, 2)
-	lostOnce := false
-	c.lose = func(e Envelope) bool {
-		h := wire.HeaderOf(e.Head)
-		if h.Command() == wire.CmdRequestPrepares && h.RequestPrepares().FromOp == 3 && !lostOnce {
-			lostOnce = true
-			return true
-		}
-		return false
-	}
+	lost := c.loseOnce(func(h *wire.Header) bool {
+		return h.Command() == wire.CmdRequestPrepares && h.RequestPrepares().FromOp == 3
+	})
 	r2 := c.reps[2]
 	c.ticks(c.reps[0].cfg.CommitBroadcastTicks + 1)
-	if r2.CommitMin() != 2 || !lostOnce {
-		t.Fatalf("setup: commit %d lost %v", r2.CommitMin(), lostOnce)
+	if r2.CommitMin() != 2 || !*lost {
+		t.Fatalf("setup: commit %d lost %v", r2.CommitMin(), *lost)
 	}
 	r2.SetOffsetFrontier(2) // what the partition shell reports after applying ops 1, 2
 	c.down = map[uint8]bool{2: true}
@@ -401,19 +409,13 @@ func TestFloorWindowWithAMissingOpWaits(t *testing.T) {
 	c.commitBatches(t, 1, 10)
 	c.ticks(c.reps[0].cfg.CommitBroadcastTicks + 1)
 	c.restartWithSegments(2, 6)
-	lost := false
-	c.lose = func(e Envelope) bool {
-		h := wire.HeaderOf(e.Head)
-		if h.Command() == wire.CmdRepairPrepare && h.Prepare().Op == 7 && !lost {
-			lost = true
-			return true
-		}
-		return false
-	}
+	lost := c.loseOnce(func(h *wire.Header) bool {
+		return h.Command() == wire.CmdRepairPrepare && h.Prepare().Op == 7
+	})
 	r2 := c.reps[2]
 	c.ticks(c.reps[0].cfg.CommitBroadcastTicks + 1)
-	if !lost || r2.RepairsRefused != 0 || !r2.repair.open || r2.CommitMin() != 0 {
-		t.Fatalf("after a lost op 7: lost %v, refused %d, open %v, commit %d", lost, r2.RepairsRefused, r2.repair.open, r2.CommitMin())
+	if !*lost || r2.RepairsRefused != 0 || !r2.repair.open || r2.CommitMin() != 0 {
+		t.Fatalf("after a lost op 7: lost %v, refused %d, open %v, commit %d", *lost, r2.RepairsRefused, r2.repair.open, r2.CommitMin())
 	}
 	c.ticks(r2.cfg.RepairRetryTicks + 1)
 	if r2.CommitMin() != 10 || r2.RepairsRefused != 0 {
