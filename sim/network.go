@@ -196,12 +196,14 @@ func (net *network) deliver(now int, faults bool, down func(int) bool, deliver f
 		case faults && net.rng.Float64() < net.cfg.Loss:
 			net.stats.Lost++
 		default:
+			frame := p.frame // the replica owns what it gets
 			if faults && net.rng.Float64() < net.cfg.Replay {
 				l.queue = append(l.queue, packet{at: now + net.delay(), frame: p.frame})
 				net.stats.Replayed++
+				frame = append([]byte(nil), p.frame...) // the queued copy stays as sent
 			}
 			net.stats.Delivered++
-			deliver(d.from, d.to, append([]byte(nil), p.frame...)) // the replica owns what it gets
+			deliver(d.from, d.to, frame)
 		}
 	}
 }
