@@ -17,13 +17,19 @@
 // (q_rep = 1), so a single node's writes are prepared, journaled,
 // self-acknowledged and committed exactly as a primary's are in a cluster.
 //
-// This package covers normal operation (section 5) and journal repair
-// (7.2-7.5, repair.go): a backup whose commit walk stops at a hole below
-// commit_max, because it was down or unlinked while ops committed, pulls
-// the missing prepares from the primary and applies them. View change,
-// recovery and state transfer (sections 6-8) extend it; until then a
-// backup whose primary goes silent only records the fact (see Status), and
-// one whose hole reaches below the primary's retained ring stays behind.
+// This package covers normal operation (section 5), view change and the
+// restart probe (6.2-6.14, viewchange.go; the merge of 6.7 in merge.go)
+// and journal repair (7.2-7.5, repair.go). A backup whose primary goes
+// silent elects a new one (StartViewChange, DoViewChange with the log
+// suffix, the merge, StartView); a restarted replica rejoins through
+// Recover in Recovering, probes with RequestStartView and never resumes
+// primaryship on its own; a backup whose commit walk stops at a hole below
+// commit_max pulls the missing prepares from the primary, and a
+// primary-elect pulls what its merged log lacks from a DVC sender. Ready
+// carries the durable view state (State) the shell must write before the
+// Ready's sends, and the journal truncations (Truncate) view changes
+// decide. State transfer (7.6-7.9) is not here yet: a replica whose hole
+// reaches below every server's retained ring stays behind.
 //
 // Prepares travel down the chain of 4.6 (P, P+1, ..., P-1). When a hop of
 // that chain is down, the replicas after it hear a prepare only from the

@@ -45,8 +45,9 @@ type repairSession struct {
 	// emitted is the highest repaired op handed to the journal.
 	emitted uint64
 	// askedFrom is the from_op of the last RequestPrepares: a RepairDone that
-	// finds commit_min at or above it made progress.
-	askedFrom uint64
+	// finds commit_min at or above it made progress; so did one that finds
+	// sequencer above askedHead (ops above commit_max, journaled only).
+	askedFrom, askedHead, askedTo uint64
 	// Partition sessions (7.2 rule 1): floor from RangeEvicted (0: none).
 	floor uint64
 }
@@ -106,17 +107,16 @@ func (r *Replica) frameAt(op uint64) []byte {
 // maybeRepair opens a session when the commit walk is stuck on a hole
 // below commit_max (7.2 rule 2).
 func (r *Replica) maybeRepair() {
-	if r.repair.open || r.repairBackoff > 0 || r.status != StatusNormal || r.IsPrimary() || r.commitMin >= r.commitMax {
+	target := max(r.commitMax, r.knownHead)
+	if r.repair.open || r.repairBackoff > 0 || r.status != StatusNormal || r.IsPrimary() || r.sequencer >= target && r.commitMin >= r.commitMax {
 		return
 	}
-	r.emitRepaired() // entries held from a closed session are journaled first
-	if e := r.log[r.commitMin+1]; e != nil {
-		if e.journaled {
-			r.commitJournal() // the periodic backstop of 5.9
-		}
-		return
+	r.emitRepaired()  // entries held from a closed session are journaled first
+	r.commitJournal() // the periodic backstop of 5.9
+	if r.sequencer >= target || r.log[r.sequencer+1] != nil {
+		return // nothing missing, or the next op is on its way to the journal
 	}
-	r.repair = repairSession{open: true, peer: r.Primary(), toOp: r.commitMax,
+	r.repair = repairSession{open: true, peer: r.Primary(), toOp: target,
 		nonce: wire.U128{Lo: r.random(), Hi: r.random()}}
 	r.Repairs++
 	r.requestPrepares()
@@ -124,12 +124,34 @@ func (r *Replica) maybeRepair() {
 
 func (r *Replica) requestPrepares() {
 	from := r.commitMin + 1
+	if r.vc.merged != nil {
+		from = max(r.commitMin, r.sequencer) + 1 // the primary-elect's own journal is proven
+	}
 	if from > r.repair.toOp {
 		return
 	}
-	r.repair.askedFrom = from
+	// Ask from the first op not held, for at most repairPace ops: a window
+	// larger than the peer's send queue would overrun it (3.2) and lose
+	// part of every window.
+	if r.repair.floor >= from {
+		from = r.repair.floor + 1 // below the server's ring: the floor rule joins the rest (7.5)
+	}
+	for from <= r.repair.toOp && from > r.sequencer && r.log[from] != nil {
+		from++ // held from an earlier window
+	}
+	if from > r.repair.toOp {
+		// Everything is held already (its RepairDone came before the last
+		// of its prepares): finish the window now.
+		if !r.repair.done && r.repair.pending == 0 {
+			r.repair.done = true
+			r.finishWindow()
+		}
+		return
+	}
+	to := min(r.repair.toOp, from+uint64(r.repairPace())-1)
+	r.repair.askedFrom, r.repair.askedHead, r.repair.askedTo = from, r.sequencer, to
 	rp := wire.RequestPreparesHeader{Cluster: r.cfg.Cluster, Replica: r.cfg.Replica,
-		Nonce: r.repair.nonce, FromOp: from, ToOp: r.repair.toOp, Group: r.cfg.Group}
+		Nonce: r.repair.nonce, FromOp: from, ToOp: to, Group: r.cfg.Group}
 	head := make([]byte, wire.HeaderSize)
 	rp.Encode(wire.HeaderOf(head))
 	r.ready.Send = append(r.ready.Send, Envelope{To: r.repair.peer, Head: head})
@@ -140,14 +162,14 @@ func (r *Replica) tickRepair() {
 	if r.repairBackoff > 0 {
 		r.repairBackoff--
 	}
-	if r.repair.open && r.commitMin >= r.repair.toOp {
+	if r.repair.open && r.repairComplete() {
 		r.repair, r.refusedInARow = repairSession{}, 0 // the live chain or a heartbeat got it there first
 	}
 	if !r.repair.open {
 		r.maybeRepair()
 		return
 	}
-	if r.status != StatusNormal {
+	if r.status != StatusNormal && r.vc.merged == nil {
 		return
 	}
 	r.repair.idle++
@@ -161,15 +183,12 @@ func (r *Replica) tickRepair() {
 // request's from_op, preceded by RangeEvicted when the oldest are gone,
 // then RepairDone with the last op sent.
 func (r *Replica) onRequestPrepares(req wire.RequestPreparesHeader) {
-	if r.status != StatusNormal || req.Group != r.cfg.Group || req.Replica == r.cfg.Replica ||
+	if r.status == StatusRecovering || req.Group != r.cfg.Group || req.Replica == r.cfg.Replica ||
 		int(req.Replica) >= r.cfg.ReplicaCount {
 		r.drop("request_prepares not servable")
 		return
 	}
-	to := min(req.ToOp, r.commitMax)
-	if r.cfg.Metadata {
-		to = min(req.ToOp, max(r.commitMax, r.sequencer))
-	}
+	to := min(req.ToOp, max(r.commitMax, r.sequencer))
 	from := req.FromOp
 	if oldest := r.oldestHeld(); from < oldest {
 		from = oldest
@@ -225,6 +244,19 @@ func (r *Replica) onRepairPrepare(frame []byte, p wire.PrepareHeader) {
 		return
 	case p.Op > r.repair.toOp || p.Op <= r.commitMin:
 		r.drop("repair_prepare out of the window")
+		return
+	case r.status != StatusNormal && r.vc.merged == nil:
+		r.drop("repair_prepare while not normal")
+		return
+	}
+	if m := r.vc.merged; m != nil {
+		if h, ok := m.header(p.Op); ok && h.Checksum != p.Checksum {
+			r.drop("repair_prepare differs from the merged log")
+			return
+		}
+	}
+	if h, ok := r.adopted[p.Op]; ok && h.Prepare().Checksum != p.Checksum {
+		r.drop("repair_prepare differs from the adopted view")
 		return
 	}
 	if !r.cfg.Metadata {
@@ -358,13 +390,28 @@ func (r *Replica) onRepairReply(rr wire.RepairRangeReplyHeader) {
 }
 
 // repairedJournaled is Journaled for an op that arrived as a RepairPrepare.
+// A window whose last op arrives after its RepairDone (reordering) is
+// finished here instead of waiting for the stall retry.
 func (r *Replica) repairedJournaled() {
 	r.advanceSequencer()
 	r.commitJournal()
 	if r.repair.open && r.repair.pending > 0 {
 		r.repair.pending--
+		if r.repair.pending == 0 && r.sequencer >= r.repair.askedTo {
+			r.repair.done = true
+		}
 		r.finishWindow()
 	}
+}
+
+// repairPace is the most ops one RequestPrepares asks for: the repair
+// chunk, and at most half the peer send queue (PeerQueueCapacity).
+func (r *Replica) repairPace() int {
+	pace := r.cfg.RepairChunk
+	if q := r.cfg.PeerQueueCapacity / 2; q > 0 {
+		pace = min(pace, q)
+	}
+	return max(pace, 1)
 }
 
 // finishWindow is the RepairDone step of 7.5, run once the window's
@@ -381,11 +428,21 @@ func (r *Replica) finishWindow() {
 	}
 	r.commitJournal()
 	switch {
-	case r.commitMin >= r.repair.toOp:
+	case r.repairComplete():
 		r.repair, r.refusedInARow = repairSession{}, 0
-		r.maybeRepair() // commit_max may have moved on meanwhile
-	case r.commitMin > r.repair.askedFrom-1:
+		if r.vc.merged != nil {
+			r.electProgress()
+		} else {
+			r.maybeRepair() // commit_max may have moved on meanwhile
+		}
+	case r.commitMin > r.repair.askedFrom-1 || r.sequencer > r.repair.askedHead || r.repair.floor >= r.repair.askedFrom:
 		r.repair.idle = 0
 		r.requestPrepares()
 	}
+}
+
+// repairComplete: the window is journaled, and committed as far as
+// commit_max reaches into it.
+func (r *Replica) repairComplete() bool {
+	return r.sequencer >= r.repair.toOp && r.commitMin >= min(r.repair.toOp, r.commitMax)
 }

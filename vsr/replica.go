@@ -1,8 +1,10 @@
 package vsr
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 
 	"iggynode/wire"
 )
@@ -43,9 +45,18 @@ type Config struct {
 	CommitBroadcastTicks   int // default 50
 	HeartbeatTimeoutTicks  int // default 500
 	RepairRetryTicks       int // default 100 (cluster.repair_retry_interval)
+	// View change timers (4.7): SVC/DVC resend, ViewChangeStatus, the
+	// RequestStartView probe, and the probes before an election.
+	ViewChangeRetransmitTicks int // default 50
+	ViewChangeStatusTicks     int // default 500
+	RequestStartViewTicks     int // default 100
+	ViewProbeAttemptsMax      int // default 5
 	// RepairChunk is cluster.repair_chunk_max (128), the ops served per
 	// RequestPrepares.
 	RepairChunk int
+	// PeerQueueCapacity is the per-peer send queue (frames); repair asks
+	// for at most half of it at a time. 0: no bound beyond RepairChunk.
+	PeerQueueCapacity int
 	// RetainOps and RetainBytes bound the committed prepares kept for
 	// serving repair (defaults 4096 and 16 MiB, 5.13 rule 6).
 	RetainOps   int
@@ -77,6 +88,18 @@ func (c *Config) setDefaults() {
 	}
 	if c.RepairRetryTicks == 0 {
 		c.RepairRetryTicks = 100
+	}
+	if c.ViewChangeRetransmitTicks == 0 {
+		c.ViewChangeRetransmitTicks = 50
+	}
+	if c.ViewChangeStatusTicks == 0 {
+		c.ViewChangeStatusTicks = 500
+	}
+	if c.RequestStartViewTicks == 0 {
+		c.RequestStartViewTicks = 100
+	}
+	if c.ViewProbeAttemptsMax == 0 {
+		c.ViewProbeAttemptsMax = 5
 	}
 	if c.RepairChunk == 0 {
 		c.RepairChunk = 128
@@ -139,6 +162,37 @@ type Ready struct {
 	// Canceled holds tags of admitted requests whose outcome is unknown
 	// (TransientNotCommitted for the client).
 	Canceled []any
+	// State, when set, must be durable (the group's superblock, 9.2)
+	// before anything in Send goes out (6.13); if writing it fails, the
+	// shell sends nothing of this Ready and reports StateFailed.
+	State *State
+	// Truncate, when non-zero, is the lowest op to remove from the journal
+	// (every entry at or above it), before appending Journal. Truncated
+	// holds the removed frames that had been journaled, in op order (a
+	// partition shell rolls its next offset back to the first batch).
+	Truncate  uint64
+	Truncated [][]byte
+}
+
+// State is a group's durable VSR state (9.2): written before a
+// view-scoped send advertises it.
+type State struct {
+	View, LogView uint32
+	CommitMax     uint64
+}
+
+// Recovery is what a restarted replica recovered from durable state
+// (9.3, 9.4): its superblock's view, log_view and commit_max, its applied
+// point and the identity and timestamp of that op, and the journaled
+// prepares above it, in op order, hash-chained (metadata; a partition's
+// journal is memory and comes back empty).
+type Recovery struct {
+	View, LogView   uint32
+	CommitMax       uint64
+	Commit          uint64
+	CommitChecksum  wire.U128
+	CommitTimestamp uint64
+	Journal         [][]byte
 }
 
 type entry struct {
@@ -175,7 +229,31 @@ type Replica struct {
 	prepareTimer   timer
 	commitTimer    timer
 	heartbeatTimer timer
+	svcTimer       timer
+	dvcTimer       timer
+	vcStatusTimer  timer
+	rsvTimer       timer
 	rng            uint64
+
+	vc viewChange
+	// adopted is the suffix of the StartView this backup adopted (6.10
+	// step 6), adoptedTop its op; knownHead is the head of the current
+	// view this backup knows of (from the StartView or a prepare it could
+	// not journal yet), which repair fills up to.
+	adopted    map[uint64]wire.Header
+	adoptedTop uint64
+	knownHead  uint64
+	// primaryBeat is the last heartbeat counter heard from this view's
+	// primary (see the view change choices).
+	primaryBeat   uint64
+	ceded         bool
+	incarnation   wire.U128
+	probeAttempts int
+	// durable is the (view, log_view) the shell was asked to persist;
+	// persisted what it last confirmed. stateBackoff holds sends back
+	// after a failed write (6.13 rule 3).
+	durable, persisted          State
+	stateBackoff, stateFailures int
 
 	repair   repairSession
 	retained retained
@@ -193,6 +271,10 @@ type Replica struct {
 	// because the server no longer holds what this replica lacks (state
 	// transfer's case).
 	Repairs, RepairsRefused uint64
+	// ViewChangesStarted counts views this replica entered a view change
+	// for; ViewsStarted those it started as primary, ViewsAdopted the
+	// StartViews it adopted; Probes the view probes it began.
+	ViewChangesStarted, ViewsStarted, ViewsAdopted, Probes uint64
 }
 
 // New returns a fresh replica in view 0, Normal (replica-plane.md 5.1).
@@ -202,8 +284,49 @@ func New(cfg Config) *Replica {
 	r.commitTimer.after = cfg.CommitBroadcastTicks
 	r.heartbeatTimer.after = cfg.HeartbeatTimeoutTicks
 	r.prepareTimer.after = cfg.PrepareRetransmitTicks
+	r.svcTimer.after = cfg.ViewChangeRetransmitTicks
+	r.dvcTimer.after = cfg.ViewChangeRetransmitTicks
+	r.vcStatusTimer.after = cfg.ViewChangeStatusTicks
+	r.rsvTimer.after = cfg.RequestStartViewTicks
+	r.vc.dvcs = make([]*dvcRecord, cfg.ReplicaCount)
 	r.enterNormal()
 	return r
+}
+
+// Recover boots a replica with prior life (6.12 rule 1, 9.3): it takes
+// the recovered state and, in a cluster, rejoins as a ceded backup in
+// Recovering and probes for the current view; it never resumes
+// primaryship on its own. A cluster of one commits everything it
+// journaled and is Normal at once (9.3 step 4).
+func (r *Replica) Recover(rc Recovery) {
+	assert(r.sequencer == 0 && len(r.log) == 0, "recover on a fresh replica")
+	assert(rc.LogView <= rc.View, "view >= log_view")
+	r.view, r.logView = rc.View, rc.LogView
+	r.durable = State{View: rc.View, LogView: rc.LogView}
+	r.persisted = r.durable
+	r.commitMin, r.sequencer = rc.Commit, rc.Commit
+	r.commitMax = max(rc.CommitMax, rc.Commit)
+	r.lastChecksum, r.committedChecksum, r.lastTimestamp = rc.CommitChecksum, rc.CommitChecksum, rc.CommitTimestamp
+	for _, f := range rc.Journal {
+		ph := wire.HeaderOf(f).Prepare()
+		if ph.Op != r.sequencer+1 || ph.Parent != r.lastChecksum {
+			assert(false, fmt.Sprintf("recovered journal is contiguous and chained: op %d after %d", ph.Op, r.sequencer))
+		}
+		r.log[ph.Op] = &entry{frame: f, hdr: ph, journaled: true}
+		r.sequencer, r.lastChecksum = ph.Op, ph.Checksum
+		r.lastTimestamp = max(r.lastTimestamp, ph.Timestamp)
+	}
+	if r.cfg.ReplicaCount == 1 {
+		r.commitMax = r.sequencer
+		r.commitJournal()
+		r.enterNormal()
+		return
+	}
+	r.ceded = r.IsPrimary()
+	if r.cfg.Metadata {
+		r.incarnation = wire.U128{Lo: r.random() | 1, Hi: r.random()}
+	}
+	r.startProbe()
 }
 
 // Restore sets the recovered durable state of a single-replica group (9.3
@@ -220,7 +343,7 @@ func (r *Replica) Restore(view, logView uint32, head uint64, headChecksum wire.U
 
 func (r *Replica) enterNormal() {
 	r.status = StatusNormal
-	if r.IsPrimary() {
+	if r.IsPrimary() && !r.ceded {
 		r.heartbeatTimer.stop()
 		if r.cfg.ReplicaCount > 1 {
 			r.commitTimer.start()
@@ -246,29 +369,73 @@ func (r *Replica) PipelineLen() int      { return int(r.sequencer - r.commitMin)
 func (r *Replica) QueueLen() int         { return len(r.queue) }
 func (r *Replica) LastTimestamp() uint64 { return r.lastTimestamp }
 
-// CaughtUpPrimary is the admission gate of 5.3.1 step 2 (ceding and
-// recovery barriers arrive with recovery).
-func (r *Replica) CaughtUpPrimary() bool {
-	return r.IsPrimary() && r.status == StatusNormal && r.commitMin == r.commitMax
+// Leading reports whether this replica is the primary of a settled view:
+// it admits requests, and a partition shell stamps the batches it journals.
+func (r *Replica) Leading() bool {
+	return r.IsPrimary() && r.status == StatusNormal && !r.ceded
 }
 
-// Ready returns and clears the pending outputs.
+// CaughtUpPrimary is the admission gate of 5.3.1 step 2.
+func (r *Replica) CaughtUpPrimary() bool {
+	return r.Leading() && r.commitMin == r.commitMax
+}
+
+// Ready returns and clears the pending outputs. When (view, log_view)
+// moved since the shell last persisted them, the Ready carries State; while
+// a failed write backs off, the view-scoped frames are held back (6.13).
 func (r *Replica) Ready() Ready {
 	rd := r.ready
 	r.ready = Ready{}
+	cur := State{View: r.view, LogView: r.logView, CommitMax: r.commitMax}
+	if cur.View != r.durable.View || cur.LogView != r.durable.LogView {
+		if r.stateBackoff == 0 {
+			rd.State = &cur
+			r.durable = cur
+		} else {
+			rd.Send = ungated(rd.Send)
+		}
+	}
 	return rd
+}
+
+// StateFailed reports that persisting Ready.State failed: nothing of that
+// Ready was sent, and the write is retried after 10 ms * 2^failures,
+// capped at 1 s (6.13 rule 3).
+func (r *Replica) StateFailed() {
+	r.durable = r.persisted
+	r.stateFailures++
+	r.stateBackoff = min(1<<min(r.stateFailures, 8), 100)
+}
+
+// StatePersisted reports that Ready.State is durable.
+func (r *Replica) StatePersisted() {
+	r.persisted, r.stateFailures = r.durable, 0
+}
+
+// ungated keeps the frames 6.14 does not gate on durable view state.
+func ungated(sends []Envelope) []Envelope {
+	out := sends[:0]
+	for _, e := range sends {
+		switch wire.HeaderOf(e.Head).Command() {
+		case wire.CmdStartViewChange, wire.CmdDoViewChange, wire.CmdStartView, wire.CmdCommit, wire.CmdPrepareOk:
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // HasReady reports whether outputs are pending.
 func (r *Replica) HasReady() bool {
-	return len(r.ready.Journal)+len(r.ready.Send)+len(r.ready.Commit)+len(r.ready.Canceled) > 0
+	return len(r.ready.Journal)+len(r.ready.Send)+len(r.ready.Commit)+len(r.ready.Canceled) > 0 ||
+		r.ready.Truncate != 0 || (r.stateBackoff == 0 && (r.view != r.durable.View || r.logView != r.durable.LogView))
 }
 
 // Submit admits a request at the primary (5.2 rule 3): prepare it now if the
 // prepare queue has room, else queue it, else refuse. nowUs is the wall
 // clock in µs; the prepare timestamp is max(nowUs, last+1) (5.4).
 func (r *Replica) Submit(req Request, nowUs uint64) error {
-	if !r.IsPrimary() || r.status != StatusNormal {
+	if !r.Leading() {
 		return ErrNotPrimary
 	}
 	if len(req.Frame) < wire.HeaderSize {
@@ -340,17 +507,42 @@ func (r *Replica) Journaled(op uint64, err error) {
 // (5.5 step 3): those ops were never acknowledged by this replica.
 func (r *Replica) truncateFrom(op uint64) {
 	assert(op > r.commitMin, "never truncate at or below commit_min")
+	var truncated [][]byte
+	for o := op; o <= r.sequencer; o++ {
+		if e := r.log[o]; e != nil && e.journaled {
+			truncated = append(truncated, e.frame)
+		}
+	}
 	for o := r.sequencer; o >= op; o-- {
 		if e := r.log[o]; e != nil && e.tag != nil {
 			r.ready.Canceled = append(r.ready.Canceled, e.tag)
 		}
 		delete(r.log, o)
 	}
-	for o := range r.log {
+	for o, e := range r.log {
 		if o >= op {
+			if e.journaled && o > r.sequencer {
+				truncated = append(truncated, e.frame) // journaled above a hole: removed too
+			}
 			delete(r.log, o) // repaired entries held above a hole; they carry no tags
 		}
 	}
+	// The shell removes the journal from op on, and appends nothing at or
+	// above it that this Ready still holds.
+	keep := r.ready.Journal[:0]
+	for _, f := range r.ready.Journal {
+		if wire.HeaderOf(f).Prepare().Op < op {
+			keep = append(keep, f)
+		}
+	}
+	r.ready.Journal = keep
+	if r.ready.Truncate == 0 || op < r.ready.Truncate {
+		r.ready.Truncate = op
+	}
+	slices.SortFunc(truncated, func(a, b []byte) int {
+		return cmp.Compare(wire.HeaderOf(a).Prepare().Op, wire.HeaderOf(b).Prepare().Op)
+	})
+	r.ready.Truncated = append(r.ready.Truncated, truncated...)
 	// Repaired entries handed to the journal from op on are gone: the stall
 	// retry asks for them again.
 	r.repair.pending, r.repair.done, r.repair.emitted = 0, false, 0
@@ -458,6 +650,24 @@ func (r *Replica) Step(frame []byte) {
 			return
 		}
 		r.onRepairReply(rr)
+	case wire.CmdStartViewChange:
+		s, err := wire.DecodeStartViewChangeHeader(h)
+		if err != nil || s.Group != r.cfg.Group {
+			r.drop("bad start_view_change")
+			return
+		}
+		r.onStartViewChange(s)
+	case wire.CmdDoViewChange:
+		r.onDoViewChange(frame)
+	case wire.CmdStartView:
+		r.onStartView(frame)
+	case wire.CmdRequestStartView:
+		q, err := wire.DecodeRequestStartViewHeader(h)
+		if err != nil || q.Group != r.cfg.Group {
+			r.drop("bad request_start_view")
+			return
+		}
+		r.onRequestStartView(q)
 	default:
 		r.drop("unhandled command " + h.Command().String())
 	}
@@ -502,6 +712,10 @@ func (r *Replica) onPrepare(frame []byte) {
 		}
 		return
 	}
+	if h, ok := r.adopted[p.Op]; ok && h.Prepare().Checksum != p.Checksum {
+		r.drop("prepare differs from the adopted view")
+		return
+	}
 	if prev := r.log[p.Op-1]; prev != nil && prev.hdr.View == p.View && !p.Parent.IsZero() &&
 		!prev.hdr.Checksum.IsZero() && p.Parent != prev.hdr.Checksum {
 		r.drop("hash chain break")
@@ -509,6 +723,9 @@ func (r *Replica) onPrepare(frame []byte) {
 	}
 	if p.Op != r.sequencer+1 {
 		r.drop("prepare gap")
+		if p.Op > r.sequencer+1 {
+			r.knownHead = max(r.knownHead, p.Op-1)
+		}
 		r.maybeRepair()
 		return
 	}
@@ -527,7 +744,11 @@ func (r *Replica) onPrepare(frame []byte) {
 // without a quorum while the other backup is away.
 func (r *Replica) ackHeld(p wire.PrepareHeader) {
 	f := r.frameAt(p.Op)
-	if f == nil || r.status != StatusNormal || wire.HeaderOf(f).Prepare().Checksum != p.Checksum {
+	// The op at commit_min is applied here with a known identity even when
+	// its frame is gone (a restart recovered the commit point from the
+	// segments): acknowledging it promises nothing this replica lacks.
+	atCommit := f == nil && p.Op == r.commitMin && p.Checksum == r.committedChecksum && !p.Checksum.IsZero()
+	if !atCommit && (f == nil || wire.HeaderOf(f).Prepare().Checksum != p.Checksum) || r.status != StatusNormal {
 		r.drop("prepare already committed")
 		return
 	}
@@ -544,6 +765,7 @@ func (r *Replica) onPrepareOk(ok wire.PrepareOkHeader) {
 		r.drop("prepare_ok from an unknown replica")
 		return
 	}
+	r.learnCommit(ok.Commit)
 	e := r.log[ok.Op]
 	switch {
 	case e == nil:
@@ -573,6 +795,26 @@ func (r *Replica) onPrepareOk(ok wire.PrepareOkHeader) {
 	if advanced {
 		r.commitPipeline()
 	}
+}
+
+// learnCommit takes a backup's commit_max from its PrepareOk of this view
+// (5.8 leaves it unread): the backup holds this view's log up to the op
+// it acknowledged, and what it knows committed is committed in every
+// later view, so it is this log's prefix. A new primary whose merge
+// started below a backup's applied point (a backup restarted from its
+// segments keeps no frames below it, so cannot acknowledge those ops)
+// would otherwise wait for acknowledgements that never come.
+func (r *Replica) learnCommit(commit uint64) {
+	if commit <= r.commitMax || commit > r.sequencer {
+		return
+	}
+	for op := r.commitMax + 1; op <= commit; op++ {
+		if e := r.log[op]; e == nil || !e.journaled {
+			return
+		}
+	}
+	r.commitMax = commit
+	r.commitPipeline()
 }
 
 // commitPipeline commits the primary's pipeline prefix (5.9 primary form)
@@ -626,8 +868,13 @@ func (r *Replica) onCommit(c wire.CommitHeader) {
 		return
 	}
 	if r.IsPrimary() {
-		if c.View > r.view {
+		switch {
+		case c.View > r.view:
 			r.observedNewerView = max(r.observedNewerView, c.View)
+		case r.Leading() && c.View < r.view && c.Replica == PrimaryIndex(c.View, r.cfg.ReplicaCount) && c.Replica != r.cfg.Replica:
+			// A stale primary still heartbeats: tell everyone the view
+			// (5.10 rule 3).
+			r.broadcast(r.startViewFrame(wire.U128{}))
 		}
 		return
 	}
@@ -643,8 +890,9 @@ func (r *Replica) onCommit(c wire.CommitHeader) {
 	if c.Replica != r.Primary() {
 		return
 	}
-	if c.TimestampMonotonic > r.heartbeat {
-		r.heartbeat = c.TimestampMonotonic
+	if c.TimestampMonotonic > r.primaryBeat {
+		r.primaryBeat = c.TimestampMonotonic
+		r.heartbeat = max(r.heartbeat, c.TimestampMonotonic)
 		r.heartbeatTimer.start()
 	}
 	r.commitMax = max(r.commitMax, c.Commit)
@@ -660,14 +908,20 @@ func (r *Replica) Tick() {
 	if r.commitTimer.tick() {
 		r.onCommitTimeout()
 	}
-	if r.heartbeatTimer.tick() {
-		// A silent primary. The election of section 6 arrives with view
-		// change; until then the backup keeps waiting and counts it.
-		r.drop("primary heartbeat timeout")
-		r.heartbeatTimer.start()
+	if r.heartbeatTimer.tick() && r.status == StatusNormal && (!r.IsPrimary() || r.ceded) {
+		// A silent primary (6.2 rule 1).
+		if r.observedNewerView > r.view {
+			r.startProbe()
+		} else {
+			r.beginViewChange(r.view + 1)
+		}
 	}
-	if !r.IsPrimary() {
+	r.tickViewChange()
+	if !r.IsPrimary() || r.vc.merged != nil {
 		r.tickRepair()
+	}
+	if r.stateBackoff > 0 {
+		r.stateBackoff--
 	}
 }
 
@@ -698,10 +952,14 @@ func (r *Replica) onPrepareTimeout() {
 
 // onCommitTimeout broadcasts the commit heartbeat (5.10 rules 1-2).
 func (r *Replica) onCommitTimeout() {
-	r.commitTimer.start()
-	if !r.IsPrimary() || r.status != StatusNormal || r.cfg.ReplicaCount == 1 {
+	if !r.Leading() || r.cfg.ReplicaCount == 1 {
 		return
 	}
+	if r.observedNewerView > r.view {
+		r.startProbe() // 5.10 rule 1: a newer view exists; this primary is stale
+		return
+	}
+	r.commitTimer.start()
 	r.heartbeat++
 	for rep := 0; rep < r.cfg.ReplicaCount; rep++ {
 		if uint8(rep) == r.cfg.Replica {

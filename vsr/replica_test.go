@@ -135,6 +135,7 @@ type cluster struct {
 	committed [][]Committed
 	down      map[uint8]bool        // crashed replicas: they neither act nor receive
 	lose      func(e Envelope) bool // frames the network loses, if set
+	truncated map[int][]uint64      // Ready.Truncate values each replica gave its journal
 }
 
 func newCluster(n int) *cluster { return newClusterWith(n, nil) }
@@ -164,6 +165,12 @@ func (c *cluster) settle() {
 			for r.HasReady() {
 				progress = true
 				rd := r.Ready()
+				if rd.Truncate != 0 {
+					if c.truncated == nil {
+						c.truncated = map[int][]uint64{}
+					}
+					c.truncated[i] = append(c.truncated[i], rd.Truncate)
+				}
 				for _, f := range rd.Journal {
 					r.Journaled(wire.HeaderOf(f).Prepare().Op, nil)
 				}

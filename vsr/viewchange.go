@@ -1,0 +1,590 @@
+package vsr
+
+import "iggynode/wire"
+
+// View change (replica-plane.md 6.2-6.11) and the view probe of a
+// restarted replica (6.12).
+//
+// Choices where the spec leaves room, each safer than the letter:
+//   - A backup adopting a StartView keeps only the journal entries it can
+//     prove belong to the new view: walking down from the view's head,
+//     an entry is kept when its identity equals the suffix header at its
+//     op or, below the suffix, the parent named by the kept entry above
+//     it (the hash chain). Everything from the lowest unproven entry up is
+//     truncated (never at or below commit_min) and repaired. 6.10 step 8
+//     compares only the suffix, and an answer to RequestStartView carries
+//     no suffix, so a replica that was primary of a view whose
+//     uncommitted ops were discarded could otherwise apply them.
+//   - The primary-elect does the same against the merged headers, and
+//     counts as missing every op above commit_min (not only the merged
+//     range) before it starts the view: a new primary with a hole below
+//     commit_max would otherwise stall its commits forever (6.9 step 5).
+//     It repairs from a DVC sender that holds the op (present bit), or
+//     one whose reported commit covers it.
+//   - StartViews answering RequestStartView or a stale primary's Commit
+//     carry the suffix (head down to commit_max), which a receiver decodes
+//     as 6.10 step 6 allows; upstream sends none.
+//   - A backup accepts the first Commit of each view whatever its counter
+//     and strictly increasing counters after it (5.10 rule 6 allows it):
+//     a new primary's heartbeat never goes unheard because an old primary
+//     counted higher.
+//   - The suffix is built fresh from the journal at every send: a core is
+//     single-threaded, so it is always coherent (6.5.4).
+//   - Partition groups serve RequestPrepares in ViewChange as metadata
+//     groups do (7.3), so a partition primary-elect can be repaired too.
+//   - A DVC nacks every entry above its commit whose body this replica
+//     does not hold, headers it only knows from an adopted StartView
+//     included (6.5.2 gives those no bit). A replica acknowledges only
+//     what it journaled, so the nack is true; without it, ops whose only
+//     body was lost with a crashed primary could never be discarded, and
+//     every later merge would wait for a body nobody has.
+//   - The primary-elect refuses a merged log whose head is below the
+//     commit_max it knows itself (a DVC reports min(commit_max, op), so a
+//     replica that heard of a commit without holding the op cannot pass
+//     that knowledge on): it waits for more DVCs or the next view instead
+//     of reusing a committed op's number.
+//   - A DVC's op is its suffix top, max(head, adopted view head): after a
+//     StartView whose ops are not all journaled yet, head < top (6.5.2's
+//     note), and 6.5.3 rule 3 numbers entries from the header's op.
+
+// viewChange is the state of 6.3 step 2.
+type viewChange struct {
+	svc              uint64 // replicas whose SVC for view was seen, own included
+	sentSVC, sentDVC bool
+	dvcs             []*dvcRecord // by replica
+	decided          bool
+	merged           *mergedLog // the primary-elect's parked log
+}
+
+// beginViewChange is 6.3: enter a view change at v.
+func (r *Replica) beginViewChange(v uint32) {
+	r.view, r.status = v, StatusViewChange
+	r.resetViewChange()
+	r.vc.sentSVC, r.vc.svc = true, 1<<r.cfg.Replica
+	r.heartbeatTimer.stop()
+	r.commitTimer.stop()
+	r.prepareTimer.stop()
+	r.dvcTimer.stop()
+	r.svcTimer.start()
+	r.vcStatusTimer.start()
+	r.rsvTimer.start()
+	r.ViewChangesStarted++
+	r.broadcastSVC()
+	r.maybeSendDVC()
+}
+
+// resetViewChange is 6.3 step 2: forget the previous attempt, cancel
+// every waiting client and queued request, end any repair session.
+func (r *Replica) resetViewChange() {
+	r.vc = viewChange{dvcs: make([]*dvcRecord, r.cfg.ReplicaCount)}
+	r.cancelSubscribers()
+	for _, req := range r.queue {
+		if req.Tag != nil {
+			r.ready.Canceled = append(r.ready.Canceled, req.Tag)
+		}
+	}
+	clear(r.queue)
+	r.queue = r.queue[:0]
+	r.closeRepair()
+	r.knownHead = 0
+}
+
+// cancelSubscribers drops the pipeline's reply subscribers (their clients
+// get TransientNotCommitted) and its acknowledgements.
+func (r *Replica) cancelSubscribers() {
+	for _, e := range r.log {
+		if e.tag != nil {
+			r.ready.Canceled = append(r.ready.Canceled, e.tag)
+			e.tag = nil
+		}
+		e.acks, e.quorum = 0, false
+	}
+}
+
+// closeRepair ends the repair session: held entries not yet handed to the
+// journal are dropped (a later session asks again).
+func (r *Replica) closeRepair() {
+	for op, e := range r.log {
+		if e.repaired && !e.emitted {
+			delete(r.log, op)
+		}
+	}
+	pending := r.repair.pending
+	r.repair = repairSession{pending: pending}
+}
+
+func (r *Replica) broadcast(head, body []byte) {
+	for rep := 0; rep < r.cfg.ReplicaCount; rep++ {
+		if uint8(rep) != r.cfg.Replica {
+			r.ready.Send = append(r.ready.Send, Envelope{To: uint8(rep), Head: head, Body: body})
+		}
+	}
+}
+
+func (r *Replica) broadcastSVC() {
+	s := wire.StartViewChangeHeader{Cluster: r.cfg.Cluster, View: r.view, Replica: r.cfg.Replica, Group: r.cfg.Group}
+	head := make([]byte, wire.HeaderSize)
+	s.Encode(wire.HeaderOf(head))
+	r.broadcast(head, nil)
+}
+
+// maybeSendDVC is 6.4 step 4.
+func (r *Replica) maybeSendDVC() {
+	if r.status != StatusViewChange || r.vc.sentDVC || popcount32(r.vc.svc&^(1<<r.cfg.Replica)) < Faults(r.cfg.ReplicaCount) {
+		return
+	}
+	r.vc.sentDVC = true
+	r.dvcTimer.start()
+	r.broadcastDVC()
+	if r.IsPrimary() {
+		r.recordOwnDVC()
+		r.tryMerge()
+	}
+}
+
+// suffix builds this replica's suffix (6.5.2) down to max(commit, 1).
+func (r *Replica) suffix(commit uint64) wire.BuiltSuffix {
+	src := wire.SuffixSource{Commit: commit, Head: r.sequencer, AdoptedTop: r.adoptedTop,
+		Journal: func(op uint64) (*wire.Header, bool) {
+			f := r.frameAt(op)
+			if f == nil {
+				return nil, false
+			}
+			return wire.HeaderOf(f), true
+		}}
+	if r.adopted != nil {
+		src.Adopted = func(op uint64) (*wire.Header, bool) {
+			h, ok := r.adopted[op]
+			return &h, ok
+		}
+	}
+	return wire.BuildSuffix(src)
+}
+
+// top is the head a DVC announces: the journal head or, above it, the
+// head of an adopted view not yet journaled.
+func (r *Replica) top() uint64 { return max(r.sequencer, r.adoptedTop) }
+
+func (r *Replica) ownDVC() (wire.DoViewChangeHeader, wire.BuiltSuffix) {
+	op := r.top()
+	commit := min(r.commitMax, op)
+	s := r.suffix(commit)
+	// Every entry above commit this replica does not hold is nacked,
+	// adopted headers included: it never journaled them, so never
+	// acknowledged them (see the choices above).
+	for i := 0; uint64(i) < op-commit && i < MaxSuffix; i++ {
+		if !bit(s.Present, i) {
+			s.Nack = withBit(s.Nack, i)
+		}
+	}
+	return wire.DoViewChangeHeader{Cluster: r.cfg.Cluster, View: r.view, Replica: r.cfg.Replica, Op: op,
+		Commit: commit, Group: r.cfg.Group, LogView: r.logView, NackBitset: s.Nack, PresentBitset: s.Present}, s
+}
+
+func (r *Replica) broadcastDVC() {
+	d, s := r.ownDVC()
+	frame := wire.AppendDoViewChange(nil, d, s.Body)
+	r.broadcast(frame[:wire.HeaderSize], frame[wire.HeaderSize:])
+}
+
+// recordOwnDVC is 6.6 step 5.
+func (r *Replica) recordOwnDVC() {
+	if r.vc.dvcs[r.cfg.Replica] != nil {
+		return
+	}
+	d, s := r.ownDVC()
+	entries, err := wire.DecodeSuffix(d.Op, s.Body, s.Nack, s.Present)
+	if err != nil {
+		// Our own journal must always make a valid suffix.
+		assert(false, "own suffix decodes: "+err.Error())
+	}
+	r.vc.sentDVC = true
+	r.vc.dvcs[r.cfg.Replica] = &dvcRecord{replica: r.cfg.Replica, logView: d.LogView, op: d.Op, commit: d.Commit, entries: entries}
+}
+
+// onStartViewChange is 6.4.
+func (r *Replica) onStartViewChange(s wire.StartViewChangeHeader) {
+	switch {
+	case r.status == StatusRecovering || s.View < r.view:
+		return
+	case int(s.Replica) >= r.cfg.ReplicaCount || s.Replica == r.cfg.Replica:
+		r.drop("start_view_change from an unknown replica")
+		return
+	case s.View > r.view:
+		r.beginViewChange(s.View)
+	case r.status != StatusViewChange:
+		return // a late SVC for the view this replica already settled
+	}
+	r.vc.svc |= 1 << s.Replica
+	r.maybeSendDVC()
+}
+
+// onDoViewChange is 6.6.
+func (r *Replica) onDoViewChange(frame []byte) {
+	d, entries, err := wire.DecodeDoViewChange(frame)
+	if err != nil || d.Group != r.cfg.Group {
+		r.drop("bad do_view_change")
+		return
+	}
+	switch {
+	case r.status == StatusRecovering || d.View < r.view:
+		return
+	case int(d.Replica) >= r.cfg.ReplicaCount || d.Replica == r.cfg.Replica:
+		r.drop("do_view_change from an unknown replica")
+		return
+	case d.View > r.view:
+		r.beginViewChange(d.View)
+	}
+	if !r.IsPrimary() || r.status != StatusViewChange {
+		return
+	}
+	r.recordOwnDVC()
+	if r.vc.dvcs[d.Replica] == nil {
+		r.vc.dvcs[d.Replica] = &dvcRecord{replica: d.Replica, logView: d.LogView, op: d.Op, commit: d.Commit, entries: entries}
+	}
+	r.tryMerge()
+}
+
+// tryMerge is 6.6 step 7 and the Ready branch of 6.7.
+func (r *Replica) tryMerge() {
+	if r.vc.decided {
+		return
+	}
+	var ds []*dvcRecord
+	for _, d := range r.vc.dvcs {
+		if d != nil {
+			ds = append(ds, d)
+		}
+	}
+	if len(ds) < QuorumViewChange(r.cfg.ReplicaCount) {
+		return
+	}
+	m, out := merge(ds, r.cfg.ReplicaCount)
+	if out != mergeReady {
+		r.drop("merge " + out.String())
+		return
+	}
+	if r.commitMax > m.opHead {
+		// This replica knows an op above the merged head committed (its
+		// DVC's commit is capped at its own head, 6.5.1): starting the view
+		// would reuse a committed op's number. More DVCs or the next view
+		// bring a replica that holds it.
+		r.drop("merged log ends below a known commit")
+		return
+	}
+	if m.opHead-min(m.commitMax, m.opHead) > uint64(r.cfg.PrepareQueueDepth) {
+		r.drop("merged log deeper than the prepare queue")
+		return
+	}
+	r.vc.decided = true
+	r.dvcTimer.stop()
+	r.commitMax = max(r.commitMax, m.commitMax)
+	r.vc.merged = m
+	r.cancelSubscribers()
+	r.electProgress()
+}
+
+// electProgress is 6.8: make the merged log local, then start the view.
+func (r *Replica) electProgress() {
+	m := r.vc.merged
+	if m == nil || r.status != StatusViewChange {
+		return
+	}
+	r.reconcile(m.header, max(m.opHead, r.commitMin))
+	r.emitRepaired()
+	r.commitJournal()
+	missing := uint64(0)
+	for op := r.commitMin + 1; op <= m.opHead; op++ {
+		if e := r.log[op]; e == nil || !e.journaled {
+			missing = op
+			break
+		}
+	}
+	if missing == 0 {
+		r.startView()
+		return
+	}
+	if r.repair.open || r.repairBackoff > 0 || r.repair.pending > 0 {
+		return
+	}
+	if e := r.log[missing]; e != nil {
+		return // handed to the journal; Journaled comes back here
+	}
+	source := -1
+	var best uint32
+	for _, d := range r.vc.dvcs {
+		if d == nil || d.replica == r.cfg.Replica {
+			continue
+		}
+		e := d.at(missing)
+		if (e != nil && e.Present) || missing <= d.commit {
+			if source < 0 || d.logView > best {
+				source, best = int(d.replica), d.logView
+			}
+		}
+	}
+	if source < 0 {
+		r.drop("no source for a missing op of the merged log")
+		return // the ViewChangeStatus timer escalates
+	}
+	r.repair = repairSession{open: true, peer: uint8(source), toOp: m.opHead,
+		nonce: wire.U128{Lo: r.random(), Hi: r.random()}}
+	r.Repairs++
+	r.requestPrepares()
+}
+
+// startView is 6.9.
+func (r *Replica) startView() {
+	m := r.vc.merged
+	assert(r.IsPrimary() && m != nil, "start view as primary-elect")
+	assert(r.sequencer == max(m.opHead, r.commitMin), "the merged log is journaled")
+	r.vc.merged = nil
+	clear(r.vc.dvcs)
+	r.status, r.ceded, r.logView = StatusNormal, false, r.view
+	r.adopted, r.adoptedTop, r.knownHead = nil, 0, 0
+	if e := r.log[r.sequencer]; e != nil {
+		r.lastChecksum = e.hdr.Checksum
+	}
+	for _, h := range m.headers {
+		r.lastTimestamp = max(r.lastTimestamp, h.Prepare().Timestamp)
+	}
+	r.svcTimer.stop()
+	r.dvcTimer.stop()
+	r.vcStatusTimer.stop()
+	r.rsvTimer.stop()
+	r.enterNormal()
+	for op := r.commitMin + 1; op <= r.sequencer; op++ {
+		e := r.log[op]
+		e.acks, e.quorum, e.repaired = 1<<r.cfg.Replica, false, false
+	}
+	r.commitJournal()
+	if r.PipelineLen() > 0 {
+		r.prepareTimer.start()
+	}
+	r.ViewsStarted++
+	r.broadcast(r.startViewFrame(wire.U128{}))
+}
+
+// startViewFrame builds this primary's StartView: head, commit_max and the
+// suffix from the head down to max(commit_max, 1).
+func (r *Replica) startViewFrame(incarnation wire.U128) (head, body []byte) {
+	s := r.suffix(r.commitMax)
+	sv := wire.StartViewHeader{Cluster: r.cfg.Cluster, View: r.view, Replica: r.cfg.Replica, Op: r.sequencer,
+		Commit: min(r.commitMax, r.sequencer), Group: r.cfg.Group, Incarnation: incarnation}
+	frame := wire.AppendStartView(nil, sv, s.Body)
+	return frame[:wire.HeaderSize], frame[wire.HeaderSize:]
+}
+
+// onStartView is 6.10.
+func (r *Replica) onStartView(frame []byte) {
+	h := wire.HeaderOf(frame)
+	s, err := wire.DecodeStartViewHeader(h)
+	if err != nil || s.Group != r.cfg.Group || int(s.Size) != len(frame) ||
+		wire.VerifySuffixBodySeal(s.ChecksumBody, frame[wire.HeaderSize:]) != nil {
+		r.drop("bad start_view")
+		return
+	}
+	switch {
+	case s.Replica != PrimaryIndex(s.View, r.cfg.ReplicaCount) || s.Replica == r.cfg.Replica || s.View < r.view:
+		r.drop("start_view not from the primary of a current view")
+		return
+	case r.status == StatusRecovering && !r.incarnation.IsZero() && !s.Incarnation.IsZero() &&
+		s.Incarnation != r.incarnation && s.View <= r.view && s.Op < r.sequencer:
+		r.drop("start_view for another incarnation")
+		return
+	case s.View == r.logView && s.Op < r.commitMin:
+		r.drop("stale start_view")
+		return
+	}
+	entries, err := wire.DecodeSuffix(s.Op, frame[wire.HeaderSize:], wire.U128{}, wire.U128{})
+	if err != nil {
+		entries = nil // 6.10 step 6: the numbers are still adopted
+	}
+	r.view, r.logView, r.status, r.ceded = s.View, s.View, StatusNormal, false
+	r.commitMax = max(r.commitMax, s.Commit)
+	r.resetViewChange()
+	r.adopted, r.adoptedTop = nil, 0
+	if len(entries) > 0 {
+		r.adopted = make(map[uint64]wire.Header, len(entries))
+		for i := range entries {
+			if !entries[i].Blank {
+				r.adopted[entries[i].Prepare.Op] = entries[i].Header
+			}
+		}
+		r.adoptedTop = s.Op
+	}
+	r.knownHead = s.Op
+	r.primaryBeat = 0
+	r.svcTimer.stop()
+	r.dvcTimer.stop()
+	r.vcStatusTimer.stop()
+	r.rsvTimer.stop()
+	r.probeAttempts = 0
+	r.enterNormal()
+	r.ViewsAdopted++
+	r.reconcile(r.adoptedHeader, s.Op)
+	for op := s.Commit + 1; op <= min(s.Op, r.sequencer); op++ {
+		if f := r.frameAt(op); f != nil {
+			r.ackPrepare(wire.HeaderOf(f).Prepare())
+		}
+	}
+	r.commitJournal()
+	r.maybeRepair()
+}
+
+func (r *Replica) adoptedHeader(op uint64) (wire.PrepareHeader, bool) {
+	h, ok := r.adopted[op]
+	if !ok {
+		return wire.PrepareHeader{}, false
+	}
+	return h.Prepare(), true
+}
+
+// reconcile is divergence reconciliation (6.8 step 1, 6.10 step 8) with
+// the hash-chain proof described in the package choices: walking down
+// from the highest held op to commit_min + 1, an entry stays only if its
+// identity is the one the view names (known) or the parent the kept entry
+// above it names; everything from the lowest entry that fails is
+// truncated, and so is everything above head.
+func (r *Replica) reconcile(known func(uint64) (wire.PrepareHeader, bool), head uint64) {
+	top := head
+	for op := range r.log {
+		top = max(top, op)
+	}
+	lowestBad := uint64(0)
+	var expect wire.U128
+	have := false
+	for o := top; o > r.commitMin; o-- {
+		h, ok := known(o)
+		if o > head {
+			ok = false
+		}
+		if ok {
+			expect, have = h.Checksum, true
+		}
+		e := r.log[o]
+		switch {
+		case o > head:
+			if e != nil {
+				lowestBad = o
+			}
+			have = false
+			continue
+		case e != nil && have && e.hdr.Checksum == expect:
+			expect = e.hdr.Parent
+			continue
+		case e != nil && !have && e.repaired:
+			// Repaired above a hole that hides its expected identity: it
+			// is proven (or refuted) once the ops above it arrive.
+		case e != nil:
+			lowestBad = o
+		}
+		if ok {
+			expect = h.Parent
+		} else {
+			have = false
+		}
+	}
+	if lowestBad != 0 {
+		r.drop("divergent journal entries truncated")
+		r.truncateFrom(lowestBad)
+	}
+}
+
+// onRequestStartView is 6.12 rule 6.
+func (r *Replica) onRequestStartView(q wire.RequestStartViewHeader) {
+	if r.status != StatusNormal || q.Replica == r.cfg.Replica || int(q.Replica) >= r.cfg.ReplicaCount {
+		return
+	}
+	if q.Replica == r.Primary() && q.View == r.view {
+		r.beginViewChange(r.view + 1) // our primary restarted and cannot lead
+		return
+	}
+	if !r.IsPrimary() || r.ceded || r.logView != r.view {
+		return
+	}
+	head, body := r.startViewFrame(q.Incarnation)
+	r.ready.Send = append(r.ready.Send, Envelope{To: q.Replica, Head: head, Body: body})
+}
+
+// startProbe is 6.12 rule 3: Recovering until a StartView is adopted.
+func (r *Replica) startProbe() {
+	r.resetViewChange()
+	r.status, r.probeAttempts = StatusRecovering, 0
+	r.prepareTimer.stop()
+	r.commitTimer.stop()
+	r.heartbeatTimer.stop()
+	r.svcTimer.stop()
+	r.dvcTimer.stop()
+	r.vcStatusTimer.stop()
+	r.rsvTimer.start()
+	r.Probes++
+}
+
+func (r *Replica) broadcastRSV() {
+	q := wire.RequestStartViewHeader{Cluster: r.cfg.Cluster, View: r.view, Replica: r.cfg.Replica,
+		Group: r.cfg.Group, Incarnation: r.incarnation}
+	head := make([]byte, wire.HeaderSize)
+	q.Encode(wire.HeaderOf(head))
+	r.broadcast(head, nil)
+}
+
+// tickViewChange runs the timers of 4.7 that belong to view change and
+// recovery.
+func (r *Replica) tickViewChange() {
+	if r.svcTimer.tick() {
+		if r.status == StatusViewChange {
+			r.broadcastSVC()
+			r.svcTimer.start()
+		}
+	}
+	if r.dvcTimer.tick() {
+		if r.status == StatusViewChange && r.vc.sentDVC && !r.vc.decided {
+			r.broadcastDVC()
+			r.dvcTimer.start()
+		}
+	}
+	if r.vcStatusTimer.tick() && r.status == StatusViewChange {
+		r.beginViewChange(r.view + 1) // 6.2 rule 4
+	}
+	if r.rsvTimer.tick() {
+		switch {
+		case r.status == StatusRecovering && r.probeAttempts >= r.cfg.ViewProbeAttemptsMax:
+			r.beginViewChange(r.view + 1) // 6.12 rule 4
+		case r.status == StatusRecovering:
+			r.probeAttempts++
+			r.broadcastRSV()
+			r.rsvTimer.start()
+		case r.status == StatusViewChange && !r.IsPrimary():
+			r.broadcastRSV() // 6.12 rule 5
+			r.rsvTimer.start()
+		}
+	}
+	if r.vc.merged != nil {
+		r.electProgress()
+	}
+}
+
+func bit(u wire.U128, i int) bool {
+	if i < 64 {
+		return u.Lo>>i&1 == 1
+	}
+	return u.Hi>>(i-64)&1 == 1
+}
+
+func withBit(u wire.U128, i int) wire.U128 {
+	if i < 64 {
+		u.Lo |= 1 << i
+	} else {
+		u.Hi |= 1 << (i - 64)
+	}
+	return u
+}
+
+func popcount32(x uint64) int {
+	n := 0
+	for ; x != 0; x &= x - 1 {
+		n++
+	}
+	return n
+}
