@@ -7,33 +7,47 @@
 // delivers the packets that are due. The network (network.go) has every
 // per-link fault of 11.2: exponential delay, reordering among due packets,
 // loss, duplication (replay), bounded link capacity with random eviction,
-// symmetric and asymmetric partitions, and clogging. Backups go down and
+// symmetric and asymmetric partitions, and clogging. Replicas go down and
 // come back (11.3 rule 4, never below a quorum).
 //
-// Checked every tick: commit and view never go back on any replica,
-// commit_min <= commit_max, no backup beyond the primary, at most one
-// primary per view. Checked on every journal append: no op above a hole.
-// Checked on every apply: each replica applies ops in
-// order, on an intact hash chain, with exactly the bytes every other
-// replica applied at that op; each request is answered once, with its own
-// op. At quiescence (faults off, traffic drained): every request answered
-// and every replica at the primary's commit within LivenessTicks, and the
+// Checked every tick: commit and view never go back on any replica (within
+// one incarnation), commit_min <= commit_max, at most one leading primary
+// per view. Checked on every journal append: no op above a hole. Checked
+// on every apply: each replica applies ops in order, on an intact hash
+// chain, the same op (identity and body; the view byte a prepare was last
+// sent with may differ, 2.2) every other replica applied there; a request
+// answered twice is answered with one result. At quiescence (faults off, traffic drained): every request answered
+// and every replica normal in the leader's view at its commit within
+// LivenessTicks, no replica beyond the leader, and the
 // client history is linearizable against an append-only log
 // (github.com/anishathalye/porcupine). The same seed gives the same run
 // (Result.Digest covers the timeline and every applied op).
 //
-// A backup that goes down either keeps its memory (a pause, an isolated
+// Any replica, the primary included, goes down (never more than the
+// quorum allows) and either keeps its memory (a pause, an isolated
 // process) or, in two seeds of three, restarts from what it kept durable
-// (the metadata journal; a partition's stored batches). One seed in five
-// runs with a small repair ring (16 or 64 ops), which reaches RangeEvicted
-// and the partition floor rule; one in four fails 1% of journal appends
-// (the core truncates, the shell stops that Ready, the op is asked again).
+// through vsr.Recover: the metadata journal and superblock state (view,
+// log_view, commit_max), replayed up to the highest commit its headers
+// name; or a partition's stored batches and the op it applied last. A
+// restarted partition replica forgot the prepares it journaled in memory
+// (9.4 rule 6), so it counts as faulty until it has caught up. A dead
+// primary is replaced by a view change; clients send to whichever replica
+// leads, time out after 300 ticks and retry, and the simulated state
+// machine applies each (client, request) once, as the client table does.
+// One seed in five runs with a small repair ring (16 or 64 ops), which
+// reaches RangeEvicted and the partition floor rule; one in four fails 1%
+// of journal appends (the core truncates, the shell stops that Ready, the
+// op is asked again).
 //
-// What it does not model yet, because the node does not have it yet: view
-// change (the primary of view 0 never fails) and state transfer. A run
-// whose lagging backup lacks ops the primary no longer holds ends with
-// Result.NeedsTransfer instead of failing liveness; any other backup that
-// does not catch up fails it. Ops are opaque prepares (the partition plane
-// with a stamped batch header); the node's state machines are tested
-// elsewhere.
+// Checked at quiescence besides the rules above: every acknowledged
+// request's value is in every replica's applied log at the position it was
+// answered with (11.5 rule 1).
+//
+// What it does not model yet, because the node does not have it yet:
+// state transfer. A run whose lagging replicas lack ops the leader no
+// longer holds (and that leave it without a quorum, or let every request
+// finish) ends with Result.NeedsTransfer instead of failing liveness; any
+// other replica that does not catch up fails it. Ops are opaque prepares
+// (the partition plane with a stamped batch header); the node's state
+// machines are tested elsewhere.
 package sim

@@ -27,13 +27,13 @@ type Config struct {
 	FaultTicks    int
 	LivenessTicks int
 	Net           NetConfig
-	// CrashProbability: each tick of the fault phase, one live backup goes
-	// down (all its links cut, its timers stopped), never more than the
-	// quorum allows. RestartProbability: each tick, a down backup comes back
-	// with its state (see the package doc for why it is not wiped).
+	// CrashProbability: each tick of the fault phase, one live replica (the
+	// primary too) goes down (all its links cut, its timers stopped), never
+	// more than the quorum allows. RestartProbability: each tick, a down
+	// replica comes back.
 	CrashProbability   float64
 	RestartProbability float64
-	// CrashLosesMemory: a backup that comes back restarts from what it
+	// CrashLosesMemory: a replica that comes back restarts from what it
 	// kept durable (11.3 rule 2) instead of resuming with its memory: the
 	// metadata journal, or a partition's applied (segment) ops; pipelines,
 	// partition journals and repair sessions are lost.
@@ -83,6 +83,8 @@ type Result struct {
 	Committed uint64 // the primary's commit point at the end
 	Repairs   uint64 // repair sessions opened, over all replicas
 	Crashes   int
+	// ViewChanges is the highest view any replica reached.
+	ViewChanges uint64
 	// JournalFailures counts injected journal append failures.
 	JournalFailures int
 	Net             NetStats
@@ -123,13 +125,22 @@ type applied struct {
 }
 
 type replica struct {
-	core    *vsr.Replica
-	down    bool
-	journal map[uint64][]byte // the durable journal the shell keeps
-	applied []applied
-	commit  uint64 // last commit_min seen, for monotonicity
-	view    uint32
-	repairs uint64 // repair sessions seen, for the timeline
+	core *vsr.Replica
+	down bool
+	// state is the durable VSR state the shell persisted (Ready.State).
+	state vsr.State
+	// amnesiac: restarted without its partition journal (memory), and not
+	// caught up yet. Until it is, it counts as faulty: VSR survives f
+	// faulty replicas, and one that forgot prepares it acknowledged is one
+	// (replica-plane.md 9.4 rule 6).
+	amnesiac    bool
+	catchUpTo   uint64
+	viewChanges uint64            // views started or adopted, for the timeline
+	journal     map[uint64][]byte // the durable journal the shell keeps
+	applied     []applied
+	commit      uint64 // last commit_min seen, for monotonicity
+	view        uint32
+	repairs     uint64 // repair sessions seen, for the timeline
 	// lastJournaled is the highest op handed to the journal: a partition
 	// shell checks each batch against its next offset, so the journal
 	// must never be handed an op above a hole.
@@ -143,8 +154,17 @@ type call struct {
 	callAt  int
 	done    bool
 	retAt   int
-	index   uint64 // the primary's position of the op (its apply count)
-	pending bool   // submitted to the core, waiting for the commit
+	index   uint64 // the position of the request's value in the deduplicated log
+	pending bool   // submitted to a core, waiting for the commit
+	at      int    // the replica it is pending at
+	sentAt  int
+}
+
+// requestKey names a request; the simulated state machine applies each
+// once, as the client table does (replica-plane.md 5.12).
+type requestKey struct {
+	client  uint64
+	request uint64
 }
 
 type client struct {
@@ -164,6 +184,12 @@ type run struct {
 	res     Result
 	// identity of each applied op, the first replica to apply it sets it
 	canon map[uint64][]byte
+	// position of each applied op's value in the deduplicated log (0: a
+	// duplicate of an earlier op's request), and the op that first applied
+	// each request
+	position map[uint64]uint64
+	firstOp  map[requestKey]uint64
+	distinct uint64
 }
 
 // Run simulates one seed and returns what happened. It never panics on a
@@ -171,7 +197,7 @@ type run struct {
 func Run(cfg Config) (res Result) {
 	cfg.setDefaults()
 	r := &run{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
-		canon: make(map[uint64][]byte)}
+		canon: make(map[uint64][]byte), position: make(map[uint64]uint64), firstOp: make(map[requestKey]uint64)}
 	r.res.Seed = cfg.Seed
 	r.net = newNetwork(cfg.Net, cfg.Replicas, r.rng)
 	for i := 0; i < cfg.Replicas; i++ {
@@ -214,10 +240,15 @@ func Run(cfg Config) (res Result) {
 	// metadata backup recovers its whole journal as committed, as the node
 	// does, so it may run ahead of the primary until the primary commits
 	// those same ops.)
-	for i, rp := range r.reps {
-		if c := rp.core.CommitMin(); !r.res.Failed() && c > r.reps[0].core.CommitMin() {
-			r.violate(fmt.Sprintf("replica %d committed %d, beyond the primary's %d", i, c, r.reps[0].core.CommitMin()))
+	if l := r.leader(); l >= 0 {
+		for i, rp := range r.reps {
+			if c := rp.core.CommitMin(); !r.res.Failed() && c > r.reps[l].core.CommitMin() {
+				r.violate(fmt.Sprintf("replica %d committed %d, beyond the primary's %d", i, c, r.reps[l].core.CommitMin()))
+			}
 		}
+	}
+	if !r.res.Failed() {
+		r.checkAcknowledgedKept()
 	}
 	if !r.res.Failed() {
 		r.checkLinearizable()
@@ -228,9 +259,10 @@ func Run(cfg Config) (res Result) {
 func (r *run) finish() Result {
 	r.res.Ticks = r.now
 	r.res.Net = r.net.stats
-	r.res.Committed = r.reps[0].core.CommitMin()
 	for _, rp := range r.reps {
+		r.res.Committed = max(r.res.Committed, rp.core.CommitMin())
 		r.res.Repairs += rp.core.Repairs
+		r.res.ViewChanges = max(r.res.ViewChanges, uint64(rp.core.View()))
 	}
 	h := fnv.New64a()
 	for _, e := range r.res.Timeline {
@@ -287,63 +319,105 @@ func (r *run) step() {
 
 func (r *run) crashOrRestart() {
 	var live, down []int
+	faulty := 0
 	for i, rp := range r.reps {
-		if i == 0 {
-			continue // the primary of view 0: without view change it must stay
+		if rp.amnesiac && !rp.down && rp.core.Status() == vsr.StatusNormal && rp.core.CommitMin() >= rp.catchUpTo {
+			rp.amnesiac = false
+			r.event(i, "caught up after its restart")
 		}
-		if rp.down {
+		switch {
+		case rp.down:
 			down = append(down, i)
-		} else {
+			faulty++
+		case rp.amnesiac:
+			faulty++
+		default:
 			live = append(live, i)
 		}
 	}
-	maxDown := r.cfg.Replicas - vsr.QuorumReplication(r.cfg.Replicas)
-	if len(live) > 0 && len(down) < maxDown && r.rng.Float64() < r.cfg.CrashProbability {
+	maxFaulty := r.cfg.Replicas - vsr.QuorumReplication(r.cfg.Replicas)
+	if len(live) > 0 && faulty < maxFaulty && r.rng.Float64() < r.cfg.CrashProbability {
 		i := live[r.rng.IntN(len(live))]
 		r.reps[i].down = true
 		r.res.Crashes++
-		r.event(i, "down")
+		r.event(i, "down (view %d, %s, commit %d)", r.reps[i].core.View(), r.reps[i].core.Status(), r.reps[i].core.CommitMin())
+		if r.cfg.CrashLosesMemory {
+			r.forgetPending(i)
+		}
 	}
 	if len(down) > 0 && r.rng.Float64() < r.cfg.RestartProbability {
 		r.bringUp(down[r.rng.IntN(len(down))])
 	}
 }
 
-// bringUp returns a down backup to the network, restarted from its
+// forgetPending: the requests pending at replica i lost their subscriber
+// with its memory; their clients time out and retry.
+func (r *run) forgetPending(i int) {
+	for _, c := range r.clients {
+		if cl := c.inflight; cl != nil && cl.pending && cl.at == i {
+			cl.pending = false
+		}
+	}
+}
+
+// bringUp returns a down replica to the network, restarted from its
 // durable state when crashes lose memory.
 func (r *run) bringUp(i int) {
 	rp := r.reps[i]
 	rp.down = false
 	if !r.cfg.CrashLosesMemory {
-		r.event(i, "up (commit %d, primary at %d)", rp.core.CommitMin(), r.reps[0].core.CommitMin())
+		r.event(i, "up (view %d, commit %d)", rp.core.View(), rp.core.CommitMin())
 		return
 	}
 	rp.core = vsr.New(r.coreConfig(i))
+	rc := vsr.Recovery{View: rp.state.View, LogView: rp.state.LogView, CommitMax: rp.state.CommitMax}
 	if r.cfg.PartitionPlane {
-		// The segments hold every applied batch; the journal was memory.
+		// The segments hold every applied batch, and the shell recorded
+		// the op it applied last; the journal was memory.
 		rp.core.SetOffsetFrontier(uint64(len(rp.applied)))
 		rp.journal, rp.lastJournaled = make(map[uint64][]byte), 0
-	} else {
-		// The metadata journal is durable: everything journaled is
-		// recovered as committed (a cluster of one's recovery; without view
-		// change the primary commits those same ops) and replayed.
-		var head uint64
-		for head = uint64(len(rp.applied)); rp.journal[head+1] != nil; head++ {
-			r.apply(i, vsr.Committed{Op: head + 1, Frame: rp.journal[head+1]})
+		if n := len(rp.applied); n > 0 {
+			ph := wire.HeaderOf(rp.applied[n-1].frame).Prepare()
+			rc.Commit, rc.CommitChecksum, rc.CommitTimestamp = ph.Op, ph.Checksum, ph.Timestamp
 		}
-		if head > 0 {
-			ph := wire.HeaderOf(rp.journal[head]).Prepare()
-			rp.core.Restore(0, 0, head, ph.Checksum, ph.Timestamp)
+		rp.amnesiac = true
+		for _, o := range r.reps {
+			rp.catchUpTo = max(rp.catchUpTo, o.core.CommitMin())
+		}
+	} else {
+		// The metadata journal is durable: replay it up to the highest
+		// commit its headers name (9.3 step 4); the rest is journaled,
+		// uncommitted, and settled by the view the probe finds.
+		var head, w uint64
+		for head = 0; rp.journal[head+1] != nil; head++ {
+			w = max(w, wire.HeaderOf(rp.journal[head+1]).Prepare().Commit)
+		}
+		w = min(w, head)
+		if uint64(len(rp.applied)) > w {
+			rp.applied = rp.applied[:w] // the state machine is rebuilt from the journal
+		}
+		for op := uint64(len(rp.applied)) + 1; op <= w; op++ {
+			r.apply(i, vsr.Committed{Op: op, Frame: rp.journal[op]})
+		}
+		rc.Commit = w
+		if w > 0 {
+			ph := wire.HeaderOf(rp.journal[w]).Prepare()
+			rc.CommitChecksum, rc.CommitTimestamp = ph.Checksum, ph.Timestamp
+		}
+		for op := w + 1; op <= head; op++ {
+			rc.Journal = append(rc.Journal, rp.journal[op])
 		}
 		rp.lastJournaled = head
 	}
-	rp.commit = rp.core.CommitMin()
-	r.event(i, "restarted from durable state (commit %d, primary at %d)", rp.core.CommitMin(), r.reps[0].core.CommitMin())
+	rp.core.Recover(rc)
+	rp.commit, rp.view, rp.viewChanges, rp.repairs = rp.core.CommitMin(), rp.core.View(), 0, 0
+	r.drive(i)
+	r.event(i, "restarted from durable state (view %d/%d, commit %d, head %d)", rc.View, rc.LogView, rp.core.CommitMin(), rp.core.Op())
 }
 
 func (r *run) coreConfig(i int) vsr.Config {
 	c := vsr.Config{Cluster: wire.U128{Lo: 0x51}, Group: r.group(), Replica: uint8(i),
-		ReplicaCount: r.cfg.Replicas, Metadata: !r.cfg.PartitionPlane, Seed: r.cfg.Seed + uint64(i)*7919 + 1, RetainOps: r.cfg.RetainOps}
+		ReplicaCount: r.cfg.Replicas, Metadata: !r.cfg.PartitionPlane, PeerQueueCapacity: r.cfg.Net.Capacity, Seed: r.cfg.Seed + uint64(i)*7919 + 1, RetainOps: r.cfg.RetainOps}
 	if !r.cfg.PartitionPlane {
 		// The metadata journal is durable and read back, as the node does.
 		c.ReadJournal = func(op uint64) []byte { return r.reps[i].journal[op] }
@@ -352,9 +426,25 @@ func (r *run) coreConfig(i int) vsr.Config {
 	return c
 }
 
-// submit lets idle clients send their next request to the primary.
+// leader is the live replica leading the highest view, or -1.
+func (r *run) leader() int {
+	best := -1
+	for i, rp := range r.reps {
+		if !rp.down && rp.core.Leading() && (best < 0 || rp.core.View() > r.reps[best].core.View()) {
+			best = i
+		}
+	}
+	return best
+}
+
+// requestTimeout is how long a client waits for an answer before it
+// sends the request again (to whichever replica leads then).
+const requestTimeout = 300
+
+// submit lets idle clients send their next request to the leader, and
+// clients whose request went unanswered send it again.
 func (r *run) submit() {
-	primary := r.reps[0]
+	l := r.leader()
 	for ci, c := range r.clients {
 		if c.inflight == nil {
 			if !r.faults || r.rng.Float64() >= r.cfg.SubmitProbability {
@@ -366,18 +456,21 @@ func (r *run) submit() {
 			r.res.Submitted++
 		}
 		cl := c.inflight
-		if cl.pending || primary.down {
+		if cl.pending && r.now-cl.sentAt > requestTimeout {
+			cl.pending = false
+		}
+		if cl.pending || l < 0 {
 			continue
 		}
 		body := make([]byte, r.payloadAt()+16+r.rng.IntN(48))
 		binary.LittleEndian.PutUint64(body[r.payloadAt():], cl.value)
 		binary.LittleEndian.PutUint64(body[r.payloadAt()+8:], cl.request)
 		frame := append(make([]byte, wire.HeaderSize), body...)
-		err := primary.core.Submit(vsr.Request{Client: wire.U128{Lo: uint64(ci) + 1}, Request: cl.request,
+		err := r.reps[l].core.Submit(vsr.Request{Client: wire.U128{Lo: uint64(ci) + 1}, Request: cl.request,
 			Operation: r.operation(), Frame: frame, Tag: cl}, uint64(r.now)*10_000)
 		if err == nil {
-			cl.pending = true
-			r.drive(0)
+			cl.pending, cl.at, cl.sentAt = true, l, r.now
+			r.drive(l)
 		}
 	}
 }
@@ -413,9 +506,19 @@ func (r *run) drive(i int) {
 	rp := r.reps[i]
 	for rp.core.HasReady() {
 		rd := rp.core.Ready()
+		if rd.State != nil {
+			rp.state = *rd.State // the superblock write, durable before any send
+			rp.core.StatePersisted()
+		}
+		if rd.Truncate != 0 {
+			for op := rd.Truncate; op <= rp.lastJournaled; op++ {
+				delete(rp.journal, op)
+			}
+			rp.lastJournaled = min(rp.lastJournaled, rd.Truncate-1)
+		}
 		for _, f := range rd.Journal {
 			op := wire.HeaderOf(f).Prepare().Op
-			if r.cfg.PartitionPlane && rp.core.IsPrimary() {
+			if r.cfg.PartitionPlane && rp.core.Leading() {
 				binary.LittleEndian.PutUint64(f[wire.HeaderSize+wire.BatchBaseOffsetOffset:], op-1)
 				binary.LittleEndian.PutUint32(f[wire.HeaderSize+wire.BatchMessageCountOffset:], 1)
 			}
@@ -459,7 +562,7 @@ func (r *run) apply(i int, c vsr.Committed) {
 	if r.cfg.PartitionPlane && c.Op <= uint64(len(rp.applied)) {
 		// Repaired past a restart: the segments hold it already (the
 		// shell's alreadyStored); it must be the same op.
-		if string(rp.applied[c.Op-1].frame) != string(frame) {
+		if !sameOp(rp.applied[c.Op-1].frame, frame) {
 			r.violate(fmt.Sprintf("replica %d repaired op %d differs from the one it stored", i, c.Op))
 		}
 		return
@@ -478,7 +581,7 @@ func (r *run) apply(i int, c vsr.Committed) {
 	}
 	if canon, ok := r.canon[c.Op]; !ok {
 		r.canon[c.Op] = frame
-	} else if string(canon) != string(frame) {
+	} else if !sameOp(canon, frame) {
 		r.violate(fmt.Sprintf("replica %d applied a different op %d than another replica", i, c.Op))
 		return
 	}
@@ -486,23 +589,62 @@ func (r *run) apply(i int, c vsr.Committed) {
 	if r.cfg.PartitionPlane {
 		rp.core.SetOffsetFrontier(uint64(len(rp.applied))) // one message per op, as the shell reports
 	}
+	pos, seen := r.position[c.Op]
+	if !seen {
+		key := requestKey{client: ph.Client.Lo, request: ph.Request}
+		if first, dup := r.firstOp[key]; dup {
+			pos = r.position[first]
+		} else {
+			r.distinct++
+			pos = r.distinct
+			r.firstOp[key] = c.Op
+		}
+		r.position[c.Op] = pos
+	}
 	if cl, ok := c.Tag.(*call); ok {
-		if i != 0 {
-			r.violate(fmt.Sprintf("replica %d answered a request it did not admit", i))
-			return
-		}
-		if cl.done {
-			r.violate(fmt.Sprintf("client %d request %d answered twice", cl.client, cl.request))
-			return
-		}
 		value := binary.LittleEndian.Uint64(frame[wire.HeaderSize+r.payloadAt():])
-		if value != cl.value {
+		switch {
+		case value != cl.value:
 			r.violate(fmt.Sprintf("client %d request %d answered with another client's op", cl.client, cl.request))
+		case cl.done && cl.index != pos:
+			r.violate(fmt.Sprintf("client %d request %d answered twice with different results (%d, %d)", cl.client, cl.request, cl.index, pos))
+		case !cl.done:
+			cl.done, cl.pending, cl.retAt, cl.index = true, false, r.now, pos
+			r.res.Completed++
+			r.clients[cl.client].inflight = nil
+		}
+	}
+}
+
+// sameOp: the same prepare, whichever view last carried it: the same
+// identity (which covers every header field but view, 2.2) and body.
+func sameOp(a, b []byte) bool {
+	return wire.HeaderOf(a).Prepare().Checksum == wire.HeaderOf(b).Prepare().Checksum &&
+		string(a[wire.HeaderSize:]) == string(b[wire.HeaderSize:])
+}
+
+// checkAcknowledgedKept is 11.5 rule 1 at the end: every answered
+// request's value is in the log every replica applied, at the position it
+// was answered with.
+func (r *run) checkAcknowledgedKept() {
+	for _, cl := range r.calls {
+		if !cl.done {
+			continue
+		}
+		op, ok := r.firstOp[requestKey{client: uint64(cl.client) + 1, request: cl.request}]
+		if !ok || r.position[op] != cl.index {
+			r.violate(fmt.Sprintf("client %d request %d was acknowledged at position %d and lost", cl.client, cl.request, cl.index))
 			return
 		}
-		cl.done, cl.pending, cl.retAt, cl.index = true, false, r.now, c.Op
-		r.res.Completed++
-		r.clients[cl.client].inflight = nil
+		for i, rp := range r.reps {
+			if r.res.NeedsTransfer && i != r.leader() {
+				continue // a replica only state transfer can bring back
+			}
+			if uint64(len(rp.applied)) < op {
+				r.violate(fmt.Sprintf("replica %d lacks acknowledged op %d", i, op))
+				return
+			}
+		}
 	}
 }
 
@@ -519,6 +661,10 @@ func (r *run) checkTick() {
 			r.violate(fmt.Sprintf("replica %d view went back from %d to %d", i, rp.view, v))
 		}
 		rp.commit, rp.view = c, v
+		if n := rp.core.ViewsStarted + rp.core.ViewsAdopted; n != rp.viewChanges {
+			rp.viewChanges = n
+			r.event(i, "normal in view %d (%s, commit %d/%d, head %d)", v, map[bool]string{true: "primary", false: "backup"}[rp.core.IsPrimary()], c, rp.core.CommitMax(), rp.core.Op())
+		}
 		if rp.core.Repairs != rp.repairs {
 			rp.repairs = rp.core.Repairs
 			r.event(i, "repair session opened at commit %d of %d", c, rp.core.CommitMax())
@@ -526,7 +672,7 @@ func (r *run) checkTick() {
 		if c > rp.core.CommitMax() {
 			r.violate(fmt.Sprintf("replica %d commit_min %d above commit_max %d", i, c, rp.core.CommitMax()))
 		}
-		if rp.core.IsPrimary() && rp.core.Status() == vsr.StatusNormal {
+		if rp.core.Leading() {
 			if other, ok := primaries[v]; ok && other != i {
 				r.violate(fmt.Sprintf("replicas %d and %d both primary in view %d", other, i, v))
 			}
@@ -535,35 +681,53 @@ func (r *run) checkTick() {
 	}
 }
 
-// quiet: every request answered, every replica applied the primary's ops.
+// quiet: every request answered, one leader, every replica normal in its
+// view and at its commit point.
 func (r *run) quiet() bool {
 	for _, c := range r.clients {
 		if c.inflight != nil {
 			return false
 		}
 	}
-	head := r.reps[0].core.CommitMin()
+	l := r.leader()
+	if l < 0 {
+		return false
+	}
+	lead := r.reps[l].core
 	for _, rp := range r.reps {
-		if rp.core.CommitMin() != head {
+		if rp.core.CommitMin() != lead.CommitMin() || rp.core.View() != lead.View() || rp.core.Status() != vsr.StatusNormal {
 			return false
 		}
 	}
 	return true
 }
 
-// stuckOnTransfer: every request is answered, and every replica behind
-// the primary lacks ops the primary can no longer serve (its ring starts
-// above them, and the replica's stored batches end below that): only
-// state transfer could bring it back.
+// stuckOnTransfer: every replica behind the leader lacks ops the leader
+// can no longer serve (its ring starts above them, and the replica's
+// stored batches end below that), and either every request is answered
+// or those replicas leave the leader without a quorum: only state
+// transfer could bring them back.
 func (r *run) stuckOnTransfer() bool {
-	for _, c := range r.clients {
-		if c.inflight != nil {
+	l := r.leader()
+	if l < 0 {
+		return false
+	}
+	lead := r.reps[l].core
+	stuck := 0
+	for _, rp := range r.reps {
+		if rp.core == lead || rp.core.CommitMin() == lead.CommitMin() {
+			continue
+		}
+		if lead.OldestServable() <= rp.core.CommitMin()+1 {
 			return false
 		}
+		stuck++
 	}
-	primary := r.reps[0].core
-	for _, rp := range r.reps[1:] {
-		if c := rp.core.CommitMin(); c != primary.CommitMin() && primary.OldestServable() <= c+1 {
+	if r.cfg.Replicas-stuck < vsr.QuorumReplication(r.cfg.Replicas) {
+		return true
+	}
+	for _, c := range r.clients {
+		if c.inflight != nil {
 			return false
 		}
 	}
@@ -574,7 +738,7 @@ func (r *run) livenessReport() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "liveness: not quiet %d ticks after healing:", r.cfg.LivenessTicks)
 	for i, rp := range r.reps {
-		fmt.Fprintf(&b, " r%d commit %d/%d op %d;", i, rp.core.CommitMin(), rp.core.CommitMax(), rp.core.Op())
+		fmt.Fprintf(&b, " r%d %s view %d commit %d/%d op %d;", i, rp.core.Status(), rp.core.View(), rp.core.CommitMin(), rp.core.CommitMax(), rp.core.Op())
 	}
 	open := 0
 	for _, c := range r.clients {

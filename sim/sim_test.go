@@ -16,7 +16,7 @@ var (
 // failing seed prints the command that replays it alone.
 func TestSeeds(t *testing.T) {
 	start := time.Now()
-	ops := uint64(0)
+	ops, viewChanged := uint64(0), 0
 	for s := *firstArg; s < *firstArg+uint64(*seeds); s++ {
 		cfg := FaultsFor(s)
 		cfg.Clients = *clients
@@ -28,8 +28,16 @@ func TestSeeds(t *testing.T) {
 		if res.Completed == 0 {
 			t.Fatalf("seed %d: no request completed", s)
 		}
+		if res.ViewChanges > 0 {
+			viewChanged++
+		}
 	}
-	t.Logf("%d seeds, %d ops committed, in %v", *seeds, ops, time.Since(start))
+	// Primaries crash and get partitioned away: view changes must be part
+	// of what these seeds exercise, not a rare accident.
+	if viewChanged < *seeds/10 {
+		t.Fatalf("only %d of %d seeds changed view", viewChanged, *seeds)
+	}
+	t.Logf("%d seeds, %d with a view change, %d ops committed, in %v", *seeds, viewChanged, ops, time.Since(start))
 }
 
 // The same seed gives the same run, byte for byte (timeline and every
@@ -66,13 +74,21 @@ func TestDivergenceIsCaught(t *testing.T) {
 
 // With a partition ring of 2 retained ops, a backup down for a while
 // cannot be repaired (state transfer is not there): the run says so, as
-// NeedsTransfer, and does not pass as quiet.
+// NeedsTransfer, and does not pass as quiet. (The first seed whose crash
+// takes a backup, not the primary.)
 func TestStuckReplicaNeedsTransfer(t *testing.T) {
-	cfg := Config{Seed: 3, PartitionPlane: true, RetainOps: 2, FaultTicks: 400, LivenessTicks: 600, CrashProbability: 1, RestartProbability: 0}
-	res := Run(cfg)
-	if res.Failed() || !res.NeedsTransfer {
-		t.Fatalf("needs transfer %v, violations %v", res.NeedsTransfer, res.Violations)
+	for seed := uint64(1); seed < 50; seed++ {
+		cfg := Config{Seed: seed, PartitionPlane: true, RetainOps: 2, FaultTicks: 400, LivenessTicks: 600, CrashProbability: 1, RestartProbability: 0}
+		res := Run(cfg)
+		if len(res.Timeline) == 0 || res.Timeline[0].Replica == 0 {
+			continue
+		}
+		if res.Failed() || !res.NeedsTransfer {
+			t.Fatalf("seed %d: needs transfer %v, violations %v", seed, res.NeedsTransfer, res.Violations)
+		}
+		return
 	}
+	t.Fatal("no seed crashed a backup first")
 }
 
 // The liveness check can fail: a backup that could be repaired but is not
