@@ -3,6 +3,7 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"iggynode/config"
 	replicaplane "iggynode/plane/replica"
+	"iggynode/storage"
 	"iggynode/vsr"
 	"iggynode/wire"
 )
@@ -59,11 +61,32 @@ func (n *Node) coreConfig(group uint64, metadata bool) vsr.Config {
 		RepairRetryTicks:       ticks(c.Cluster.RepairRetryInterval),
 		// 10.1 ranges: chunk 1..1024 and below the peer queue, ring
 		// 1..65536 entries, bytes up to 256 MiB.
-		RepairChunk: int(min(max(c.Cluster.RepairChunkMax, 1), 1024, max(c.MessageBus.PeerQueueCapacity, 2)-1)),
-		RetainOps:   int(min(max(c.Partition.EvictedRingCapacity, 1), 65536)),
-		RetainBytes: int(min(max(uint64(c.Partition.EvictedRingBytesMax), 1), 256<<20)),
-		Seed:        uint64(n.cluster.self)<<32 ^ group,
+		RepairChunk:               int(min(max(c.Cluster.RepairChunkMax, 1), 1024, max(c.MessageBus.PeerQueueCapacity, 2)-1)),
+		PeerQueueCapacity:         int(c.MessageBus.PeerQueueCapacity),
+		ViewChangeRetransmitTicks: ticks(c.Cluster.ViewChangeRetransmitInterval),
+		ViewChangeStatusTicks:     ticks(c.Cluster.ViewChangeStatusTimeout),
+		RequestStartViewTicks:     ticks(c.Cluster.RequestStartViewRetransmitInterval),
+		ViewProbeAttemptsMax:      int(max(c.Cluster.ViewProbeAttemptsMax, 1)),
+		RetainOps:                 int(min(max(c.Partition.EvictedRingCapacity, 1), 65536)),
+		RetainBytes:               int(min(max(uint64(c.Partition.EvictedRingBytesMax), 1), 256<<20)),
+		Seed:                      uint64(n.cluster.self)<<32 ^ group,
 	}
+}
+
+// persistState writes a group's superblock before the core's view-scoped
+// sends go out (replica-plane.md 6.13) and reports the outcome to the
+// core; false means the Ready's sends must be dropped.
+func (n *Node) persistState(log *slog.Logger, core *vsr.Replica, group uint64, s vsr.State, frontier uint64) bool {
+	err := n.store.SaveVsrState(group, storage.VsrState{Cluster: n.cluster.id, ReplicaID: n.cluster.self,
+		ReplicaCount: uint8(n.cluster.n), View: s.View, LogView: s.LogView, CommitMax: s.CommitMax, OffsetFrontier: frontier}, true)
+	if err != nil {
+		log.Error("superblock write failed: view-scoped sends held back", "group", group, "view", s.View, "err", err)
+		core.StateFailed()
+		return false
+	}
+	core.StatePersisted()
+	log.Info("view state durable", "group", group, "view", s.View, "log_view", s.LogView, "status", core.Status().String())
+	return true
 }
 
 // setupCluster reads the [cluster] section: this node's id and the roster

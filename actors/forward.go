@@ -138,7 +138,7 @@ func (m *metadataActor) onForwardRegister(ctx actor.Context, fr wire.ForwardRegi
 		m.sendForwardResult(fr.Replica, fr.Nonce, fr.Client, o, epoch, watermark)
 	}
 	switch {
-	case !m.core.IsPrimary() || m.core.Status() != vsr.StatusNormal:
+	case !m.core.Leading():
 		answer(wire.ForwardRegisterNotPrimary, 0, 0)
 		return
 	case m.core.CaughtUpPrimary() && m.state.Clients().OwnedByOther(fr.Client, fr.UserID):
@@ -245,7 +245,7 @@ func (m *metadataActor) onForwardLogout(ctx actor.Context, fl wire.ForwardLogout
 		return
 	}
 	switch {
-	case !m.core.IsPrimary() || m.core.Status() != vsr.StatusNormal:
+	case !m.core.Leading():
 		answer(wire.ForwardLogoutNotPrimary, 0)
 		return
 	case m.inflight[fl.Client]:

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"bytes"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -192,9 +193,11 @@ func (m *metadataActor) boot(ctx actor.Context) error {
 	// can be checked from it; it is not applied again.
 	floor := m.state.AppliedOp()
 	m.snapshotOp = floor
-	var head uint64
+	clustered := m.n.cluster.n > 1
+	var head, highestCommit uint64
 	var headChecksum wire.U128
 	var headTs uint64
+	var unapplied [][]byte // a cluster member's journal above the snapshot, applied below up to W
 	err = st.ScanPrepares(wire.MetadataGroup, max(floor, 1), func(op uint64, frame []byte) error {
 		if err := wire.VerifyPrepare(frame); err != nil {
 			return fmt.Errorf("metadata journal op %d: %w", op, err)
@@ -207,9 +210,14 @@ func (m *metadataActor) boot(ctx actor.Context) error {
 			return fmt.Errorf("metadata journal does not start at op 1")
 		}
 		if ph.Op > floor {
-			m.state.Apply(frame)
+			if clustered {
+				unapplied = append(unapplied, bytes.Clone(frame)) // the scan reuses its buffer
+			} else {
+				m.state.Apply(frame)
+			}
 		}
 		head, headChecksum, headTs = ph.Op, ph.Checksum, ph.Timestamp
+		highestCommit = max(highestCommit, ph.Commit)
 		return nil
 	})
 	if err != nil {
@@ -229,10 +237,14 @@ func (m *metadataActor) boot(ctx actor.Context) error {
 	}
 	vc.JournalFloor = func() uint64 { return m.snapshotOp + 1 }
 	m.core = vsr.New(vc)
-	if head > 0 {
+	if clustered {
+		if err := m.recover(floor, head, highestCommit, unapplied); err != nil {
+			return err
+		}
+	} else if head > 0 {
 		m.core.Restore(0, 0, head, headChecksum, headTs)
 	}
-	m.n.refs.commit.Store(head)
+	m.n.refs.commit.Store(m.core.CommitMin())
 	for _, ref := range m.state.Partitions() {
 		if err := m.startPartition(ctx, ref); err != nil {
 			return err
@@ -240,6 +252,50 @@ func (m *metadataActor) boot(ctx actor.Context) error {
 	}
 	m.log.Info("metadata recovered", "snapshot_op", floor, "op", head, "partitions", len(m.partitions))
 	m.endOrphanedSessions(ctx)
+	return nil
+}
+
+// recover is 9.3 steps 4-8 for a cluster member: apply the journal up to
+// W, the highest commit its headers name (a lower bound of the commit
+// point at the crash), and hand the core the rest; a member with prior
+// life rejoins Recovering and probes for the view (6.12). A fresh member
+// (no journal, no superblock) starts Normal in view 0.
+func (m *metadataActor) recover(floor, head, highestCommit uint64, unapplied [][]byte) error {
+	st, ok, err := m.n.store.LoadVsrState(wire.MetadataGroup)
+	if err != nil {
+		return fmt.Errorf("metadata superblock: %w", err)
+	}
+	if ok && (st.Cluster != m.n.cluster.id || int(st.ReplicaID) != int(m.n.cluster.self) || int(st.ReplicaCount) != m.n.cluster.n) {
+		return fmt.Errorf("metadata superblock is of cluster %v replica %d of %d, this node is replica %d of %d",
+			st.Cluster, st.ReplicaID, st.ReplicaCount, m.n.cluster.self, m.n.cluster.n)
+	}
+	if !ok && head == 0 && floor == 0 {
+		return nil // no prior life
+	}
+	w := min(max(highestCommit, floor), head)
+	rc := vsr.Recovery{View: st.View, LogView: st.LogView, CommitMax: st.CommitMax, Commit: w}
+	if !ok && len(unapplied) > 0 {
+		last := wire.HeaderOf(unapplied[len(unapplied)-1]).Prepare()
+		rc.View, rc.LogView = last.View, last.View // 9.3 step 6
+	}
+	for _, f := range unapplied {
+		ph := wire.HeaderOf(f).Prepare()
+		if ph.Op <= w {
+			m.state.Apply(f)
+		} else {
+			rc.Journal = append(rc.Journal, f)
+		}
+	}
+	if w > 0 {
+		f, found, err := m.n.store.GetPrepare(wire.MetadataGroup, w)
+		if err != nil || !found {
+			return fmt.Errorf("metadata journal lacks the entry at the commit point %d: %v", w, err)
+		}
+		ph := wire.HeaderOf(f).Prepare()
+		rc.CommitChecksum, rc.CommitTimestamp = ph.Checksum, ph.Timestamp
+	}
+	m.core.Recover(rc)
+	m.log.Info("metadata rejoining the cluster", "view", rc.View, "log_view", rc.LogView, "commit", w, "op", head)
 	return nil
 }
 
@@ -465,7 +521,7 @@ func (m *metadataActor) onMetadataWrite(ctx actor.Context, req *clientRequest) {
 		m.reply(ctx, req, &replyOut{frame: m.notAdmittedReply(req, b.client, code)})
 	}
 	switch {
-	case !m.core.IsPrimary():
+	case !m.core.Leading():
 		transient(wire.ErrTransientNotAccepted)
 		return
 	case m.inflight[b.client] || !m.core.CaughtUpPrimary():
@@ -593,6 +649,16 @@ func (m *metadataActor) submit(ctx actor.Context, req *clientRequest, client wir
 func (m *metadataActor) drive(ctx actor.Context) {
 	for m.core.HasReady() {
 		rd := m.core.Ready()
+		if rd.State != nil && !m.n.persistState(m.log, m.core, wire.MetadataGroup, *rd.State, 0) {
+			rd.Send = nil // 6.13: nothing that advertises the view before it is durable
+		}
+		if rd.Truncate != 0 {
+			if err := m.n.store.TruncatePrepares(wire.MetadataGroup, rd.Truncate); err != nil {
+				// The entries stay on disk; a restart's probe and
+				// reconciliation drop them again.
+				m.log.Error("metadata journal truncation", "from_op", rd.Truncate, "err", err)
+			}
+		}
 		if len(rd.Journal) > 0 {
 			err := m.journal(rd.Journal)
 			for _, f := range rd.Journal {
@@ -738,7 +804,7 @@ func (m *metadataActor) onInternalLogout(ctx actor.Context, l *internalLogout) {
 	if e, ok := m.state.Clients().Lookup(l.client); !ok || e.Epoch != l.epoch {
 		return
 	}
-	if !m.core.IsPrimary() {
+	if !m.core.Leading() {
 		return
 	}
 	frame := make([]byte, wire.HeaderSize)

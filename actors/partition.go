@@ -202,6 +202,12 @@ func (a storeAdapter) AppendBatchTo(dst []byte, base uint64) ([]byte, error) {
 
 func watermarkKey(group uint64) string { return fmt.Sprintf("partition/%d/next", group) }
 
+// appliedKey holds the op a partition replica of a cluster applied last,
+// with its identity and timestamp (8 + 16 + 8 bytes): a restart recovers
+// its commit point from it (vsr.Recovery), so its view-change vote
+// carries what its segments hold instead of op 0.
+func appliedKey(group uint64) string { return fmt.Sprintf("partition/%d/applied", group) }
+
 // boot rebuilds the log from storage (its batches, the retained-offset
 // watermark and the consumer offsets) and starts the consensus core.
 func (p *partitionActor) boot() error {
@@ -237,8 +243,28 @@ func (p *partitionActor) boot() error {
 	p.core = vsr.New(cfg)
 	p.storeAtCommit = cfg.ReplicaCount > 1
 	p.core.SetOffsetFrontier(p.plog.HighWatermark())
-	if hook := p.node.opts.PartitionView; hook != nil && len(infos) == 0 {
-		if v := hook(p.ref.Group); v > 0 {
+	sb, hasState, err := st.LoadVsrState(p.ref.Group)
+	if err != nil {
+		return fmt.Errorf("partition superblock: %w", err)
+	}
+	switch {
+	case cfg.ReplicaCount > 1 && (hasState || len(infos) > 0):
+		// Prior life (9.4 rule 5): the journal was memory; the segments
+		// stand in for the log below the commit point, repair and the
+		// floor rule fetch the rest once the probe finds the view.
+		rc := vsr.Recovery{View: sb.View, LogView: sb.LogView, CommitMax: sb.CommitMax}
+		if v, ok, err := st.Get(appliedKey(p.ref.Group)); err != nil {
+			return err
+		} else if ok && len(v) == 32 {
+			rc.Commit = binary.LittleEndian.Uint64(v)
+			rc.CommitChecksum = wire.U128{Lo: binary.LittleEndian.Uint64(v[8:]), Hi: binary.LittleEndian.Uint64(v[16:])}
+			rc.CommitTimestamp = binary.LittleEndian.Uint64(v[24:])
+			rc.CommitMax = max(rc.CommitMax, rc.Commit)
+		}
+		p.core.Recover(rc)
+		p.log.Info("partition rejoining the cluster", "view", sb.View, "commit", p.core.CommitMin(), "next_offset", p.plog.HighWatermark())
+	case p.node.opts.PartitionView != nil && len(infos) == 0:
+		if v := p.node.opts.PartitionView(p.ref.Group); v > 0 {
 			p.core.Restore(v, v, 0, wire.U128{}, 0)
 		}
 	}
@@ -262,7 +288,7 @@ func (p *partitionActor) onSend(ctx actor.Context, m *partitionSend) {
 		p.replyTo(ctx, req, denyReply(&req.hdr, req.connID, 0, code))
 		return
 	}
-	if !p.core.IsPrimary() {
+	if !p.core.Leading() {
 		if !p.forward(req, req.frame) {
 			p.replyTo(ctx, req, denyReply(&req.hdr, req.connID, 0, wire.ErrTransientNotAccepted))
 		}
@@ -288,6 +314,15 @@ func (p *partitionActor) onSend(ctx actor.Context, m *partitionSend) {
 func (p *partitionActor) drive(ctx actor.Context) {
 	for p.core.HasReady() {
 		rd := p.core.Ready()
+		if rd.State != nil && !p.node.persistState(p.log, p.core, p.ref.Group, *rd.State, p.plog.HighWatermark()) {
+			rd.Send = nil // 6.13
+		}
+		for _, f := range rd.Truncated {
+			// Discarded uncommitted batches give their offsets back.
+			if ph := wire.HeaderOf(f).Prepare(); ph.Operation == wire.OpSendMessages && len(f) >= wire.HeaderSize+wire.BatchHeaderSize {
+				p.plog.RollbackJournal(wire.Batch(f[wire.HeaderSize:]).BaseOffset())
+			}
+		}
 		for _, f := range rd.Journal {
 			ph := wire.HeaderOf(f).Prepare()
 			err := p.journal(ph, f[wire.HeaderSize:])
@@ -317,11 +352,11 @@ func (p *partitionActor) journal(ph wire.PrepareHeader, body []byte) error {
 	if ph.Operation != wire.OpSendMessages {
 		return nil
 	}
-	if !p.core.IsPrimary() && p.alreadyStored(body) {
+	if !p.core.Leading() && p.alreadyStored(body) {
 		return nil // a repaired op this backup stored before a restart (7.4 rule 2)
 	}
 	var base uint64
-	if p.core.IsPrimary() {
+	if p.core.Leading() {
 		base = p.plog.StampNext(body, ph.Timestamp)
 	} else {
 		// A backup journals the primary's stamped bytes verbatim after
@@ -348,6 +383,7 @@ func (p *partitionActor) apply(ctx actor.Context, c vsr.Committed) {
 	h := wire.HeaderOf(c.Frame)
 	ph := h.Prepare()
 	pd, _ := c.Tag.(*pending)
+	defer p.recordApplied(ph)
 	switch ph.Operation {
 	case wire.OpSendMessages:
 		batch := c.Frame[wire.HeaderSize:]
@@ -377,6 +413,23 @@ func (p *partitionActor) apply(ctx actor.Context, c vsr.Committed) {
 		}
 	}
 	p.publishStats()
+}
+
+// recordApplied stores the applied op of a cluster's partition replica
+// (appliedKey), after its batch reached the segments; synced like them,
+// only when the topic enforces fsync.
+func (p *partitionActor) recordApplied(ph wire.PrepareHeader) {
+	if !p.storeAtCommit {
+		return
+	}
+	v := make([]byte, 32)
+	binary.LittleEndian.PutUint64(v, ph.Op)
+	binary.LittleEndian.PutUint64(v[8:], ph.Checksum.Lo)
+	binary.LittleEndian.PutUint64(v[16:], ph.Checksum.Hi)
+	binary.LittleEndian.PutUint64(v[24:], ph.Timestamp)
+	if err := p.node.store.Put(appliedKey(p.ref.Group), v, p.settings.enforceFsync); err != nil {
+		p.log.Error("recording the applied op", "op", ph.Op, "err", err)
+	}
 }
 
 // alreadyStored reports whether the segments already hold this very batch
@@ -479,7 +532,7 @@ func (p *partitionActor) onGetOffset(ctx actor.Context, m *partitionGetOffset) {
 // through consensus (class E).
 func (p *partitionActor) onOffsetWrite(ctx actor.Context, m *partitionOffsetWrite) {
 	req := m.req
-	if m.ack != wire.AckNone && !p.core.IsPrimary() {
+	if m.ack != wire.AckNone && !p.core.Leading() {
 		// The primary checks the offset against its log: a backup's may
 		// not have applied the latest sends yet.
 		frame := make([]byte, wire.HeaderSize+len(m.body))

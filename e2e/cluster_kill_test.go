@@ -34,9 +34,27 @@ func TestHelperClusterNodeProcess(t *testing.T) {
 	cfg.System.Path = dir
 	cfg.TCP.Address, cfg.QUIC.Enabled, cfg.WebSocket.Enabled = "127.0.0.1:0", false, false
 	cfg.Cluster.Enabled, cfg.Cluster.Name, cfg.Cluster.ReplicaID = true, "kill-cluster", self
+	// A silent primary is replaced after 1 s instead of 5 (the spec's
+	// defaults are kept in every other test).
+	cfg.Cluster.HeartbeatTimeout, cfg.Cluster.CommitBroadcastInterval = config.Duration(time.Second), config.Duration(100*time.Millisecond)
+	cfg.Cluster.ViewChangeStatusTimeout = config.Duration(2 * time.Second)
+	cfg.Cluster.RequestStartViewRetransmitInterval = config.Duration(200 * time.Millisecond)
+	// E2E_CLUSTER_CLIENTS, when set, fixes every node's client address so
+	// the roster names them and the SDK can follow the leader.
+	var clients []string
+	if v := os.Getenv("E2E_CLUSTER_CLIENTS"); v != "" {
+		clients = strings.Split(v, ",")
+		cfg.TCP.Address = clients[self]
+	}
 	var roster []replicaplane.Peer
 	for i, addr := range peers {
-		cfg.Cluster.Nodes = append(cfg.Cluster.Nodes, config.Node{Name: fmt.Sprintf("node-%d", i), IP: "127.0.0.1", ReplicaID: i})
+		node := config.Node{Name: fmt.Sprintf("node-%d", i), IP: "127.0.0.1", ReplicaID: i}
+		if clients != nil {
+			_, port, _ := net.SplitHostPort(clients[i])
+			p, _ := strconv.Atoi(port)
+			node.Ports.TCP = uint16(p)
+		}
+		cfg.Cluster.Nodes = append(cfg.Cluster.Nodes, node)
 		roster = append(roster, replicaplane.Peer{ID: uint8(i), Addr: addr})
 	}
 	n, err := actors.Start(actors.Options{Config: cfg, RootUsername: "iggy", RootPassword: "iggy", Logger: logger(),
@@ -52,10 +70,10 @@ func TestHelperClusterNodeProcess(t *testing.T) {
 
 // startClusterChild starts replica self of the cluster whose replica-plane
 // addresses are peers, with its data in dir, and returns its client address.
-func startClusterChild(t *testing.T, dir string, self int, peers []string) (*exec.Cmd, string) {
+func startClusterChild(t *testing.T, dir string, self int, peers []string, env ...string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd, addr := startHelperProcess(t, "TestHelperClusterNodeProcess", "E2E_CLUSTER_DIR="+dir,
-		"E2E_CLUSTER_REPLICA="+strconv.Itoa(self), "E2E_CLUSTER_PEERS="+strings.Join(peers, ","))
+	cmd, addr := startHelperProcess(t, "TestHelperClusterNodeProcess", append([]string{"E2E_CLUSTER_DIR=" + dir,
+		"E2E_CLUSTER_REPLICA=" + strconv.Itoa(self), "E2E_CLUSTER_PEERS=" + strings.Join(peers, ",")}, env...)...)
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	return cmd, addr
 }
@@ -170,35 +188,7 @@ func TestKill9BackupRejoinsByRepair(t *testing.T) {
 
 	want := acked
 	for i, addr := range addrs {
-		c, err := client.Connect(ctx, client.Options{Address: addr, Username: "iggy", Password: "iggy", StayOnNode: true})
-		if err != nil {
-			t.Fatalf("replica %d: %v", i, err)
-		}
-		var got [][]byte
-		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			got = got[:0]
-			for off := uint64(0); ; {
-				p, err := c.PollMessages(ctx, wire.SingleConsumer(wire.ID(1)), wire.ID(0), wire.ID(0), wire.Partition(0),
-					wire.OffsetStrategy(off), 1000, false)
-				if err != nil {
-					t.Fatalf("replica %d poll: %v", i, err)
-				}
-				msgs := client.Messages(p)
-				if len(msgs) == 0 {
-					break
-				}
-				for _, m := range msgs {
-					if m.Offset != off {
-						t.Fatalf("replica %d: offset %d where %d was expected", i, m.Offset, off)
-					}
-					got = append(got, m.Payload)
-					off++
-				}
-			}
-			if len(got) >= len(want) || time.Now().After(deadline) {
-				break
-			}
-		}
+		got := replicaPayloads(t, addr, len(want))
 		if len(got) != len(want) {
 			t.Fatalf("replica %d holds %d messages, %d were acknowledged", i, len(got), len(want))
 		}
@@ -207,7 +197,44 @@ func TestKill9BackupRejoinsByRepair(t *testing.T) {
 				t.Fatalf("replica %d: message at offset %d differs", i, j)
 			}
 		}
-		_ = c.Close()
 	}
 	t.Logf("%d messages acknowledged (%d while replica 2 was down), identical on all three replicas", len(want), whileDown)
+}
+
+// replicaPayloads reads partition 0 of topic 0 of stream 0 from the node at
+// addr alone (no leader redirect), from offset 0, until it holds at least
+// want messages or 15 s pass, and checks the offsets are contiguous.
+func replicaPayloads(t *testing.T, addr string, want int) [][]byte {
+	t.Helper()
+	ctx := ctxT(t)
+	c, err := client.Connect(ctx, client.Options{Address: addr, Username: "iggy", Password: "iggy", StayOnNode: true})
+	if err != nil {
+		t.Fatalf("%s: %v", addr, err)
+	}
+	defer c.Close()
+	var got [][]byte
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		got = got[:0]
+		for off := uint64(0); ; {
+			p, err := c.PollMessages(ctx, wire.SingleConsumer(wire.ID(1)), wire.ID(0), wire.ID(0), wire.Partition(0),
+				wire.OffsetStrategy(off), 1000, false)
+			if err != nil {
+				t.Fatalf("%s poll: %v", addr, err)
+			}
+			msgs := client.Messages(p)
+			if len(msgs) == 0 {
+				break
+			}
+			for _, m := range msgs {
+				if m.Offset != off {
+					t.Fatalf("%s: offset %d where %d was expected", addr, m.Offset, off)
+				}
+				got = append(got, m.Payload)
+				off++
+			}
+		}
+		if len(got) >= want || time.Now().After(deadline) {
+			return got
+		}
+	}
 }
