@@ -108,7 +108,7 @@ func (r *Replica) frameAt(op uint64) []byte {
 // below commit_max (7.2 rule 2).
 func (r *Replica) maybeRepair() {
 	target := max(r.commitMax, r.knownHead)
-	if r.repair.open || r.repairBackoff > 0 || r.status != StatusNormal || r.IsPrimary() || r.sequencer >= target && r.commitMin >= r.commitMax {
+	if r.transferring || r.repair.open || r.repairBackoff > 0 || r.status != StatusNormal || r.IsPrimary() || r.sequencer >= target && r.commitMin >= r.commitMax {
 		return
 	}
 	r.emitRepaired()  // entries held from a closed session are journaled first
@@ -381,7 +381,11 @@ func (r *Replica) onRepairReply(rr wire.RepairRangeReplyHeader) {
 			r.repair.floor = rr.Op - 1 // 7.5 partition rule 1
 			return
 		}
-		// State transfer would take over here (7.5 metadata rule 2).
+		// State transfer takes over (7.5 metadata rule 2): the shell
+		// starts one against the sender when it can.
+		if r.cfg.Metadata && !r.transferring {
+			r.NeedTransfer = int(rr.Replica)
+		}
 		r.refuseRepair("range evicted: state transfer needed")
 		return
 	}

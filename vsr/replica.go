@@ -254,6 +254,11 @@ type Replica struct {
 	// after a failed write (6.13 rule 3).
 	durable, persisted          State
 	stateBackoff, stateFailures int
+	// transferring: a state transfer runs (the shell's TransferSession);
+	// NeedTransfer is the peer a metadata repair found compacted past what
+	// this replica lacks (7.5 metadata rule 2), -1 when none.
+	transferring bool
+	NeedTransfer int
 
 	repair   repairSession
 	retained retained
@@ -280,7 +285,7 @@ type Replica struct {
 // New returns a fresh replica in view 0, Normal (replica-plane.md 5.1).
 func New(cfg Config) *Replica {
 	cfg.setDefaults()
-	r := &Replica{cfg: cfg, log: make(map[uint64]*entry), rng: cfg.Seed | 1, Dropped: make(map[string]uint64)}
+	r := &Replica{cfg: cfg, log: make(map[uint64]*entry), rng: cfg.Seed | 1, Dropped: make(map[string]uint64), NeedTransfer: -1}
 	r.commitTimer.after = cfg.CommitBroadcastTicks
 	r.heartbeatTimer.after = cfg.HeartbeatTimeoutTicks
 	r.prepareTimer.after = cfg.PrepareRetransmitTicks
@@ -588,6 +593,9 @@ func (r *Replica) sendPrepareOk(e *entry) {
 // ackPrepare sends the PrepareOk for prepare p (1.4.2) to the primary of
 // the current view, through the loopback when that is this replica.
 func (r *Replica) ackPrepare(p wire.PrepareHeader) {
+	if r.transferring {
+		return // 7.6: no PrepareOk while a transfer runs
+	}
 	ok := wire.PrepareOkHeader{
 		Cluster: r.cfg.Cluster, View: r.view, Replica: r.cfg.Replica, Parent: p.Parent,
 		PrepareChecksum: p.Checksum, Op: p.Op, Commit: r.commitMax, Timestamp: p.Timestamp,
@@ -686,6 +694,9 @@ func (r *Replica) onPrepare(frame []byte) {
 	switch {
 	case r.status != StatusNormal:
 		r.drop("prepare while not normal")
+		return
+	case r.transferring:
+		r.drop("prepare while transferring")
 		return
 	case p.View > r.view:
 		r.observedNewerView = max(r.observedNewerView, p.View)
@@ -852,6 +863,9 @@ func (r *Replica) emitCommit(op uint64, e *entry) {
 // commitJournal is the backup form of 5.9: apply journaled ops up to
 // commit_max, stopping at the first gap.
 func (r *Replica) commitJournal() {
+	if r.transferring {
+		return
+	}
 	r.advanceSequencer() // over repaired entries journaled above a hole that is now filled
 	for op := r.commitMin + 1; op <= min(r.commitMax, r.sequencer); op++ {
 		e := r.log[op]

@@ -1,0 +1,247 @@
+package vsr
+
+import (
+	"errors"
+	"fmt"
+
+	"iggynode/wire"
+)
+
+// State transfer, the receiver's side (replica-plane.md 7.6): a pure,
+// lockstep session that asks a peer for an offer, pulls its artifacts one
+// chunk at a time and verifies them. The shell owns it (the server's side
+// and the install need the state machine and the store), feeds it the
+// peer's StateTransferTarget and StateChunk frames and ticks, and sends
+// what it returns. The core only says when a transfer is needed
+// (Ready.NeedTransfer) and takes the installed commit point (Installed).
+
+// TransferSession is one metadata state transfer from one peer.
+type TransferSession struct {
+	cluster wire.U128
+	replica uint8
+	group   uint64
+	Peer    uint8
+	Nonce   wire.U128
+	// ChunkMax is C of 7.6 step 4: min(256 KiB, max_message_size - 256).
+	ChunkMax int
+
+	Manifest  *wire.StateManifest
+	Artifacts [][]byte
+	CommitOp  uint64
+	CommitMax uint64
+	// idle counts ticks without progress; attempts the stall retries in a
+	// row (7.6 step 7).
+	idle, attempts int
+}
+
+// Transfer limits of 7.6 step 3.
+const (
+	maxArtifactBytes   = 1 << 30
+	maxManifestBytes   = 4 << 30
+	transferChunkMax   = 256 << 10
+	transferMaxRetries = 5
+)
+
+// Errors a session ends with.
+var (
+	ErrTransferRefused = errors.New("vsr: state transfer refused by the peer")
+	ErrTransferStalled = errors.New("vsr: state transfer stalled")
+)
+
+// NewTransfer arms a session against peer (7.6 step 1); Request is its
+// first frame.
+func (r *Replica) NewTransfer(peer uint8, maxMessageSize int) *TransferSession {
+	chunk := transferChunkMax
+	if maxMessageSize > wire.HeaderSize {
+		chunk = min(chunk, maxMessageSize-wire.HeaderSize)
+	}
+	return &TransferSession{cluster: r.cfg.Cluster, replica: r.cfg.Replica, group: r.cfg.Group, Peer: peer,
+		Nonce: wire.U128{Lo: r.random(), Hi: r.random()}, ChunkMax: max(chunk, 1)}
+}
+
+// Request is the frame to send now: RequestStateTransfer until an offer is
+// accepted, then the pending RequestStateChunk.
+func (s *TransferSession) Request() Envelope {
+	head := make([]byte, wire.HeaderSize)
+	if s.Manifest == nil {
+		q := wire.RequestStateTransferHeader{Cluster: s.cluster, Replica: s.replica, Nonce: s.Nonce, Group: s.group}
+		q.Encode(wire.HeaderOf(head))
+		return Envelope{To: s.Peer, Head: head}
+	}
+	i := s.pending()
+	e := s.Manifest.Entries[i]
+	q := wire.RequestStateChunkHeader{Cluster: s.cluster, Replica: s.replica, Nonce: s.Nonce, Group: s.group,
+		Offset: uint64(len(s.Artifacts[i])), Artifact: uint32(i),
+		Len: uint32(min(uint64(s.ChunkMax), e.Len-uint64(len(s.Artifacts[i]))))}
+	q.Encode(wire.HeaderOf(head))
+	return Envelope{To: s.Peer, Head: head}
+}
+
+// pending is the first incomplete artifact (len(Entries) when all are).
+func (s *TransferSession) pending() int {
+	for i, e := range s.Manifest.Entries {
+		if uint64(len(s.Artifacts[i])) < e.Len {
+			return i
+		}
+	}
+	return len(s.Manifest.Entries)
+}
+
+// Complete reports whether every artifact arrived.
+func (s *TransferSession) Complete() bool {
+	return s.Manifest != nil && s.pending() == len(s.Manifest.Entries)
+}
+
+// OnTarget takes the peer's StateTransferTarget frame (7.6 step 3). It
+// returns the next request to send, or an error that ends the session:
+// ErrTransferRefused for a refusal (the caller falls back to repair).
+// Frames for another session or a duplicate offer are ignored (nil, nil).
+func (s *TransferSession) OnTarget(frame []byte) (*Envelope, error) {
+	t, err := wire.DecodeStateTransferTargetHeader(wire.HeaderOf(frame))
+	if err != nil || t.Nonce != s.Nonce || t.Group != s.group || t.Replica != s.Peer || s.Manifest != nil {
+		return nil, nil
+	}
+	if !t.Available {
+		return nil, fmt.Errorf("%w (transient %v)", ErrTransferRefused, t.UnavailableTransient)
+	}
+	var m wire.StateManifest
+	if err := m.Decode(frame[wire.HeaderSize:]); err != nil {
+		return nil, nil // the session stays armed; the stall retry asks again
+	}
+	total, snapshot := uint64(0), false
+	for _, e := range m.Entries {
+		if e.Len > maxArtifactBytes {
+			return nil, nil
+		}
+		total += e.Len
+		snapshot = snapshot || e.Kind == wire.ArtifactMetadataSnapshot
+	}
+	if total > maxManifestBytes || !snapshot || t.CommitOp > t.CommitMax {
+		return nil, nil
+	}
+	s.Manifest, s.CommitOp, s.CommitMax = &m, t.CommitOp, t.CommitMax
+	s.Artifacts = make([][]byte, len(m.Entries))
+	for i, e := range m.Entries {
+		s.Artifacts[i] = make([]byte, 0, e.Len)
+	}
+	s.idle, s.attempts = 0, 0
+	if s.Complete() {
+		return nil, nil
+	}
+	next := s.Request()
+	return &next, nil
+}
+
+// OnChunk takes a StateChunk frame (7.6 step 6) and returns the next
+// request, or nil when the chunk is not the one awaited or the transfer
+// is complete (check Complete).
+func (s *TransferSession) OnChunk(frame []byte) *Envelope {
+	c, err := wire.DecodeStateChunkHeader(wire.HeaderOf(frame))
+	if err != nil || c.Nonce != s.Nonce || c.Group != s.group || s.Manifest == nil || s.Complete() {
+		return nil
+	}
+	i := s.pending()
+	body := frame[wire.HeaderSize:]
+	e := s.Manifest.Entries[i]
+	if int(c.Artifact) != i || c.Offset != uint64(len(s.Artifacts[i])) || len(body) == 0 ||
+		c.Offset+uint64(len(body)) > e.Len {
+		return nil
+	}
+	s.Artifacts[i] = append(s.Artifacts[i], body...)
+	s.idle, s.attempts = 0, 0
+	if s.Complete() {
+		return nil
+	}
+	next := s.Request()
+	return &next
+}
+
+// Tick is the stall retry of 7.6 step 7: every retryTicks without
+// progress it returns the request to send again; after more than 5 in a
+// row, ErrTransferStalled.
+func (s *TransferSession) Tick(retryTicks int) (*Envelope, error) {
+	if s.Complete() {
+		return nil, nil
+	}
+	s.idle++
+	if s.idle < retryTicks {
+		return nil, nil
+	}
+	s.idle = 0
+	s.attempts++
+	if s.attempts > transferMaxRetries {
+		return nil, ErrTransferStalled
+	}
+	next := s.Request()
+	return &next, nil
+}
+
+// Verify is 7.6 step 8: every artifact's H64 matches its manifest entry,
+// and the kinds are exactly one METADATA_SNAPSHOT and one CLIENT_TABLE.
+// It returns the two artifacts.
+func (s *TransferSession) Verify() (snapshot, table []byte, tableFrontier, snapshotFrontier uint64, err error) {
+	if !s.Complete() {
+		return nil, nil, 0, 0, errors.New("vsr: state transfer incomplete")
+	}
+	for i, e := range s.Manifest.Entries {
+		if wire.ArtifactChecksum(s.Artifacts[i]) != e.Checksum {
+			return nil, nil, 0, 0, fmt.Errorf("vsr: artifact %d (%v) checksum mismatch", i, e.Kind)
+		}
+		switch {
+		case e.Kind == wire.ArtifactMetadataSnapshot && snapshot == nil:
+			snapshot, snapshotFrontier = s.Artifacts[i], e.Frontier
+		case e.Kind == wire.ArtifactClientTable && table == nil:
+			table, tableFrontier = s.Artifacts[i], e.Frontier
+		default:
+			return nil, nil, 0, 0, fmt.Errorf("vsr: unexpected artifact %d of kind %v", i, e.Kind)
+		}
+	}
+	if snapshot == nil || table == nil {
+		return nil, nil, 0, 0, errors.New("vsr: a metadata transfer needs a snapshot and a client table")
+	}
+	if tableFrontier > s.CommitOp || snapshotFrontier > s.CommitOp {
+		return nil, nil, 0, 0, fmt.Errorf("vsr: artifacts (%d, %d) beyond the offer's commit %d", snapshotFrontier, tableFrontier, s.CommitOp)
+	}
+	return snapshot, table, tableFrontier, snapshotFrontier, nil
+}
+
+// Transferring reports whether a state transfer is running (7.6: the
+// replica sends no PrepareOk, ignores Prepares and does not run its
+// commit walk meanwhile).
+func (r *Replica) Transferring() bool { return r.transferring }
+
+// SetTransferring marks the start or the abandonment of a transfer.
+func (r *Replica) SetTransferring(on bool) {
+	r.transferring = on
+	if !on {
+		r.NeedTransfer = -1
+		r.commitJournal()
+		r.maybeRepair()
+	}
+}
+
+// Installed takes the state a transfer installed (7.9.4 steps 4-7): the
+// snapshot's op becomes commit_min (its journal below was dropped by the
+// shell), commit_max rises to the offer's, and journal repair fetches the
+// tail from the transfer peer.
+func (r *Replica) Installed(snapshotOp, commitMax uint64, peer uint8) {
+	r.transferring = false
+	r.NeedTransfer = -1
+	if snapshotOp > r.commitMin {
+		// The shell truncated its journal from snapshotOp + 1 (7.9.4 step
+		// 2a): what was held above is asked again.
+		clear(r.log)
+		r.commitMin, r.sequencer = snapshotOp, snapshotOp
+		r.committedChecksum, r.lastChecksum = wire.U128{}, wire.U128{} // its identity did not travel
+		r.repair = repairSession{}
+		r.refusedInARow, r.repairBackoff = 0, 0
+	}
+	r.commitMax = max(r.commitMax, commitMax, r.commitMin)
+	r.advanceSequencer()
+	r.commitJournal()
+	if r.status == StatusNormal && !r.IsPrimary() && r.commitMin < r.commitMax && !r.repair.open {
+		r.repair = repairSession{open: true, peer: peer, toOp: r.commitMax, nonce: wire.U128{Lo: r.random(), Hi: r.random()}}
+		r.Repairs++
+		r.requestPrepares()
+	}
+}

@@ -1,0 +1,129 @@
+package vsr
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"iggynode/wire"
+)
+
+// offerFrame is a StateTransferTarget from replica 0 offering artifacts.
+func offerFrame(s *TransferSession, commitOp uint64, artifacts ...[]byte) []byte {
+	m := wire.StateManifest{}
+	kinds := []wire.ArtifactKind{wire.ArtifactMetadataSnapshot, wire.ArtifactClientTable}
+	for i, a := range artifacts {
+		m.Entries = append(m.Entries, wire.ManifestEntry{Kind: kinds[i%2], Frontier: commitOp, Len: uint64(len(a)), Checksum: wire.ArtifactChecksum(a)})
+	}
+	body := m.AppendTo(nil)
+	t := wire.StateTransferTargetHeader{Size: uint32(wire.HeaderSize + len(body)), Nonce: s.Nonce, CommitOp: commitOp,
+		Group: 5, Available: true, CommitMax: commitOp + 2}
+	var h wire.Header
+	t.Encode(&h)
+	return append(h[:], body...)
+}
+
+func chunkFrame(s *TransferSession, artifact uint32, offset uint64, data []byte) []byte {
+	c := wire.StateChunkHeader{Size: uint32(wire.HeaderSize + len(data)), Nonce: s.Nonce, Offset: offset, Group: 5, Artifact: artifact}
+	var h wire.Header
+	c.Encode(&h)
+	return append(h[:], data...)
+}
+
+// 7.6 steps 3-6 and 8: the offer is accepted, chunks are pulled in
+// lockstep (one request, of at most C bytes, for the first incomplete
+// artifact at the bytes received), chunks out of turn are ignored, and
+// the artifacts verify.
+func TestTransferPullsInLockstep(t *testing.T) {
+	r := New(Config{Group: 5, Replica: 2, ReplicaCount: 3, Metadata: true})
+	s := r.NewTransfer(0, wire.HeaderSize+4) // C = 4 bytes
+	if q := wire.HeaderOf(s.Request().Head); q.Command() != wire.CmdRequestStateTransfer {
+		t.Fatalf("first request %v", q.Command())
+	}
+	snap, table := []byte("snapshot!"), []byte("tbl")
+	next, err := s.OnTarget(offerFrame(s, 7, snap, table))
+	if err != nil || next == nil {
+		t.Fatalf("offer: %v %v", next, err)
+	}
+	want := []struct {
+		artifact uint32
+		offset   uint64
+		len      uint32
+	}{{0, 0, 4}, {0, 4, 4}, {0, 8, 1}, {1, 0, 3}}
+	all := [][]byte{snap, table}
+	for i, w := range want {
+		q := wire.HeaderOf(next.Head).RequestStateChunk()
+		if q.Artifact != w.artifact || q.Offset != w.offset || q.Len != w.len {
+			t.Fatalf("request %d: %+v, want %+v", i, q, w)
+		}
+		if s.OnChunk(chunkFrame(s, w.artifact, w.offset+1, []byte("x"))) != nil {
+			t.Fatal("a chunk at the wrong offset was taken")
+		}
+		data := all[w.artifact][w.offset : w.offset+uint64(w.len)]
+		next = s.OnChunk(chunkFrame(s, w.artifact, w.offset, data))
+	}
+	if next != nil || !s.Complete() {
+		t.Fatal("not complete after the last chunk")
+	}
+	gotSnap, gotTable, _, frontier, err := s.Verify()
+	if err != nil || !bytes.Equal(gotSnap, snap) || !bytes.Equal(gotTable, table) || frontier != 7 {
+		t.Fatalf("verify: %v", err)
+	}
+}
+
+// 7.6 step 8: an artifact whose bytes do not hash to the manifest's
+// checksum fails verification; step 3: a refusal ends the session; step
+// 7: a silent peer ends it after 5 retries.
+func TestTransferFailures(t *testing.T) {
+	r := New(Config{Group: 5, Replica: 2, ReplicaCount: 3, Metadata: true})
+	s := r.NewTransfer(0, 1<<20)
+	frame := offerFrame(s, 3, []byte("abc"), []byte("d"))
+	if _, err := s.OnTarget(frame); err != nil {
+		t.Fatal(err)
+	}
+	s.OnChunk(chunkFrame(s, 0, 0, []byte("abX")))
+	s.OnChunk(chunkFrame(s, 1, 0, []byte("d")))
+	if _, _, _, _, err := s.Verify(); err == nil {
+		t.Fatal("a corrupted artifact verified")
+	}
+
+	s = r.NewTransfer(0, 1<<20)
+	refusal := wire.StateTransferTargetHeader{Size: wire.HeaderSize, Nonce: s.Nonce, Group: 5, UnavailableTransient: true}
+	var h wire.Header
+	refusal.Encode(&h)
+	if _, err := s.OnTarget(h[:]); !errors.Is(err, ErrTransferRefused) {
+		t.Fatalf("refusal: %v", err)
+	}
+
+	s = r.NewTransfer(0, 1<<20)
+	retries := 0
+	for tick := 0; tick < 10*100; tick++ {
+		next, err := s.Tick(100)
+		if errors.Is(err, ErrTransferStalled) {
+			if retries != 5 {
+				t.Fatalf("gave up after %d retries", retries)
+			}
+			return
+		}
+		if next != nil {
+			retries++
+		}
+	}
+	t.Fatal("a silent peer never ended the session")
+}
+
+// 7.9.4 steps 4-7: after an install the snapshot's op is commit_min, the
+// journal above it is dropped, and repair asks the peer for the tail.
+func TestInstalledRepairsTheTail(t *testing.T) {
+	r := New(Config{Group: 5, Replica: 2, ReplicaCount: 3, Metadata: true})
+	r.SetTransferring(true)
+	r.Installed(40, 45, 1)
+	rd := r.Ready()
+	if r.CommitMin() != 40 || r.Op() != 40 || r.Transferring() || len(rd.Send) != 1 {
+		t.Fatalf("commit %d op %d transferring %v sends %d", r.CommitMin(), r.Op(), r.Transferring(), len(rd.Send))
+	}
+	q := wire.HeaderOf(rd.Send[0].Head).RequestPrepares()
+	if rd.Send[0].To != 1 || q.FromOp != 41 || q.ToOp != 45 {
+		t.Fatalf("repair request %+v to %d", q, rd.Send[0].To)
+	}
+}
