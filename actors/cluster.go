@@ -228,6 +228,12 @@ func (m *metadataActor) routePeerFrame(ctx actor.Context, f *peerFrame) {
 		m.onForwardFrame(ctx, f)
 		return
 	}
+	if c := h.Command(); c >= wire.CmdRequestStateTransfer && c <= wire.CmdStateChunk {
+		if group == wire.MetadataGroup {
+			m.onTransferFrame(ctx, f)
+		}
+		return
+	}
 	if group == wire.MetadataGroup {
 		m.core.Step(f.frame)
 		m.drive(ctx)
@@ -238,6 +244,7 @@ func (m *metadataActor) routePeerFrame(ctx actor.Context, f *peerFrame) {
 func (m *metadataActor) onTick(ctx actor.Context) {
 	m.core.Tick()
 	m.drive(ctx)
+	m.tickTransfers(ctx)
 	for _, pid := range m.partitions {
 		ctx.Send(pid, &tick{})
 	}

@@ -684,3 +684,69 @@ func TestLateBackupRepairsMetadataFromTheJournal(t *testing.T) {
 		t.Fatal("the repair left no log line")
 	}
 }
+
+// 7.6, 7.9.4: a backup unlinked while the metadata primary checkpoints
+// and compacts its journal past what the backup lacks cannot be repaired
+// (RangeEvicted); it fetches the primary's snapshot and client table by
+// state transfer, installs them (starting the partitions they name), and
+// repairs the tail: it ends with the primary's state.
+func TestLateBackupCatchesUpByStateTransfer(t *testing.T) {
+	var logs testutil.Buffer
+	nodes := startNodes(t, 3, func(o *Options) {
+		o.Config.Metadata.JournalSlots = 80 // a checkpoint every 16 ops
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	full := replicaRoster(nodes)
+	without2 := append(append([]replicaplane.Peer(nil), full[:2]...), replicaplane.Peer{ID: 2})
+	for i, n := range nodes {
+		roster := without2
+		if i == 2 {
+			roster = full
+		}
+		if err := n.SetReplicaRoster(roster); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, c := rootClient(t, nodes[0])
+	for i := range 40 {
+		if _, err := c.CreateStream(ctx, fmt.Sprintf("s%d", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.CreateTopic(ctx, wire.ID(0), "t", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	var floor uint64
+	inspect(nodes[0], func(m *metadataActor) { floor = m.snapshotOp })
+	if floor < 16 {
+		t.Fatalf("the primary did not checkpoint (snapshot op %d)", floor)
+	}
+	for _, n := range nodes[:2] {
+		if err := n.SetReplicaRoster(full); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var snaps [][]byte
+		for _, n := range []*Node{nodes[0], nodes[2]} {
+			inspect(n, func(m *metadataActor) { snaps = append(snaps, m.state.Snapshot()) })
+		}
+		if bytes.Equal(snaps[0], snaps[1]) {
+			break
+		}
+		if time.Now().After(deadline) {
+			var commit uint64
+			inspect(nodes[2], func(m *metadataActor) { commit = m.core.CommitMin() })
+			t.Fatalf("replica 2 did not catch up: commit %d\n%s", commit, logs.String())
+		}
+	}
+	var installed uint64
+	var partitions int
+	inspect(nodes[2], func(m *metadataActor) { installed, partitions = m.TransfersInstalled, len(m.partitions) })
+	if installed == 0 || partitions != 2 {
+		t.Fatalf("replica 2 installed %d transfers and runs %d partitions", installed, partitions)
+	}
+	if !strings.Contains(logs.String(), `msg="state transfer installed"`) {
+		t.Fatal("the transfer left no log line")
+	}
+}

@@ -49,6 +49,12 @@ type metadataActor struct {
 	// rosterNodes replaces the configured roster's client addresses (tests
 	// learn the bound ports after start).
 	rosterNodes []config.Node
+	// offers are the state transfers this node serves (transfer.go);
+	// transfer is the one it receives, if any.
+	offers   map[offerKey]*transferOffer
+	transfer *vsr.TransferSession
+	// TransfersInstalled counts installed metadata state transfers.
+	TransfersInstalled uint64
 }
 
 type groupPartition struct {
@@ -174,6 +180,7 @@ func (m *metadataActor) boot(ctx actor.Context) error {
 	cfg := metadata.Config{ClientsTableMax: int(m.n.opts.Config.Metadata.ClientsTableMax),
 		MaxTokensPerUser: int(m.n.opts.Config.PersonalAccessToken.MaxTokensPerUser)}
 	m.partitions, m.conns, m.inflight = map[uint64]*actor.PID{}, map[uint32]*connInfo{}, map[wire.U128]bool{}
+	m.offers, m.transfer = map[offerKey]*transferOffer{}, nil
 	snap, ok, err := st.LoadSnapshot(wire.MetadataGroup)
 	if err != nil {
 		return fmt.Errorf("metadata snapshot: %w", err)
@@ -222,6 +229,9 @@ func (m *metadataActor) boot(ctx actor.Context) error {
 	})
 	if err != nil {
 		return err
+	}
+	if head == 0 && floor > 0 {
+		head = floor // the journal was emptied by an installed state transfer (7.9.4)
 	}
 	if head < floor {
 		return fmt.Errorf("metadata journal ends at op %d below the snapshot at %d", head, floor)
@@ -288,11 +298,17 @@ func (m *metadataActor) recover(floor, head, highestCommit uint64, unapplied [][
 	}
 	if w > 0 {
 		f, found, err := m.n.store.GetPrepare(wire.MetadataGroup, w)
-		if err != nil || !found {
-			return fmt.Errorf("metadata journal lacks the entry at the commit point %d: %v", w, err)
+		switch {
+		case err != nil:
+			return fmt.Errorf("metadata journal at the commit point %d: %w", w, err)
+		case found:
+			ph := wire.HeaderOf(f).Prepare()
+			rc.CommitChecksum, rc.CommitTimestamp = ph.Checksum, ph.Timestamp
+		case w != floor:
+			return fmt.Errorf("metadata journal lacks the entry at the commit point %d", w)
 		}
-		ph := wire.HeaderOf(f).Prepare()
-		rc.CommitChecksum, rc.CommitTimestamp = ph.Checksum, ph.Timestamp
+		// A snapshot installed by a transfer comes without its op's
+		// prepare: the identity is unknown (zero), as after the install.
 	}
 	m.core.Recover(rc)
 	m.log.Info("metadata rejoining the cluster", "view", rc.View, "log_view", rc.LogView, "commit", w, "op", head)
@@ -699,6 +715,7 @@ func (m *metadataActor) drive(ctx actor.Context) {
 		}
 	}
 	m.repairs.observe(m.log, m.core)
+	m.maybeStartTransfer()
 }
 
 func (m *metadataActor) journal(frames [][]byte) error {

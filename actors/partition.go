@@ -672,8 +672,13 @@ func (w *repairWatch) observe(log *slog.Logger, core *vsr.Replica) {
 	}
 	if core.RepairsRefused != w.refused {
 		w.refused = core.RepairsRefused
-		log.Warn("journal repair refused: the primary no longer holds the ops this replica lacks; it stays behind until state transfer exists",
-			"commit_min", core.CommitMin(), "commit_max", core.CommitMax())
+		if core.NeedTransfer >= 0 {
+			log.Info("journal repair refused: the primary compacted the ops this replica lacks; state transfer follows",
+				"commit_min", core.CommitMin(), "commit_max", core.CommitMax())
+		} else {
+			log.Warn("journal repair refused: the primary no longer holds the ops this replica lacks; it stays behind (partition state transfer is not implemented)",
+				"commit_min", core.CommitMin(), "commit_max", core.CommitMax())
+		}
 	}
 }
 

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"encoding/binary"
+	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -159,4 +161,100 @@ func TestKill9PrimaryFailsOver(t *testing.T) {
 	}
 	t.Logf("%d sends acknowledged (%d before the kill), %d failed around it; first acknowledgement %v after the kill; %d messages identical on all three replicas",
 		len(ackOrder), before, failures, failover.Round(time.Millisecond), len(lists[0]))
+}
+
+// Three node processes; one backup is killed, its data directory deleted,
+// and it is started again empty. The metadata primary has checkpointed
+// and compacted its journal (every 16 ops here) past the start of the
+// log, so journal repair cannot rebuild the wiped node's metadata: it
+// comes back by metadata state transfer (snapshot and client table,
+// replica-plane.md 7.6), then repairs the metadata tail and its
+// partition's log, and ends with every stream and every message the
+// others hold.
+func TestWipedNodeCatchesUpByStateTransfer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three child processes")
+	}
+	peers, clients := loopbackAddrs(t, 3), loopbackAddrs(t, 3)
+	env := []string{"E2E_CLUSTER_CLIENTS=" + strings.Join(clients, ","), "E2E_CLUSTER_JOURNAL_SLOTS=80"}
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	var cmds [3]*exec.Cmd
+	for i := range 3 {
+		cmds[i], _ = startClusterChild(t, dirs[i], i, peers, env...)
+	}
+	ctx := ctxT(t)
+	c, err := client.Connect(ctx, client.Options{Address: clients[0], Username: "iggy", Password: "iggy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.CreateStream(ctx, "wipe", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateTopic(ctx, wire.ID(0), "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	var want [][]byte
+	send := func(n int) {
+		for i := range n {
+			msgs, payloads := taggedBatch(uint64(len(want)+i) << 8)
+			if _, err := c.SendMessages(ctx, wire.ID(0), wire.ID(0), wire.PartitionID(0), msgs); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, payloads...)
+		}
+	}
+	send(10)
+	if err := cmds[2].Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmds[2].Wait()
+	if err := os.RemoveAll(dirs[2]); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 { // past two checkpoints of the metadata journal
+		if _, err := c.CreateStream(ctx, fmt.Sprintf("more-%d", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(10)
+	cmds[2], _ = startClusterChild(t, dirs[2], 2, peers, env...)
+	send(5)
+
+	streams := func(addr string) []string {
+		n, err := client.Connect(ctx, client.Options{Address: addr, Username: "iggy", Password: "iggy", StayOnNode: true})
+		if err != nil {
+			t.Fatalf("%s: %v", addr, err)
+		}
+		defer n.Close()
+		list, err := n.GetStreams(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", addr, err)
+		}
+		var names []string
+		for _, s := range list {
+			names = append(names, s.Name)
+		}
+		return names
+	}
+	wantStreams := streams(clients[0])
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		got := streams(clients[2])
+		if fmt.Sprint(got) == fmt.Sprint(wantStreams) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the wiped node lists %d streams, the primary %d", len(got), len(wantStreams))
+		}
+	}
+	got := replicaPayloads(t, clients[2], len(want))
+	if len(got) != len(want) {
+		t.Fatalf("the wiped node holds %d messages, %d were acknowledged", len(got), len(want))
+	}
+	for j := range want {
+		if string(got[j]) != string(want[j]) {
+			t.Fatalf("the wiped node differs at offset %d", j)
+		}
+	}
+	t.Logf("the wiped node is back with %d streams and %d messages", len(wantStreams), len(got))
 }

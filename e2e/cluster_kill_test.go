@@ -39,6 +39,11 @@ func TestHelperClusterNodeProcess(t *testing.T) {
 	cfg.Cluster.HeartbeatTimeout, cfg.Cluster.CommitBroadcastInterval = config.Duration(time.Second), config.Duration(100*time.Millisecond)
 	cfg.Cluster.ViewChangeStatusTimeout = config.Duration(2 * time.Second)
 	cfg.Cluster.RequestStartViewRetransmitInterval = config.Duration(200 * time.Millisecond)
+	// E2E_CLUSTER_JOURNAL_SLOTS, when set, makes the metadata checkpoint
+	// (and compact its journal) that often less 64 ops.
+	if v, err := strconv.Atoi(os.Getenv("E2E_CLUSTER_JOURNAL_SLOTS")); err == nil {
+		cfg.Metadata.JournalSlots = uint32(v)
+	}
 	// E2E_CLUSTER_CLIENTS, when set, fixes every node's client address so
 	// the roster names them and the SDK can follow the leader.
 	var clients []string
