@@ -742,11 +742,58 @@ func TestLateBackupCatchesUpByStateTransfer(t *testing.T) {
 	}
 	var installed uint64
 	var partitions int
-	inspect(nodes[2], func(m *metadataActor) { installed, partitions = m.TransfersInstalled, len(m.partitions) })
+	inspect(nodes[2], func(m *metadataActor) { installed, partitions = m.transfers.Installed, len(m.partitions) })
 	if installed == 0 || partitions != 2 {
 		t.Fatalf("replica 2 installed %d transfers and runs %d partitions", installed, partitions)
 	}
 	if !strings.Contains(logs.String(), `msg="state transfer installed"`) {
 		t.Fatal("the transfer left no log line")
+	}
+}
+
+// 7.7: replica 2 is unlinked while a partition commits more ops than the
+// primary's repair ring holds (1 op here). Linked again it repairs the
+// metadata, but the partition window cannot connect to its (empty)
+// segments: FloorRefused, so it fetches the primary's batches and offsets
+// by partition state transfer, installs them, repairs the tail, and ends
+// with the primary's bytes.
+func TestLateBackupCatchesUpByPartitionStateTransfer(t *testing.T) {
+	var logs testutil.Buffer
+	nodes := startNodes(t, 3, func(o *Options) {
+		o.Config.Partition.EvictedRingCapacity = 1
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	full := replicaRoster(nodes)
+	without2 := append(append([]replicaplane.Peer(nil), full[:2]...), replicaplane.Peer{ID: 2})
+	for i, n := range nodes {
+		roster := without2
+		if i == 2 {
+			roster = full
+		}
+		if err := n.SetReplicaRoster(roster); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send := oneTopic(t, nodes[0], "transfer")
+	send(0, 8)
+	for _, n := range nodes[:2] {
+		if err := n.SetReplicaRoster(full); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(8, 10)
+	group, _ := wire.PartitionGroup(0, 0, 0)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		primary, n := storedBatches(nodes[0], group)
+		late, _ := storedBatches(nodes[2], group)
+		if n > 0 && bytes.Equal(primary, late) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replica 2 holds %d bytes of the primary's %d\n%s", len(late), len(primary), logs.String())
+		}
+	}
+	if !strings.Contains(logs.String(), `msg="state transfer installed" partition=0 group=`+fmt.Sprint(group)) {
+		t.Fatalf("no partition state transfer was installed\n%s", logs.String())
 	}
 }

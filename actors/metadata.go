@@ -49,12 +49,8 @@ type metadataActor struct {
 	// rosterNodes replaces the configured roster's client addresses (tests
 	// learn the bound ports after start).
 	rosterNodes []config.Node
-	// offers are the state transfers this node serves (transfer.go);
-	// transfer is the one it receives, if any.
-	offers   map[offerKey]*transferOffer
-	transfer *vsr.TransferSession
-	// TransfersInstalled counts installed metadata state transfers.
-	TransfersInstalled uint64
+	// transfers serves and receives the group's state transfers.
+	transfers *transferShell
 }
 
 type groupPartition struct {
@@ -180,7 +176,6 @@ func (m *metadataActor) boot(ctx actor.Context) error {
 	cfg := metadata.Config{ClientsTableMax: int(m.n.opts.Config.Metadata.ClientsTableMax),
 		MaxTokensPerUser: int(m.n.opts.Config.PersonalAccessToken.MaxTokensPerUser)}
 	m.partitions, m.conns, m.inflight = map[uint64]*actor.PID{}, map[uint32]*connInfo{}, map[wire.U128]bool{}
-	m.offers, m.transfer = map[offerKey]*transferOffer{}, nil
 	snap, ok, err := st.LoadSnapshot(wire.MetadataGroup)
 	if err != nil {
 		return fmt.Errorf("metadata snapshot: %w", err)
@@ -247,6 +242,9 @@ func (m *metadataActor) boot(ctx actor.Context) error {
 	}
 	vc.JournalFloor = func() uint64 { return m.snapshotOp + 1 }
 	m.core = vsr.New(vc)
+	m.transfers = newTransferShell(m.n, m.log, wire.MetadataGroup, m.core)
+	m.transfers.build = m.metadataOffer
+	m.transfers.install = func(s *vsr.TransferSession) error { return m.installMetadata(ctx, s) }
 	if clustered {
 		if err := m.recover(floor, head, highestCommit, unapplied); err != nil {
 			return err
@@ -715,7 +713,7 @@ func (m *metadataActor) drive(ctx actor.Context) {
 		}
 	}
 	m.repairs.observe(m.log, m.core)
-	m.maybeStartTransfer()
+	m.transfers.maybeStart()
 }
 
 func (m *metadataActor) journal(frames [][]byte) error {

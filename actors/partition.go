@@ -44,6 +44,7 @@ type partitionActor struct {
 	// segment at apply, not at the journal append.
 	storeAtCommit bool
 	repairs       repairWatch
+	transfers     *transferShell
 	// Writes forwarded to the group's primary, by nonce (partition_forward.go).
 	nonce  uint64
 	parked map[uint64]*forwarded
@@ -164,6 +165,12 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 			p.onRoutedFrame(ctx, m)
 			return
 		}
+		if c := wire.HeaderOf(m.frame).Command(); c >= wire.CmdRequestStateTransfer && c <= wire.CmdStateChunk {
+			if p.transfers.onFrame(m.from, m.frame) {
+				p.drive(ctx)
+			}
+			return
+		}
 		before := dropCount(p.core.Dropped)
 		p.core.Step(m.frame)
 		if dropCount(p.core.Dropped) != before && p.log.Enabled(context.Background(), slog.LevelDebug) {
@@ -176,6 +183,7 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 		}
 		p.core.Tick()
 		p.drive(ctx)
+		p.transfers.tick()
 	case *partitionCrash:
 		panic("partition crash requested")
 	case *partitionForgetConsumer:
@@ -241,6 +249,9 @@ func (p *partitionActor) boot() error {
 	}
 	cfg := p.node.coreConfig(p.ref.Group, false)
 	p.core = vsr.New(cfg)
+	p.transfers = newTransferShell(p.node, p.log, p.ref.Group, p.core)
+	p.transfers.build = p.partitionOffer
+	p.transfers.install = p.installPartition
 	p.storeAtCommit = cfg.ReplicaCount > 1
 	p.core.SetOffsetFrontier(p.plog.HighWatermark())
 	sb, hasState, err := st.LoadVsrState(p.ref.Group)
@@ -342,6 +353,7 @@ func (p *partitionActor) drive(ctx actor.Context) {
 		}
 	}
 	p.repairs.observe(p.log, p.core)
+	p.transfers.maybeStart()
 }
 
 // journal appends one prepare's body: a SendMessages batch is stamped (at

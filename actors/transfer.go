@@ -1,30 +1,41 @@
 package actors
 
 import (
+	"cmp"
+	"encoding/binary"
 	"fmt"
+	"log/slog"
+	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"iggynode/metadata"
+	"iggynode/partition"
+	"iggynode/storage"
 	"iggynode/vsr"
 	"iggynode/wire"
 )
 
-// Metadata state transfer (replica-plane.md 7.6, 7.9.4), the shell's part:
-// serving offers and chunks from the state machine, running the
-// receiver's vsr.TransferSession, and installing what it fetched.
+// State transfer (replica-plane.md 7.6-7.9), the shell's part: serving
+// offers and chunks, running the receiver's vsr.TransferSession, and
+// installing what it fetched. transferShell is the part the metadata and
+// the partition actors share; each supplies how an offer is built and how
+// a fetched one is installed.
 //
 // Choices where the spec leaves room:
 //   - An offer is built from the state at the primary's commit point when
-//     it is asked for (a snapshot payload and the ICT2 table with every
-//     reply ring), not from the last checkpoint file, and cached per
-//     (requester, nonce) until it has been idle for 10 repair retry
-//     intervals. Both artifacts therefore have frontier commit_op.
-//   - A fetched snapshot that is not ahead of this replica's commit point
-//     is not installed (no table-only install): the replica goes back to
+//     it is asked for, not from the last checkpoint file: for metadata a
+//     snapshot payload and the ICT2 table with every reply ring, both with
+//     frontier commit_op; for a partition its stored batches as
+//     SEGMENT_LOG artifacts of at most 64 MiB (each a concatenation of
+//     stamped batches, 13.3) and its ICO1 offsets. Offers are cached per
+//     (requester, nonce) until idle for 10 repair retry intervals, and held
+//     in memory: a partition offer is refused (permanently) beyond 1 GiB.
+//   - A fetched state that is not ahead of this replica's commit point is
+//     not installed (no table-only install): the replica goes back to
 //     journal repair, which that commit point can reach.
-//   - Partition state transfer (7.7) is not here: a partition replica
-//     behind every ring stays behind (see the vsr package).
+//   - One transfer runs per group at a time; the 4-per-node cap of 7.7 rule
+//     1 is not enforced.
 
 // transferOffer is one served offer.
 type transferOffer struct {
@@ -40,161 +51,199 @@ type offerKey struct {
 	nonce     wire.U128
 }
 
-// onTransferFrame handles commands 22-25 for the metadata group.
-func (m *metadataActor) onTransferFrame(ctx actor.Context, f *peerFrame) {
-	h := wire.HeaderOf(f.frame)
-	switch h.Command() {
-	case wire.CmdRequestStateTransfer:
-		q, err := wire.DecodeRequestStateTransferHeader(h)
-		if err == nil && q.Replica == f.from {
-			m.serveOffer(q)
-		}
-	case wire.CmdRequestStateChunk:
-		q, err := wire.DecodeRequestStateChunkHeader(h)
-		if err == nil && q.Replica == f.from {
-			m.serveChunk(q)
-		}
-	case wire.CmdStateTransferTarget:
-		if m.transfer == nil || f.from != m.transfer.Peer {
-			return
-		}
-		next, err := m.transfer.OnTarget(f.frame)
-		if err != nil {
-			m.abandonTransfer(err)
-			return
-		}
-		m.transferProgress(ctx, next)
-	case wire.CmdStateChunk:
-		if m.transfer == nil || f.from != m.transfer.Peer {
-			return
-		}
-		m.transferProgress(ctx, m.transfer.OnChunk(f.frame))
-	}
+// transferShell runs one group's state transfers on this node.
+type transferShell struct {
+	n       *Node
+	log     *slog.Logger
+	group   uint64
+	core    *vsr.Replica
+	offers  map[offerKey]*transferOffer
+	session *vsr.TransferSession
+	// build makes an offer, or says why not (transient: retry later).
+	build func() (o *transferOffer, transient bool)
+	// install applies a complete, verified session's state.
+	install func(s *vsr.TransferSession) error
+	// Installed counts installed transfers.
+	Installed uint64
 }
 
-// serveOffer is 7.6 step 2 with this node's choices (see above).
-func (m *metadataActor) serveOffer(q wire.RequestStateTransferHeader) {
-	key := offerKey{q.Replica, q.Nonce}
-	o := m.offers[key]
-	if o == nil && m.core.CaughtUpPrimary() {
-		snapshot := m.state.Snapshot()
-		table := m.state.Clients().EncodeICT2(true)
-		commit := m.core.CommitMin()
-		manifest := wire.StateManifest{Entries: []wire.ManifestEntry{
-			{Kind: wire.ArtifactMetadataSnapshot, Frontier: commit, Len: uint64(len(snapshot)), Checksum: wire.ArtifactChecksum(snapshot)},
-			{Kind: wire.ArtifactClientTable, Frontier: commit, Len: uint64(len(table)), Checksum: wire.ArtifactChecksum(table)},
-		}}
-		o = &transferOffer{manifest: manifest.AppendTo(nil), artifacts: [][]byte{snapshot, table},
-			commitOp: commit, commitMax: m.core.CommitMax()}
-		m.offers[key] = o
-		m.log.Info("state transfer offered", "to", q.Replica, "commit_op", commit, "bytes", len(snapshot)+len(table))
+func newTransferShell(n *Node, log *slog.Logger, group uint64, core *vsr.Replica) *transferShell {
+	return &transferShell{n: n, log: log, group: group, core: core, offers: map[offerKey]*transferOffer{}}
+}
+
+// onFrame handles commands 22-25 of this group from peer `from` and
+// reports whether a transfer was installed (the caller drives its core).
+func (t *transferShell) onFrame(from uint8, frame []byte) bool {
+	h := wire.HeaderOf(frame)
+	switch h.Command() {
+	case wire.CmdRequestStateTransfer:
+		if q, err := wire.DecodeRequestStateTransferHeader(h); err == nil && q.Replica == from {
+			t.serveOffer(q)
+		}
+	case wire.CmdRequestStateChunk:
+		if q, err := wire.DecodeRequestStateChunkHeader(h); err == nil && q.Replica == from {
+			t.serveChunk(q)
+		}
+	case wire.CmdStateTransferTarget:
+		if t.session == nil || from != t.session.Peer {
+			return false
+		}
+		next, err := t.session.OnTarget(frame)
+		if err != nil {
+			t.abandon(err)
+			return false
+		}
+		return t.progress(next)
+	case wire.CmdStateChunk:
+		if t.session == nil || from != t.session.Peer {
+			return false
+		}
+		return t.progress(t.session.OnChunk(frame))
 	}
-	t := wire.StateTransferTargetHeader{Cluster: m.n.cluster.id, Size: wire.HeaderSize, View: m.core.View(),
-		Replica: m.n.cluster.self, Nonce: q.Nonce, Group: wire.MetadataGroup, CommitMax: m.core.CommitMax()}
+	return false
+}
+
+// serveOffer is 7.6 step 2 (7.7 rule 2 for partitions).
+func (t *transferShell) serveOffer(q wire.RequestStateTransferHeader) {
+	key := offerKey{q.Replica, q.Nonce}
+	o := t.offers[key]
+	transient := true
+	if o == nil {
+		if o, transient = t.build(); o != nil {
+			t.offers[key] = o
+			t.log.Info("state transfer offered", "group", t.group, "to", q.Replica, "commit_op", o.commitOp, "artifacts", len(o.artifacts))
+		}
+	}
+	r := wire.StateTransferTargetHeader{Cluster: t.n.cluster.id, Size: wire.HeaderSize, View: t.core.View(),
+		Replica: t.n.cluster.self, Nonce: q.Nonce, Group: t.group, CommitMax: t.core.CommitMax()}
 	var body []byte
 	if o != nil {
 		o.idle = 0
-		t.Available, t.CommitOp, t.CommitMax = true, o.commitOp, o.commitMax
-		t.Size += uint32(len(o.manifest))
+		r.Available, r.CommitOp, r.CommitMax = true, o.commitOp, o.commitMax
+		r.Size += uint32(len(o.manifest))
 		body = o.manifest
 	} else {
-		t.UnavailableTransient = true // not a caught-up primary now
+		r.UnavailableTransient = transient
 	}
 	head := make([]byte, wire.HeaderSize)
-	t.Encode(wire.HeaderOf(head))
-	m.n.send([]vsr.Envelope{{To: q.Replica, Head: head, Body: body}})
+	r.Encode(wire.HeaderOf(head))
+	t.n.send([]vsr.Envelope{{To: q.Replica, Head: head, Body: body}})
 }
 
 // serveChunk is 7.6 step 5.
-func (m *metadataActor) serveChunk(q wire.RequestStateChunkHeader) {
-	o := m.offers[offerKey{q.Replica, q.Nonce}]
+func (t *transferShell) serveChunk(q wire.RequestStateChunkHeader) {
+	o := t.offers[offerKey{q.Replica, q.Nonce}]
 	if o == nil {
-		t := wire.StateTransferTargetHeader{Cluster: m.n.cluster.id, Size: wire.HeaderSize, View: m.core.View(),
-			Replica: m.n.cluster.self, Nonce: q.Nonce, Group: wire.MetadataGroup, CommitMax: m.core.CommitMax(),
-			UnavailableTransient: true}
+		r := wire.StateTransferTargetHeader{Cluster: t.n.cluster.id, Size: wire.HeaderSize, View: t.core.View(),
+			Replica: t.n.cluster.self, Nonce: q.Nonce, Group: t.group, CommitMax: t.core.CommitMax(), UnavailableTransient: true}
 		head := make([]byte, wire.HeaderSize)
-		t.Encode(wire.HeaderOf(head))
-		m.n.send([]vsr.Envelope{{To: q.Replica, Head: head}})
+		r.Encode(wire.HeaderOf(head))
+		t.n.send([]vsr.Envelope{{To: q.Replica, Head: head}})
 		return
 	}
 	if int(q.Artifact) >= len(o.artifacts) || q.Offset >= uint64(len(o.artifacts[q.Artifact])) {
 		return
 	}
 	a := o.artifacts[q.Artifact]
-	end := min(q.Offset+uint64(min(q.Len, transferChunkMax(m))), uint64(len(a)))
-	c := wire.StateChunkHeader{Cluster: m.n.cluster.id, Size: uint32(wire.HeaderSize + end - q.Offset),
-		Replica: m.n.cluster.self, Nonce: q.Nonce, Offset: q.Offset, Group: wire.MetadataGroup, Artifact: q.Artifact}
+	end := min(q.Offset+uint64(min(q.Len, t.chunkMax())), uint64(len(a)))
+	c := wire.StateChunkHeader{Cluster: t.n.cluster.id, Size: uint32(wire.HeaderSize + end - q.Offset),
+		Replica: t.n.cluster.self, Nonce: q.Nonce, Offset: q.Offset, Group: t.group, Artifact: q.Artifact}
 	head := make([]byte, wire.HeaderSize)
 	c.Encode(wire.HeaderOf(head))
 	o.idle = 0
-	m.n.send([]vsr.Envelope{{To: q.Replica, Head: head, Body: a[q.Offset:end]}})
+	t.n.send([]vsr.Envelope{{To: q.Replica, Head: head, Body: a[q.Offset:end]}})
 }
 
-// transferChunkMax is C of 7.6 step 4.
-func transferChunkMax(m *metadataActor) uint32 {
-	return uint32(max(min(256<<10, int(m.n.opts.Config.MessageBus.MaxMessageSize)-wire.HeaderSize), 1))
+// chunkMax is C of 7.6 step 4.
+func (t *transferShell) chunkMax() uint32 {
+	return uint32(max(min(256<<10, int(t.n.opts.Config.MessageBus.MaxMessageSize)-wire.HeaderSize), 1))
 }
 
-// tickTransfers expires idle offers (7.6 step 9) and runs the receiver's
-// stall retry (step 7).
-func (m *metadataActor) tickTransfers(ctx actor.Context) {
-	retry := ticks(m.n.opts.Config.Cluster.RepairRetryInterval)
-	for k, o := range m.offers {
+// tick expires idle offers (7.6 step 9), runs the receiver's stall retry
+// (step 7) and starts a transfer the core asks for.
+func (t *transferShell) tick() {
+	retry := ticks(t.n.opts.Config.Cluster.RepairRetryInterval)
+	for k, o := range t.offers {
 		if o.idle++; o.idle > 10*retry {
-			delete(m.offers, k)
+			delete(t.offers, k)
 		}
 	}
-	if m.transfer == nil {
-		return
-	}
-	next, err := m.transfer.Tick(retry)
-	if err != nil {
-		m.abandonTransfer(err)
-		return
-	}
-	if next != nil {
-		m.n.send([]vsr.Envelope{*next})
-	}
-}
-
-// maybeStartTransfer arms a transfer when the core found the journal it
-// needs compacted away (7.5 metadata rule 2).
-func (m *metadataActor) maybeStartTransfer() {
-	peer := m.core.NeedTransfer
-	if peer < 0 || m.transfer != nil || m.core.Transferring() || m.n.cluster.n == 1 {
-		return
-	}
-	m.transfer = m.core.NewTransfer(uint8(peer), int(m.n.opts.Config.MessageBus.MaxMessageSize))
-	m.core.SetTransferring(true)
-	m.log.Info("state transfer started", "from", peer, "commit_min", m.core.CommitMin(), "commit_max", m.core.CommitMax())
-	m.n.send([]vsr.Envelope{m.transfer.Request()})
-}
-
-func (m *metadataActor) abandonTransfer(err error) {
-	m.log.Warn("state transfer abandoned; back to journal repair", "err", err)
-	m.transfer = nil
-	m.core.SetTransferring(false)
-}
-
-// transferProgress sends the next chunk request or, once every artifact
-// arrived, installs them.
-func (m *metadataActor) transferProgress(ctx actor.Context, next *vsr.Envelope) {
-	if next != nil {
-		m.n.send([]vsr.Envelope{*next})
-	}
-	if m.transfer != nil && m.transfer.Complete() {
-		if err := m.installTransfer(ctx); err != nil {
-			m.abandonTransfer(err)
+	if t.session != nil {
+		next, err := t.session.Tick(retry)
+		switch {
+		case err != nil:
+			t.abandon(err)
+		case next != nil:
+			t.n.send([]vsr.Envelope{*next})
 		}
-		m.drive(ctx)
 	}
+	t.maybeStart()
 }
 
-// installTransfer is 7.9.4: verify, replace the state machine and the
-// client table, make the journal start above the snapshot, and hand the
-// new commit point to the core, which repairs the tail.
-func (m *metadataActor) installTransfer(ctx actor.Context) error {
-	tr := m.transfer
+// maybeStart arms a transfer when the core found that repair cannot reach
+// what it lacks (7.5).
+func (t *transferShell) maybeStart() {
+	peer := t.core.NeedTransfer
+	if peer < 0 || t.session != nil || t.core.Transferring() || t.n.cluster.n == 1 {
+		return
+	}
+	t.session = t.core.NewTransfer(uint8(peer), int(t.n.opts.Config.MessageBus.MaxMessageSize))
+	t.core.SetTransferring(true)
+	t.log.Info("state transfer started", "group", t.group, "from", peer, "commit_min", t.core.CommitMin(), "commit_max", t.core.CommitMax())
+	t.n.send([]vsr.Envelope{t.session.Request()})
+}
+
+func (t *transferShell) abandon(err error) {
+	t.log.Warn("state transfer abandoned; back to journal repair", "group", t.group, "err", err)
+	t.session = nil
+	t.core.SetTransferring(false)
+}
+
+// progress sends the next chunk request or, once every artifact arrived,
+// installs them and reports true.
+func (t *transferShell) progress(next *vsr.Envelope) bool {
+	if next != nil {
+		t.n.send([]vsr.Envelope{*next})
+	}
+	if t.session == nil || !t.session.Complete() {
+		return false
+	}
+	s := t.session
+	if err := t.install(s); err != nil {
+		t.abandon(err)
+		return true
+	}
+	t.session = nil
+	t.core.Installed(s.CommitOp, s.CommitMax, s.Peer)
+	t.Installed++
+	t.log.Info("state transfer installed", "group", t.group, "commit_op", s.CommitOp, "commit_max", s.CommitMax, "from", s.Peer)
+	return true
+}
+
+// Metadata (7.6, 7.9.4).
+
+// metadataOffer builds the metadata group's offer: only a caught-up
+// primary offers.
+func (m *metadataActor) metadataOffer() (*transferOffer, bool) {
+	if !m.core.CaughtUpPrimary() {
+		return nil, true
+	}
+	snapshot := m.state.Snapshot()
+	table := m.state.Clients().EncodeICT2(true)
+	commit := m.core.CommitMin()
+	manifest := wire.StateManifest{Entries: []wire.ManifestEntry{
+		{Kind: wire.ArtifactMetadataSnapshot, Frontier: commit, Len: uint64(len(snapshot)), Checksum: wire.ArtifactChecksum(snapshot)},
+		{Kind: wire.ArtifactClientTable, Frontier: commit, Len: uint64(len(table)), Checksum: wire.ArtifactChecksum(table)},
+	}}
+	return &transferOffer{manifest: manifest.AppendTo(nil), artifacts: [][]byte{snapshot, table},
+		commitOp: commit, commitMax: m.core.CommitMax()}, false
+}
+
+// installMetadata is 7.9.4 steps 1-3: verify, make the journal start above
+// the snapshot, replace the state machine and its client table, start the
+// partitions it names; the shell's caller hands the commit point to the
+// core (steps 4-7).
+func (m *metadataActor) installMetadata(ctx actor.Context, tr *vsr.TransferSession) error {
 	snapshot, table, _, frontier, err := tr.Verify()
 	if err != nil {
 		return err
@@ -209,7 +258,7 @@ func (m *metadataActor) installTransfer(ctx actor.Context) error {
 		return fmt.Errorf("transferred client table: %w", err)
 	}
 	op := st.AppliedOp()
-	if op != frontier || op > tr.CommitOp {
+	if op != frontier || op != tr.CommitOp {
 		return fmt.Errorf("transferred snapshot at op %d, manifest says %d, offer commit %d", op, frontier, tr.CommitOp)
 	}
 	if op <= m.core.CommitMin() {
@@ -233,10 +282,148 @@ func (m *metadataActor) installTransfer(ctx actor.Context) error {
 			}
 		}
 	}
-	m.transfer = nil
-	m.core.Installed(op, tr.CommitMax, tr.Peer)
-	m.n.refs.commit.Store(m.core.CommitMin())
-	m.TransfersInstalled++
-	m.log.Info("state transfer installed", "snapshot_op", op, "commit_max", tr.CommitMax, "from", tr.Peer)
+	m.n.refs.commit.Store(op)
+	return nil
+}
+
+// Partitions (7.7).
+
+// segmentArtifactMax bounds one SEGMENT_LOG artifact of an offer, and
+// partitionOfferMax a whole partition offer held in memory.
+const (
+	segmentArtifactMax = 64 << 20
+	partitionOfferMax  = 1 << 30
+)
+
+// partitionOffer builds a partition's offer (7.7 rule 2): only a caught-up
+// primary that has committed something offers; its committed batches are
+// all in the segments (they are written at commit).
+func (p *partitionActor) partitionOffer() (*transferOffer, bool) {
+	if !p.core.CaughtUpPrimary() || p.core.CommitMax() == 0 {
+		return nil, true
+	}
+	var artifacts [][]byte
+	var manifest wire.StateManifest
+	var cur []byte
+	var frontier, total uint64
+	flush := func() {
+		if len(cur) > 0 {
+			artifacts = append(artifacts, cur)
+			manifest.Entries = append(manifest.Entries, wire.ManifestEntry{Kind: wire.ArtifactSegmentLog, Frontier: frontier,
+				Len: uint64(len(cur)), Checksum: wire.ArtifactChecksum(cur)})
+			cur = nil
+		}
+	}
+	err := p.node.store.ScanBatches(p.ref.Group, 0, func(base uint64, b []byte) error {
+		if total += uint64(len(b)); total > partitionOfferMax {
+			return fmt.Errorf("partition holds more than %d bytes", partitionOfferMax)
+		}
+		if len(cur) > 0 && len(cur)+len(b) > segmentArtifactMax {
+			flush()
+		}
+		if len(cur) == 0 {
+			frontier = base
+		}
+		cur = append(cur, b...)
+		return nil
+	})
+	if err != nil {
+		p.log.Warn("partition state transfer refused", "err", err)
+		return nil, false
+	}
+	flush()
+	offsets, err := p.offsetsArtifact()
+	if err != nil {
+		p.log.Warn("partition state transfer refused", "err", err)
+		return nil, false
+	}
+	commit := p.core.CommitMin()
+	artifacts = append(artifacts, offsets)
+	manifest.Entries = append(manifest.Entries, wire.ManifestEntry{Kind: wire.ArtifactConsumerOffsets, Frontier: commit,
+		Len: uint64(len(offsets)), Checksum: wire.ArtifactChecksum(offsets)})
+	return &transferOffer{manifest: manifest.AppendTo(nil), artifacts: artifacts, commitOp: commit, commitMax: p.core.CommitMax()}, false
+}
+
+// offsetsArtifact is the partition's ICO1 encoding (7.8.3): its next
+// offset and stored consumer and group offsets, ids ascending.
+func (p *partitionActor) offsetsArtifact() ([]byte, error) {
+	stored, err := p.node.store.LoadOffsets(p.ref.Group)
+	if err != nil {
+		return nil, err
+	}
+	a := wire.ConsumerOffsetsArtifact{NextOffset: p.plog.HighWatermark()}
+	for k, v := range stored {
+		e := wire.OffsetEntry{ID: k.Consumer, Offset: v}
+		if wire.ConsumerKind(k.Kind) == wire.ConsumerGroup {
+			a.Groups = append(a.Groups, e)
+		} else {
+			a.Consumers = append(a.Consumers, e)
+		}
+	}
+	for _, s := range [][]wire.OffsetEntry{a.Consumers, a.Groups} {
+		slices.SortFunc(s, func(x, y wire.OffsetEntry) int { return cmp.Compare(x.ID, y.ID) })
+	}
+	return a.AppendTo(nil), nil
+}
+
+// installPartition is 7.7 rule 7: the offer must not be stale nor rewind
+// this replica's data; then the partition's batches, offsets and
+// watermarks are replaced by the transferred ones and the log rebuilt.
+func (p *partitionActor) installPartition(tr *vsr.TransferSession) error {
+	batches, offsets, err := tr.VerifyPartition()
+	if err != nil {
+		return err
+	}
+	switch {
+	case tr.View < p.core.View() || tr.CommitMax < p.core.CommitMax() && tr.CommitOp < p.core.CommitMax():
+		return fmt.Errorf("offer of view %d commit %d is stale here (view %d, commit_max %d)", tr.View, tr.CommitOp, p.core.View(), p.core.CommitMax())
+	case tr.CommitOp <= p.core.CommitMin():
+		return fmt.Errorf("offer commit %d is not ahead of commit %d", tr.CommitOp, p.core.CommitMin())
+	case offsets.NextOffset < p.plog.HighWatermark():
+		return fmt.Errorf("offer ends at offset %d, below this replica's %d", offsets.NextOffset, p.plog.HighWatermark())
+	}
+	st, g := p.node.store, p.ref.Group
+	if err := st.DeletePartition(g); err != nil {
+		return err
+	}
+	var infos []partition.BatchInfo
+	for _, b := range batches {
+		info, err := partition.BatchInfoOf(b)
+		if err != nil {
+			return err
+		}
+		if err := st.AppendBatch(g, info.BaseOffset, b, false); err != nil {
+			return err
+		}
+		infos = append(infos, info)
+	}
+	var restored []partition.StoredOffset
+	for kind, section := range map[wire.ConsumerKind][]wire.OffsetEntry{wire.ConsumerSingle: offsets.Consumers, wire.ConsumerGroup: offsets.Groups} {
+		for _, e := range section {
+			if err := st.StoreOffset(g, uint8(kind), e.ID, e.Offset, false); err != nil {
+				return err
+			}
+			restored = append(restored, partition.StoredOffset{Kind: kind, Key: e.ID, Offset: e.Offset})
+		}
+	}
+	next := make([]byte, 8)
+	binary.LittleEndian.PutUint64(next, offsets.NextOffset)
+	if err := st.Put(watermarkKey(g), next, false); err != nil {
+		return err
+	}
+	// The superblock went with DeletePartition: write it again, then the
+	// applied op (its identity did not travel).
+	if err := st.SaveVsrState(g, storage.VsrState{Cluster: p.node.cluster.id, ReplicaID: p.node.cluster.self,
+		ReplicaCount: uint8(p.node.cluster.n), View: p.core.View(), LogView: p.core.LogView(),
+		CommitMax: max(p.core.CommitMax(), tr.CommitMax), OffsetFrontier: offsets.NextOffset}, true); err != nil {
+		return err
+	}
+	p.recordApplied(wire.PrepareHeader{Op: tr.CommitOp})
+	p.plog = partition.New(partition.Config{SegmentSize: p.settings.segmentSize}, storeAdapter{st, g})
+	if err := p.plog.Restore(infos, offsets.NextOffset, restored); err != nil {
+		return err
+	}
+	p.core.SetOffsetFrontier(p.plog.HighWatermark())
+	p.publishStats()
 	return nil
 }

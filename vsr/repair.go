@@ -301,6 +301,9 @@ func (r *Replica) applyFloor() bool {
 		return false // an op above the floor is still missing: the stall retry asks again
 	}
 	if !connects {
+		if !r.transferring {
+			r.NeedTransfer = int(r.repair.peer) // FloorRefused: partition state transfer (7.7)
+		}
 		r.refuseRepair("repair floor does not connect: state transfer needed")
 		return false
 	}

@@ -22,6 +22,11 @@ type TransferSession struct {
 	group   uint64
 	Peer    uint8
 	Nonce   wire.U128
+	// partition: a partition transfer (7.7): SEGMENT_LOG and
+	// CONSUMER_OFFSETS artifacts instead of a snapshot and a table.
+	partition bool
+	// View is the server's view on its offer.
+	View uint32
 	// ChunkMax is C of 7.6 step 4: min(256 KiB, max_message_size - 256).
 	ChunkMax int
 
@@ -38,6 +43,9 @@ type TransferSession struct {
 const (
 	maxArtifactBytes   = 1 << 30
 	maxManifestBytes   = 4 << 30
+	maxSegmentArtifact = 1088 << 20
+	maxOffsetsArtifact = 32 << 20
+	maxPartitionBytes  = 1 << 40
 	transferChunkMax   = 256 << 10
 	transferMaxRetries = 5
 )
@@ -56,7 +64,7 @@ func (r *Replica) NewTransfer(peer uint8, maxMessageSize int) *TransferSession {
 		chunk = min(chunk, maxMessageSize-wire.HeaderSize)
 	}
 	return &TransferSession{cluster: r.cfg.Cluster, replica: r.cfg.Replica, group: r.cfg.Group, Peer: peer,
-		Nonce: wire.U128{Lo: r.random(), Hi: r.random()}, ChunkMax: max(chunk, 1)}
+		Nonce: wire.U128{Lo: r.random(), Hi: r.random()}, ChunkMax: max(chunk, 1), partition: !r.cfg.Metadata}
 }
 
 // Request is the frame to send now: RequestStateTransfer until an offer is
@@ -108,18 +116,10 @@ func (s *TransferSession) OnTarget(frame []byte) (*Envelope, error) {
 	if err := m.Decode(frame[wire.HeaderSize:]); err != nil {
 		return nil, nil // the session stays armed; the stall retry asks again
 	}
-	total, snapshot := uint64(0), false
-	for _, e := range m.Entries {
-		if e.Len > maxArtifactBytes {
-			return nil, nil
-		}
-		total += e.Len
-		snapshot = snapshot || e.Kind == wire.ArtifactMetadataSnapshot
-	}
-	if total > maxManifestBytes || !snapshot || t.CommitOp > t.CommitMax {
+	if !s.acceptable(m) || t.CommitOp > t.CommitMax {
 		return nil, nil
 	}
-	s.Manifest, s.CommitOp, s.CommitMax = &m, t.CommitOp, t.CommitMax
+	s.Manifest, s.CommitOp, s.CommitMax, s.View = &m, t.CommitOp, t.CommitMax, t.View
 	s.Artifacts = make([][]byte, len(m.Entries))
 	for i, e := range m.Entries {
 		s.Artifacts[i] = make([]byte, 0, e.Len)
@@ -130,6 +130,30 @@ func (s *TransferSession) OnTarget(frame []byte) (*Envelope, error) {
 	}
 	next := s.Request()
 	return &next, nil
+}
+
+// acceptable applies the manifest limits of 7.6 step 3 (metadata) or 7.7
+// rule 4 (partition).
+func (s *TransferSession) acceptable(m wire.StateManifest) bool {
+	total, snapshot, offsets := uint64(0), false, 0
+	for _, e := range m.Entries {
+		total += e.Len
+		switch {
+		case !s.partition && e.Len > maxArtifactBytes:
+			return false
+		case !s.partition:
+			snapshot = snapshot || e.Kind == wire.ArtifactMetadataSnapshot
+		case e.Kind == wire.ArtifactSegmentLog && e.Len <= maxSegmentArtifact:
+		case e.Kind == wire.ArtifactConsumerOffsets && e.Len <= maxOffsetsArtifact:
+			offsets++
+		default:
+			return false
+		}
+	}
+	if s.partition {
+		return total <= maxPartitionBytes && offsets == 1
+	}
+	return total <= maxManifestBytes && snapshot
 }
 
 // OnChunk takes a StateChunk frame (7.6 step 6) and returns the next
@@ -203,6 +227,51 @@ func (s *TransferSession) Verify() (snapshot, table []byte, tableFrontier, snaps
 		return nil, nil, 0, 0, fmt.Errorf("vsr: artifacts (%d, %d) beyond the offer's commit %d", snapshotFrontier, tableFrontier, s.CommitOp)
 	}
 	return snapshot, table, tableFrontier, snapshotFrontier, nil
+}
+
+// VerifyPartition is 7.6 step 8 for a partition offer, with 13.3 rule 3:
+// every artifact's H64 matches, each SEGMENT_LOG walks exactly as stamped
+// batches whose base offsets follow one another from its frontier, the
+// segments are contiguous, and the ICO1 offsets decode. It returns the
+// batches in offset order and the offsets.
+func (s *TransferSession) VerifyPartition() (batches [][]byte, offsets wire.ConsumerOffsetsArtifact, err error) {
+	if !s.Complete() {
+		return nil, offsets, errors.New("vsr: state transfer incomplete")
+	}
+	next, first := uint64(0), true
+	for i, e := range s.Manifest.Entries {
+		a := s.Artifacts[i]
+		if wire.ArtifactChecksum(a) != e.Checksum {
+			return nil, offsets, fmt.Errorf("vsr: artifact %d (%v) checksum mismatch", i, e.Kind)
+		}
+		if e.Kind == wire.ArtifactConsumerOffsets {
+			if err := offsets.Decode(a); err != nil {
+				return nil, offsets, err
+			}
+			continue
+		}
+		if !first && e.Frontier != next {
+			return nil, offsets, fmt.Errorf("vsr: segment at %d does not follow %d", e.Frontier, next)
+		}
+		next, first = e.Frontier, false
+		for len(a) > 0 {
+			if len(a) < wire.BatchHeaderSize {
+				return nil, offsets, fmt.Errorf("vsr: segment at %d ends inside a batch header", e.Frontier)
+			}
+			b := wire.Batch(a)
+			n := b.Length()
+			if n < wire.BatchHeaderSize || n > uint64(len(a)) || b.BaseOffset() != next || b.MessageCount() == 0 {
+				return nil, offsets, fmt.Errorf("vsr: segment at %d: a batch at %d does not walk", e.Frontier, next)
+			}
+			batches = append(batches, a[:n])
+			next += uint64(b.MessageCount())
+			a = a[n:]
+		}
+	}
+	if !first && offsets.NextOffset < next {
+		return nil, offsets, fmt.Errorf("vsr: offsets artifact's next offset %d below the segments' end %d", offsets.NextOffset, next)
+	}
+	return batches, offsets, nil
 }
 
 // Transferring reports whether a state transfer is running (7.6: the
