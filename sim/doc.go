@@ -43,11 +43,11 @@
 // request's value is in every replica's applied log at the position it was
 // answered with (11.5 rule 1).
 //
-// What it does not model yet, because the node does not have it yet:
-// state transfer. A run whose lagging replicas lack ops the leader no
-// longer holds (and that leave it without a quorum, or let every request
-// finish) ends with Result.NeedsTransfer instead of failing liveness; any
-// other replica that does not catch up fails it. Ops are opaque prepares
-// (the partition plane with a stamped batch header); the node's state
-// machines are tested elsewhere.
+// State transfer runs as the protocol it is (transfer.go): a replica whose
+// repair cannot reach what it lacks fetches an offer from the caught-up
+// primary over the simulated network and installs it, so every run must
+// end quiet; a replica that cannot catch up fails liveness. Ops are
+// opaque prepares (the partition plane with a stamped batch header) and
+// transferred artifacts are stand-ins for them; the node's state machines
+// and artifact encodings are tested elsewhere.
 package sim

@@ -85,14 +85,12 @@ type Result struct {
 	Crashes   int
 	// ViewChanges is the highest view any replica reached.
 	ViewChanges uint64
+	// Transfers counts installed state transfers.
+	Transfers int
 	// JournalFailures counts injected journal append failures.
 	JournalFailures int
 	Net             NetStats
 	Violations      []string
-	// NeedsTransfer: the run ended with a replica that cannot be repaired
-	// (the ring no longer holds what it lacks) and said so; state transfer
-	// would take over. Not a violation, since the node has no transfer yet.
-	NeedsTransfer bool
 	Timeline      []Event
 	// Digest is a hash of the timeline and every replica's applied ops:
 	// the same seed must give the same digest.
@@ -135,6 +133,11 @@ type replica struct {
 	// (replica-plane.md 9.4 rule 6).
 	amnesiac    bool
 	catchUpTo   uint64
+	// transfer is the state transfer this replica receives (transfer.go);
+	// snapshotOp the commit point an installed one left (the metadata
+	// journal starts above it).
+	transfer   *vsr.TransferSession
+	snapshotOp uint64
 	viewChanges uint64            // views started or adopted, for the timeline
 	journal     map[uint64][]byte // the durable journal the shell keeps
 	applied     []applied
@@ -190,6 +193,7 @@ type run struct {
 	position map[uint64]uint64
 	firstOp  map[requestKey]uint64
 	distinct uint64
+	offers   map[offerKey]*simOffer
 }
 
 // Run simulates one seed and returns what happened. It never panics on a
@@ -197,7 +201,8 @@ type run struct {
 func Run(cfg Config) (res Result) {
 	cfg.setDefaults()
 	r := &run{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
-		canon: make(map[uint64][]byte), position: make(map[uint64]uint64), firstOp: make(map[requestKey]uint64)}
+		canon: make(map[uint64][]byte), position: make(map[uint64]uint64), firstOp: make(map[requestKey]uint64),
+		offers: make(map[offerKey]*simOffer)}
 	r.res.Seed = cfg.Seed
 	r.net = newNetwork(cfg.Net, cfg.Replicas, r.rng)
 	for i := 0; i < cfg.Replicas; i++ {
@@ -229,12 +234,7 @@ func Run(cfg Config) (res Result) {
 		}
 	}
 	if !r.res.Failed() && !r.quiet() {
-		if r.stuckOnTransfer() {
-			r.res.NeedsTransfer = true
-			r.event(-1, "not quiet: %s", r.livenessReport())
-		} else {
-			r.violate(r.livenessReport())
-		}
+		r.violate(r.livenessReport())
 	}
 	// 11.5 rule 7, at quiescence: no replica beyond the leader. (A restarted
 	// metadata backup recovers its whole journal as committed, as the node
@@ -308,9 +308,14 @@ func (r *run) step() {
 		if !rp.down {
 			rp.core.Tick()
 			r.drive(i)
+			r.tickTransfer(i)
 		}
 	}
 	r.net.deliver(r.now, r.faults, func(i int) bool { return r.reps[i].down }, func(from, to int, frame []byte) {
+		if c := wire.HeaderOf(frame).Command(); c >= wire.CmdRequestStateTransfer && c <= wire.CmdStateChunk {
+			r.transferFrame(from, to, frame)
+			return
+		}
 		r.reps[to].core.Step(frame)
 		r.drive(to)
 	})
@@ -369,7 +374,7 @@ func (r *run) bringUp(i int) {
 		r.event(i, "up (view %d, commit %d)", rp.core.View(), rp.core.CommitMin())
 		return
 	}
-	rp.core = vsr.New(r.coreConfig(i))
+	rp.core, rp.transfer = vsr.New(r.coreConfig(i)), nil
 	rc := vsr.Recovery{View: rp.state.View, LogView: rp.state.LogView, CommitMax: rp.state.CommitMax}
 	if r.cfg.PartitionPlane {
 		// The segments hold every applied batch, and the shell recorded
@@ -389,10 +394,10 @@ func (r *run) bringUp(i int) {
 		// commit its headers name (9.3 step 4); the rest is journaled,
 		// uncommitted, and settled by the view the probe finds.
 		var head, w uint64
-		for head = 0; rp.journal[head+1] != nil; head++ {
+		for head = rp.snapshotOp; rp.journal[head+1] != nil; head++ {
 			w = max(w, wire.HeaderOf(rp.journal[head+1]).Prepare().Commit)
 		}
-		w = min(w, head)
+		w = min(max(w, rp.snapshotOp), head)
 		if uint64(len(rp.applied)) > w {
 			rp.applied = rp.applied[:w] // the state machine is rebuilt from the journal
 		}
@@ -401,7 +406,11 @@ func (r *run) bringUp(i int) {
 		}
 		rc.Commit = w
 		if w > 0 {
-			ph := wire.HeaderOf(rp.journal[w]).Prepare()
+			f := rp.journal[w]
+			if f == nil {
+				f = rp.applied[w-1].frame // the op of an installed snapshot
+			}
+			ph := wire.HeaderOf(f).Prepare()
 			rc.CommitChecksum, rc.CommitTimestamp = ph.Checksum, ph.Timestamp
 		}
 		for op := w + 1; op <= head; op++ {
@@ -550,6 +559,7 @@ func (r *run) drive(i int) {
 			}
 		}
 	}
+	r.maybeStartTransfer(i)
 }
 
 func (r *run) apply(i int, c vsr.Committed) {
@@ -637,9 +647,6 @@ func (r *run) checkAcknowledgedKept() {
 			return
 		}
 		for i, rp := range r.reps {
-			if r.res.NeedsTransfer && i != r.leader() {
-				continue // a replica only state transfer can bring back
-			}
 			if uint64(len(rp.applied)) < op {
 				r.violate(fmt.Sprintf("replica %d lacks acknowledged op %d", i, op))
 				return
@@ -696,38 +703,6 @@ func (r *run) quiet() bool {
 	lead := r.reps[l].core
 	for _, rp := range r.reps {
 		if rp.core.CommitMin() != lead.CommitMin() || rp.core.View() != lead.View() || rp.core.Status() != vsr.StatusNormal {
-			return false
-		}
-	}
-	return true
-}
-
-// stuckOnTransfer: every replica behind the leader lacks ops the leader
-// can no longer serve (its ring starts above them, and the replica's
-// stored batches end below that), and either every request is answered
-// or those replicas leave the leader without a quorum: only state
-// transfer could bring them back.
-func (r *run) stuckOnTransfer() bool {
-	l := r.leader()
-	if l < 0 {
-		return false
-	}
-	lead := r.reps[l].core
-	stuck := 0
-	for _, rp := range r.reps {
-		if rp.core == lead || rp.core.CommitMin() == lead.CommitMin() {
-			continue
-		}
-		if lead.OldestServable() <= rp.core.CommitMin()+1 {
-			return false
-		}
-		stuck++
-	}
-	if r.cfg.Replicas-stuck < vsr.QuorumReplication(r.cfg.Replicas) {
-		return true
-	}
-	for _, c := range r.clients {
-		if c.inflight != nil {
 			return false
 		}
 	}

@@ -344,6 +344,11 @@ func (r *Replica) startView() {
 	r.adopted, r.adoptedTop, r.knownHead = nil, 0, 0
 	if e := r.log[r.sequencer]; e != nil {
 		r.lastChecksum = e.hdr.Checksum
+	} else if h, ok := m.headers[r.sequencer]; ok && r.lastChecksum.IsZero() {
+		// The head is this replica's commit point, whose identity an
+		// installed state transfer did not bring: the merge names it.
+		r.lastChecksum = h.Prepare().Checksum
+		r.committedChecksum = r.lastChecksum
 	}
 	for _, h := range m.headers {
 		r.lastTimestamp = max(r.lastTimestamp, h.Prepare().Timestamp)

@@ -1,0 +1,217 @@
+package sim
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"iggynode/vsr"
+	"iggynode/wire"
+)
+
+// State transfer in the simulator (replica-plane.md 7.6, 7.7). The
+// protocol runs for real: a replica whose core asks for a transfer runs a
+// vsr.TransferSession over the simulated network, and the server side
+// offers and serves chunks as the node's shells do, only from a caught-up
+// primary. The artifacts are stand-ins (the simulator's ops are opaque):
+// a metadata offer carries a "snapshot" and a "client table" naming the
+// commit point, a partition offer its ICO1 offsets with next_offset =
+// commit point (one message per op). What an install makes durable is the
+// server's applied prefix at the offer, which the offer keeps: the
+// receiver takes it as its applied ops, after checking it agrees with
+// every op it applied itself.
+
+type simOffer struct {
+	manifest  []byte
+	artifacts [][]byte
+	commitOp  uint64
+	commitMax uint64
+	applied   []applied // the server's applied ops up to commitOp
+}
+
+type offerKey struct {
+	server, requester int
+	nonce             wire.U128
+}
+
+// transferFrame handles commands 22-25 addressed to replica to.
+func (r *run) transferFrame(from, to int, frame []byte) {
+	h := wire.HeaderOf(frame)
+	rp := r.reps[to]
+	switch h.Command() {
+	case wire.CmdRequestStateTransfer:
+		q, err := wire.DecodeRequestStateTransferHeader(h)
+		if err == nil && int(q.Replica) == from {
+			r.serveOffer(to, from, q.Nonce)
+		}
+	case wire.CmdRequestStateChunk:
+		q, err := wire.DecodeRequestStateChunkHeader(h)
+		if err == nil && int(q.Replica) == from {
+			r.serveChunk(to, from, q)
+		}
+	case wire.CmdStateTransferTarget:
+		if rp.transfer == nil || int(rp.transfer.Peer) != from {
+			return
+		}
+		next, err := rp.transfer.OnTarget(frame)
+		if err != nil {
+			r.abandonTransfer(to, err)
+			return
+		}
+		r.transferProgress(to, next)
+	case wire.CmdStateChunk:
+		if rp.transfer == nil || int(rp.transfer.Peer) != from {
+			return
+		}
+		r.transferProgress(to, rp.transfer.OnChunk(frame))
+	}
+}
+
+func (r *run) serveOffer(server, requester int, nonce wire.U128) {
+	rp := r.reps[server]
+	key := offerKey{server, requester, nonce}
+	o := r.offers[key]
+	if o == nil && rp.core.CaughtUpPrimary() && rp.core.CommitMax() > 0 {
+		commit := rp.core.CommitMin()
+		var m wire.StateManifest
+		if r.cfg.PartitionPlane {
+			a := wire.ConsumerOffsetsArtifact{NextOffset: commit}.AppendTo(nil)
+			m.Entries = []wire.ManifestEntry{{Kind: wire.ArtifactConsumerOffsets, Frontier: commit, Len: uint64(len(a)), Checksum: wire.ArtifactChecksum(a)}}
+			o = &simOffer{artifacts: [][]byte{a}}
+		} else {
+			snap := binary.LittleEndian.AppendUint64([]byte("sim-snapshot:"), commit)
+			table := binary.LittleEndian.AppendUint64([]byte("sim-table:"), commit)
+			m.Entries = []wire.ManifestEntry{
+				{Kind: wire.ArtifactMetadataSnapshot, Frontier: commit, Len: uint64(len(snap)), Checksum: wire.ArtifactChecksum(snap)},
+				{Kind: wire.ArtifactClientTable, Frontier: commit, Len: uint64(len(table)), Checksum: wire.ArtifactChecksum(table)},
+			}
+			o = &simOffer{artifacts: [][]byte{snap, table}}
+		}
+		o.manifest, o.commitOp, o.commitMax = m.AppendTo(nil), commit, rp.core.CommitMax()
+		o.applied = append([]applied(nil), rp.applied[:commit]...)
+		r.offers[key] = o
+	}
+	t := wire.StateTransferTargetHeader{Cluster: wire.U128{Lo: 0x51}, Size: wire.HeaderSize, View: rp.core.View(),
+		Replica: uint8(server), Nonce: nonce, Group: r.group(), CommitMax: rp.core.CommitMax()}
+	var body []byte
+	if o != nil {
+		t.Available, t.CommitOp, t.CommitMax = true, o.commitOp, o.commitMax
+		t.Size += uint32(len(o.manifest))
+		body = o.manifest
+	} else {
+		t.UnavailableTransient = true
+	}
+	var head wire.Header
+	t.Encode(&head)
+	r.net.send(r.now, server, requester, append(head[:], body...))
+}
+
+func (r *run) serveChunk(server, requester int, q wire.RequestStateChunkHeader) {
+	o := r.offers[offerKey{server, requester, q.Nonce}]
+	if o == nil || int(q.Artifact) >= len(o.artifacts) || q.Offset >= uint64(len(o.artifacts[q.Artifact])) {
+		return
+	}
+	a := o.artifacts[q.Artifact]
+	end := min(q.Offset+uint64(q.Len), uint64(len(a)))
+	c := wire.StateChunkHeader{Cluster: wire.U128{Lo: 0x51}, Size: uint32(wire.HeaderSize + end - q.Offset),
+		Replica: uint8(server), Nonce: q.Nonce, Offset: q.Offset, Group: r.group(), Artifact: q.Artifact}
+	var head wire.Header
+	c.Encode(&head)
+	r.net.send(r.now, server, requester, append(head[:], a[q.Offset:end]...))
+}
+
+// maybeStartTransfer arms a session when replica i's core asks for one.
+func (r *run) maybeStartTransfer(i int) {
+	rp := r.reps[i]
+	if rp.down || rp.transfer != nil || rp.core.NeedTransfer < 0 || rp.core.Transferring() {
+		return
+	}
+	rp.transfer = rp.core.NewTransfer(uint8(rp.core.NeedTransfer), 4096)
+	rp.transfer.ChunkMax = 7 // several chunks even for the small stand-in artifacts
+	rp.core.SetTransferring(true)
+	r.event(i, "state transfer from r%d started (commit %d/%d)", rp.core.NeedTransfer, rp.core.CommitMin(), rp.core.CommitMax())
+	e := rp.transfer.Request()
+	r.net.send(r.now, i, int(e.To), append([]byte(nil), e.Head...))
+}
+
+func (r *run) tickTransfer(i int) {
+	rp := r.reps[i]
+	if rp.transfer == nil {
+		return
+	}
+	next, err := rp.transfer.Tick(100)
+	switch {
+	case err != nil:
+		r.abandonTransfer(i, err)
+	case next != nil:
+		r.net.send(r.now, i, int(next.To), append([]byte(nil), next.Head...))
+	}
+}
+
+func (r *run) abandonTransfer(i int, err error) {
+	rp := r.reps[i]
+	r.event(i, "state transfer abandoned: %v", err)
+	rp.transfer = nil
+	rp.core.SetTransferring(false)
+	r.drive(i)
+}
+
+// transferProgress sends the next chunk request or installs.
+func (r *run) transferProgress(i int, next *vsr.Envelope) {
+	rp := r.reps[i]
+	if next != nil {
+		r.net.send(r.now, i, int(next.To), append([]byte(nil), next.Head...))
+	}
+	if rp.transfer == nil || !rp.transfer.Complete() {
+		return
+	}
+	s := rp.transfer
+	if err := r.install(i, s); err != nil {
+		r.abandonTransfer(i, err)
+		return
+	}
+	rp.transfer = nil
+	rp.core.Installed(s.CommitOp, s.CommitMax, s.Peer)
+	rp.commit = rp.core.CommitMin()
+	r.res.Transfers++
+	r.event(i, "state transfer installed at commit %d", s.CommitOp)
+	r.drive(i)
+}
+
+// install checks the artifacts as the node does and makes the offer's
+// applied prefix this replica's durable state.
+func (r *run) install(i int, s *vsr.TransferSession) error {
+	rp := r.reps[i]
+	if r.cfg.PartitionPlane {
+		if _, offsets, err := s.VerifyPartition(); err != nil {
+			return err
+		} else if offsets.NextOffset != s.CommitOp {
+			return fmt.Errorf("offsets end at %d, offer commit %d", offsets.NextOffset, s.CommitOp)
+		}
+	} else if _, _, _, _, err := s.Verify(); err != nil {
+		return err
+	}
+	o := r.offers[offerKey{int(s.Peer), i, s.Nonce}]
+	if o == nil || o.commitOp != s.CommitOp {
+		return fmt.Errorf("no offer at commit %d", s.CommitOp)
+	}
+	if s.CommitOp <= rp.core.CommitMin() {
+		return fmt.Errorf("offer commit %d not ahead of %d", s.CommitOp, rp.core.CommitMin())
+	}
+	for j, a := range rp.applied {
+		if j >= len(o.applied) || !sameOp(a.frame, o.applied[j].frame) {
+			r.violate(fmt.Sprintf("replica %d: transferred state disagrees with its applied op %d", i, a.op))
+			return fmt.Errorf("divergent transfer")
+		}
+	}
+	rp.applied = append(rp.applied[:0:0], o.applied...)
+	for _, a := range rp.applied {
+		if _, ok := r.canon[a.op]; !ok {
+			r.canon[a.op] = a.frame
+		}
+	}
+	rp.journal, rp.lastJournaled, rp.snapshotOp = make(map[uint64][]byte), 0, s.CommitOp
+	if r.cfg.PartitionPlane {
+		rp.core.SetOffsetFrontier(uint64(len(rp.applied)))
+	}
+	return nil
+}
