@@ -229,8 +229,8 @@ func (m *metadataActor) routePeerFrame(ctx actor.Context, f *peerFrame) {
 		return
 	}
 	if c := h.Command(); c >= wire.CmdRequestStateTransfer && c <= wire.CmdStateChunk {
-		if group == wire.MetadataGroup && m.transfers.onFrame(f.from, f.frame) {
-			m.drive(ctx)
+		if group == wire.MetadataGroup {
+			m.transfers.onFrame(ctx, f.from, f.frame)
 		}
 		return
 	}
@@ -244,7 +244,7 @@ func (m *metadataActor) routePeerFrame(ctx actor.Context, f *peerFrame) {
 func (m *metadataActor) onTick(ctx actor.Context) {
 	m.core.Tick()
 	m.drive(ctx)
-	m.transfers.tick()
+	m.transfers.tick(ctx)
 	for _, pid := range m.partitions {
 		ctx.Send(pid, &tick{})
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -795,5 +796,22 @@ func TestLateBackupCatchesUpByPartitionStateTransfer(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), `msg="state transfer installed" partition=0 group=`+fmt.Sprint(group)) {
 		t.Fatalf("no partition state transfer was installed\n%s", logs.String())
+	}
+}
+
+// The transfer child is supervised (DESIGN.md, actors): when it fails in
+// the middle of a transfer, the partition actor restarts it, the new child
+// begins a fresh session, and the backup still catches up.
+func TestFailingTransferChildIsRestarted(t *testing.T) {
+	var panics atomic.Int32
+	transferFrameHook = func(frame []byte) {
+		if wire.HeaderOf(frame).Command() == wire.CmdStateChunk && panics.Add(1) == 1 {
+			panic("transfer child fails on its first chunk")
+		}
+	}
+	defer func() { transferFrameHook = nil }()
+	TestLateBackupCatchesUpByPartitionStateTransfer(t)
+	if panics.Load() < 2 {
+		t.Fatalf("the child saw %d chunks: it was not restarted after failing", panics.Load())
 	}
 }

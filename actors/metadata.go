@@ -51,6 +51,7 @@ type metadataActor struct {
 	rosterNodes []config.Node
 	// transfers serves and receives the group's state transfers.
 	transfers *transferShell
+	beh       *statusBehaviour
 }
 
 type groupPartition struct {
@@ -105,7 +106,18 @@ func (m *metadataActor) waitReady(timeout time.Duration) error {
 	}
 }
 
+// Receive is the metadata actor's current behaviour (behaviour.go): in a
+// view change or a recovery its requests take the same paths, which answer
+// writes with TransientNotAccepted; the behaviours make the status the
+// actor is in explicit and logged.
 func (m *metadataActor) Receive(ctx actor.Context) {
+	if m.beh == nil {
+		m.beh = newStatusBehaviour(m.receive, m.receive, m.receive)
+	}
+	m.beh.Receive(ctx)
+}
+
+func (m *metadataActor) receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		err := m.boot(ctx)
@@ -130,6 +142,10 @@ func (m *metadataActor) Receive(ctx actor.Context) {
 		delete(m.conns, msg.id)
 	case *peerFrame:
 		m.routePeerFrame(ctx, msg)
+	case *transferDone, *transferFailed:
+		if m.transfers.onOutcome(ctx, msg) {
+			m.drive(ctx)
+		}
 	case *requestRoutes:
 		table := make(map[uint64]*actor.PID, len(m.partitions))
 		for g, pid := range m.partitions {
@@ -713,7 +729,8 @@ func (m *metadataActor) drive(ctx actor.Context) {
 		}
 	}
 	m.repairs.observe(m.log, m.core)
-	m.transfers.maybeStart()
+	m.transfers.maybeStart(ctx)
+	m.beh.follow(m.core, m.log, wire.MetadataGroup)
 }
 
 func (m *metadataActor) journal(frames [][]byte) error {

@@ -45,6 +45,7 @@ type partitionActor struct {
 	storeAtCommit bool
 	repairs       repairWatch
 	transfers     *transferShell
+	beh           *statusBehaviour
 	// Writes forwarded to the group's primary, by nonce (partition_forward.go).
 	nonce  uint64
 	parked map[uint64]*forwarded
@@ -132,7 +133,26 @@ func newPartitionActor(n *Node, ref metadata.PartitionRef, s partitionSettings) 
 	}
 }
 
+// Receive is the partition actor's current behaviour (behaviour.go).
 func (p *partitionActor) Receive(ctx actor.Context) {
+	if p.beh == nil {
+		p.beh = newStatusBehaviour(p.receive, p.receiveUnsettled, p.receiveUnsettled)
+	}
+	p.beh.Receive(ctx)
+}
+
+// receiveUnsettled is the behaviour in a view change or a recovery: no
+// primary can take a write now, so a send is answered TransientNotAccepted
+// at once (the SDK retries it); the rest is handled as in Normal.
+func (p *partitionActor) receiveUnsettled(ctx actor.Context) {
+	if m, ok := ctx.Message().(*partitionSend); ok {
+		p.replyTo(ctx, m.req, denyReply(&m.req.hdr, m.req.connID, 0, wire.ErrTransientNotAccepted))
+		return
+	}
+	p.receive(ctx)
+}
+
+func (p *partitionActor) receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		p.parent = ctx.Parent()
@@ -166,9 +186,7 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 			return
 		}
 		if c := wire.HeaderOf(m.frame).Command(); c >= wire.CmdRequestStateTransfer && c <= wire.CmdStateChunk {
-			if p.transfers.onFrame(m.from, m.frame) {
-				p.drive(ctx)
-			}
+			p.transfers.onFrame(ctx, m.from, m.frame)
 			return
 		}
 		before := dropCount(p.core.Dropped)
@@ -183,7 +201,11 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 		}
 		p.core.Tick()
 		p.drive(ctx)
-		p.transfers.tick()
+		p.transfers.tick(ctx)
+	case *transferDone, *transferFailed:
+		if p.transfers.onOutcome(ctx, m) {
+			p.drive(ctx)
+		}
 	case *partitionCrash:
 		panic("partition crash requested")
 	case *partitionForgetConsumer:
@@ -353,7 +375,8 @@ func (p *partitionActor) drive(ctx actor.Context) {
 		}
 	}
 	p.repairs.observe(p.log, p.core)
-	p.transfers.maybeStart()
+	p.transfers.maybeStart(ctx)
+	p.beh.follow(p.core, p.log, p.ref.Group)
 }
 
 // journal appends one prepare's body: a SendMessages batch is stamped (at

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"cmp"
+	"crypto/rand"
 	"encoding/binary"
 	"fmt"
 	"log/slog"
@@ -51,14 +52,20 @@ type offerKey struct {
 	nonce     wire.U128
 }
 
-// transferShell runs one group's state transfers on this node.
+// transferShell runs one group's state transfers on this node: it serves
+// offers itself (they read the group actor's state) and receives through
+// a child actor (transferActor) that owns the session, supervised by the
+// group actor: a child that fails is restarted and begins a fresh session
+// against the same peer; its outcome comes back as a message.
 type transferShell struct {
-	n       *Node
-	log     *slog.Logger
-	group   uint64
-	core    *vsr.Replica
-	offers  map[offerKey]*transferOffer
-	session *vsr.TransferSession
+	n      *Node
+	log    *slog.Logger
+	group  uint64
+	core   *vsr.Replica
+	offers map[offerKey]*transferOffer
+	// child receives the running transfer, from peer.
+	child *actor.PID
+	peer  uint8
 	// build makes an offer, or says why not (transient: retry later).
 	build func() (o *transferOffer, transient bool)
 	// install applies a complete, verified session's state.
@@ -71,9 +78,22 @@ func newTransferShell(n *Node, log *slog.Logger, group uint64, core *vsr.Replica
 	return &transferShell{n: n, log: log, group: group, core: core, offers: map[offerKey]*transferOffer{}}
 }
 
-// onFrame handles commands 22-25 of this group from peer `from` and
-// reports whether a transfer was installed (the caller drives its core).
-func (t *transferShell) onFrame(from uint8, frame []byte) bool {
+// Messages between a group actor and its transfer child.
+type (
+	// transferDone: every artifact arrived (the child stops after it).
+	transferDone struct {
+		child   *actor.PID
+		session *vsr.TransferSession
+	}
+	// transferFailed: refused or stalled (the child stops after it).
+	transferFailed struct {
+		child *actor.PID
+		err   error
+	}
+)
+
+// onFrame handles commands 22-25 of this group from peer `from`.
+func (t *transferShell) onFrame(ctx actor.Context, from uint8, frame []byte) {
 	h := wire.HeaderOf(frame)
 	switch h.Command() {
 	case wire.CmdRequestStateTransfer:
@@ -84,21 +104,38 @@ func (t *transferShell) onFrame(from uint8, frame []byte) bool {
 		if q, err := wire.DecodeRequestStateChunkHeader(h); err == nil && q.Replica == from {
 			t.serveChunk(q)
 		}
-	case wire.CmdStateTransferTarget:
-		if t.session == nil || from != t.session.Peer {
+	case wire.CmdStateTransferTarget, wire.CmdStateChunk:
+		if t.child != nil && from == t.peer {
+			ctx.Send(t.child, &peerFrame{from: from, frame: frame})
+		}
+	}
+}
+
+// onOutcome handles a child's report and reports whether the core
+// changed (the caller drives it).
+func (t *transferShell) onOutcome(ctx actor.Context, msg any) bool {
+	switch m := msg.(type) {
+	case *transferDone:
+		if m.child != t.child {
 			return false
 		}
-		next, err := t.session.OnTarget(frame)
-		if err != nil {
+		t.child = nil
+		s := m.session
+		if err := t.install(s); err != nil {
 			t.abandon(err)
+			return true
+		}
+		t.core.Installed(s.CommitOp, s.CommitMax, s.Peer)
+		t.Installed++
+		t.log.Info("state transfer installed", "group", t.group, "commit_op", s.CommitOp, "commit_max", s.CommitMax, "from", s.Peer)
+		return true
+	case *transferFailed:
+		if m.child != t.child {
 			return false
 		}
-		return t.progress(next)
-	case wire.CmdStateChunk:
-		if t.session == nil || from != t.session.Peer {
-			return false
-		}
-		return t.progress(t.session.OnChunk(frame))
+		t.child = nil
+		t.abandon(m.err)
+		return true
 	}
 	return false
 }
@@ -145,7 +182,7 @@ func (t *transferShell) serveChunk(q wire.RequestStateChunkHeader) {
 		return
 	}
 	a := o.artifacts[q.Artifact]
-	end := min(q.Offset+uint64(min(q.Len, t.chunkMax())), uint64(len(a)))
+	end := min(q.Offset+uint64(min(q.Len, chunkMax(t.n))), uint64(len(a)))
 	c := wire.StateChunkHeader{Cluster: t.n.cluster.id, Size: uint32(wire.HeaderSize + end - q.Offset),
 		Replica: t.n.cluster.self, Nonce: q.Nonce, Offset: q.Offset, Group: t.group, Artifact: q.Artifact}
 	head := make([]byte, wire.HeaderSize)
@@ -155,69 +192,106 @@ func (t *transferShell) serveChunk(q wire.RequestStateChunkHeader) {
 }
 
 // chunkMax is C of 7.6 step 4.
-func (t *transferShell) chunkMax() uint32 {
-	return uint32(max(min(256<<10, int(t.n.opts.Config.MessageBus.MaxMessageSize)-wire.HeaderSize), 1))
+func chunkMax(n *Node) uint32 {
+	return uint32(max(min(256<<10, int(n.opts.Config.MessageBus.MaxMessageSize)-wire.HeaderSize), 1))
 }
 
-// tick expires idle offers (7.6 step 9), runs the receiver's stall retry
-// (step 7) and starts a transfer the core asks for.
-func (t *transferShell) tick() {
+// tick expires idle offers (7.6 step 9), passes the tick to a running
+// transfer (its stall retry, step 7) and starts one the core asks for.
+func (t *transferShell) tick(ctx actor.Context) {
 	retry := ticks(t.n.opts.Config.Cluster.RepairRetryInterval)
 	for k, o := range t.offers {
 		if o.idle++; o.idle > 10*retry {
 			delete(t.offers, k)
 		}
 	}
-	if t.session != nil {
-		next, err := t.session.Tick(retry)
-		switch {
-		case err != nil:
-			t.abandon(err)
-		case next != nil:
-			t.n.send([]vsr.Envelope{*next})
-		}
+	if t.child != nil {
+		ctx.Send(t.child, &tick{})
 	}
-	t.maybeStart()
+	t.maybeStart(ctx)
 }
 
-// maybeStart arms a transfer when the core found that repair cannot reach
-// what it lacks (7.5).
-func (t *transferShell) maybeStart() {
+// maybeStart spawns a transfer child when the core found that repair
+// cannot reach what it lacks (7.5).
+func (t *transferShell) maybeStart(ctx actor.Context) {
 	peer := t.core.NeedTransfer
-	if peer < 0 || t.session != nil || t.core.Transferring() || t.n.cluster.n == 1 {
+	if peer < 0 || t.child != nil || t.core.Transferring() || t.n.cluster.n == 1 {
 		return
 	}
-	t.session = t.core.NewTransfer(uint8(peer), int(t.n.opts.Config.MessageBus.MaxMessageSize))
+	t.peer = uint8(peer)
+	props := actor.PropsFromProducer(func() actor.Actor {
+		return &transferActor{n: t.n, log: t.log, group: t.group, peer: t.peer, partition: t.group != wire.MetadataGroup}
+	})
+	t.child = ctx.Spawn(props)
 	t.core.SetTransferring(true)
 	t.log.Info("state transfer started", "group", t.group, "from", peer, "commit_min", t.core.CommitMin(), "commit_max", t.core.CommitMax())
-	t.n.send([]vsr.Envelope{t.session.Request()})
 }
 
 func (t *transferShell) abandon(err error) {
 	t.log.Warn("state transfer abandoned; back to journal repair", "group", t.group, "err", err)
-	t.session = nil
 	t.core.SetTransferring(false)
 }
 
-// progress sends the next chunk request or, once every artifact arrived,
-// installs them and reports true.
-func (t *transferShell) progress(next *vsr.Envelope) bool {
-	if next != nil {
-		t.n.send([]vsr.Envelope{*next})
+// transferActor receives one state transfer: it owns the session, sends
+// its requests, takes the peer's frames and ticks from its parent, and
+// reports the outcome. A restart (after a panic) begins a fresh session:
+// nothing of a half-fetched one is durable.
+type transferActor struct {
+	n         *Node
+	log       *slog.Logger
+	group     uint64
+	peer      uint8
+	partition bool
+	session   *vsr.TransferSession
+}
+
+func (a *transferActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		var nonce [16]byte
+		_, _ = rand.Read(nonce[:])
+		a.session = vsr.NewTransferSession(a.n.cluster.id, a.n.cluster.self, a.group, a.peer, a.partition,
+			int(a.n.opts.Config.MessageBus.MaxMessageSize), wire.U128{Lo: binary.LittleEndian.Uint64(nonce[:]), Hi: binary.LittleEndian.Uint64(nonce[8:])})
+		a.n.send([]vsr.Envelope{a.session.Request()})
+	case *peerFrame:
+		if transferFrameHook != nil {
+			transferFrameHook(m.frame)
+		}
+		var next *vsr.Envelope
+		if wire.HeaderOf(m.frame).Command() == wire.CmdStateTransferTarget {
+			var err error
+			if next, err = a.session.OnTarget(m.frame); err != nil {
+				a.finish(ctx, &transferFailed{child: ctx.Self(), err: err})
+				return
+			}
+		} else {
+			next = a.session.OnChunk(m.frame)
+		}
+		if next != nil {
+			a.n.send([]vsr.Envelope{*next})
+		}
+		if a.session.Complete() {
+			a.finish(ctx, &transferDone{child: ctx.Self(), session: a.session})
+		}
+	case *tick:
+		next, err := a.session.Tick(ticks(a.n.opts.Config.Cluster.RepairRetryInterval))
+		switch {
+		case err != nil:
+			a.finish(ctx, &transferFailed{child: ctx.Self(), err: err})
+		case next != nil:
+			a.n.send([]vsr.Envelope{*next})
+		}
 	}
-	if t.session == nil || !t.session.Complete() {
-		return false
-	}
-	s := t.session
-	if err := t.install(s); err != nil {
-		t.abandon(err)
-		return true
-	}
-	t.session = nil
-	t.core.Installed(s.CommitOp, s.CommitMax, s.Peer)
-	t.Installed++
-	t.log.Info("state transfer installed", "group", t.group, "commit_op", s.CommitOp, "commit_max", s.CommitMax, "from", s.Peer)
-	return true
+}
+
+// transferFrameHook, when set (tests), sees every frame a transfer child
+// takes, before it does: a test panics in it to prove the supervision.
+var transferFrameHook func(frame []byte)
+
+// finish reports the outcome to the group actor and stops.
+func (a *transferActor) finish(ctx actor.Context, outcome any) {
+	ctx.Send(ctx.Parent(), outcome)
+	ctx.Stop(ctx.Self())
 }
 
 // Metadata (7.6, 7.9.4).

@@ -362,6 +362,7 @@ func (r *Replica) enterNormal() {
 // Accessors.
 
 func (r *Replica) Group() uint64         { return r.cfg.Group }
+func (r *Replica) ReplicaCount() int     { return r.cfg.ReplicaCount }
 func (r *Replica) View() uint32          { return r.view }
 func (r *Replica) LogView() uint32       { return r.logView }
 func (r *Replica) Status() Status        { return r.status }

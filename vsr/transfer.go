@@ -56,15 +56,24 @@ var (
 	ErrTransferStalled = errors.New("vsr: state transfer stalled")
 )
 
-// NewTransfer arms a session against peer (7.6 step 1); Request is its
-// first frame.
+// NewTransfer arms a session of this replica's group against peer (7.6
+// step 1), with a nonce from the replica's seeded generator; Request is
+// its first frame.
 func (r *Replica) NewTransfer(peer uint8, maxMessageSize int) *TransferSession {
+	return NewTransferSession(r.cfg.Cluster, r.cfg.Replica, r.cfg.Group, peer, !r.cfg.Metadata, maxMessageSize,
+		wire.U128{Lo: r.random(), Hi: r.random()})
+}
+
+// NewTransferSession arms a session for replica of group against peer
+// with the given nonce, for a shell that runs it away from the core (an
+// actor of its own).
+func NewTransferSession(cluster wire.U128, replica uint8, group uint64, peer uint8, partition bool, maxMessageSize int, nonce wire.U128) *TransferSession {
 	chunk := transferChunkMax
 	if maxMessageSize > wire.HeaderSize {
 		chunk = min(chunk, maxMessageSize-wire.HeaderSize)
 	}
-	return &TransferSession{cluster: r.cfg.Cluster, replica: r.cfg.Replica, group: r.cfg.Group, Peer: peer,
-		Nonce: wire.U128{Lo: r.random(), Hi: r.random()}, ChunkMax: max(chunk, 1), partition: !r.cfg.Metadata}
+	return &TransferSession{cluster: cluster, replica: replica, group: group, Peer: peer,
+		Nonce: nonce, ChunkMax: max(chunk, 1), partition: partition}
 }
 
 // Request is the frame to send now: RequestStateTransfer until an offer is
