@@ -39,6 +39,10 @@
 // of journal appends (the core truncates, the shell stops that Ready, the
 // op is asked again).
 //
+// On the partition plane one request in five stores a consumer offset
+// (the leader's committed message count when it is sent); every replica
+// checks at the apply that it never passes its own high watermark.
+//
 // Checked at quiescence besides the rules above: every acknowledged
 // request's value is in every replica's applied log at the position it was
 // answered with (11.5 rule 1).

@@ -53,6 +53,9 @@ type Config struct {
 	// dropRepairRequests loses every RequestPrepares (tests of the
 	// liveness check).
 	dropRepairRequests bool
+	// offsetAhead makes the leader admit offsets one past what it
+	// committed (tests of the high-watermark check).
+	offsetAhead bool
 }
 
 func (c *Config) setDefaults() {
@@ -161,6 +164,9 @@ type call struct {
 	pending bool   // submitted to a core, waiting for the commit
 	at      int    // the replica it is pending at
 	sentAt  int
+	// storeOffset: on the partition plane, a StoreConsumerOffset instead
+	// of a send, for the offset the leader has committed when it is sent.
+	storeOffset bool
 }
 
 // requestKey names a request; the simulated state machine applies each
@@ -459,7 +465,8 @@ func (r *run) submit() {
 			if !r.faults || r.rng.Float64() >= r.cfg.SubmitProbability {
 				continue // the liveness phase drains what is in flight
 			}
-			c.inflight = &call{client: ci, request: c.next, value: uint64(ci)<<32 | c.next, callAt: r.now}
+			c.inflight = &call{client: ci, request: c.next, value: uint64(ci)<<32 | c.next, callAt: r.now,
+				storeOffset: r.cfg.PartitionPlane && r.rng.Float64() < 0.2}
 			c.next++
 			r.calls = append(r.calls, c.inflight)
 			r.res.Submitted++
@@ -471,12 +478,23 @@ func (r *run) submit() {
 		if cl.pending || l < 0 {
 			continue
 		}
-		body := make([]byte, r.payloadAt()+16+r.rng.IntN(48))
+		body := make([]byte, r.payloadAt()+24+r.rng.IntN(48))
 		binary.LittleEndian.PutUint64(body[r.payloadAt():], cl.value)
 		binary.LittleEndian.PutUint64(body[r.payloadAt()+8:], cl.request)
+		op := r.operation()
+		if cl.storeOffset {
+			// The primary admits an offset only up to what it has committed
+			// (server-behaviour.md 8.5.2); here, all of it.
+			op = wire.OpStoreConsumerOffset
+			off := sendsIn(r.reps[l].applied)
+			if r.cfg.offsetAhead {
+				off++
+			}
+			binary.LittleEndian.PutUint64(body[r.payloadAt()+16:], off)
+		}
 		frame := append(make([]byte, wire.HeaderSize), body...)
 		err := r.reps[l].core.Submit(vsr.Request{Client: wire.U128{Lo: uint64(ci) + 1}, Request: cl.request,
-			Operation: r.operation(), Frame: frame, Tag: cl}, uint64(r.now)*10_000)
+			Operation: op, Frame: frame, Tag: cl}, uint64(r.now)*10_000)
 		if err == nil {
 			cl.pending, cl.at, cl.sentAt = true, l, r.now
 			r.drive(l)
@@ -595,6 +613,14 @@ func (r *run) apply(i int, c vsr.Committed) {
 		r.violate(fmt.Sprintf("replica %d applied a different op %d than another replica", i, c.Op))
 		return
 	}
+	if ph.Operation == wire.OpStoreConsumerOffset {
+		// 11.5: a stored consumer offset never passes the committed high
+		// watermark of the replica that stores it.
+		if off, hw := binary.LittleEndian.Uint64(frame[wire.HeaderSize+r.payloadAt()+16:]), sendsIn(rp.applied); off > hw {
+			r.violate(fmt.Sprintf("replica %d stores offset %d above its high watermark %d at op %d", i, off, hw, c.Op))
+			return
+		}
+	}
 	rp.applied = append(rp.applied, applied{op: c.Op, frame: frame})
 	if r.cfg.PartitionPlane {
 		rp.core.SetOffsetFrontier(uint64(len(rp.applied))) // one message per op, as the shell reports
@@ -624,6 +650,17 @@ func (r *run) apply(i int, c vsr.Committed) {
 			r.clients[cl.client].inflight = nil
 		}
 	}
+}
+
+// sendsIn counts the messages (one per SendMessages op) in applied ops.
+func sendsIn(ops []applied) uint64 {
+	n := uint64(0)
+	for _, a := range ops {
+		if wire.HeaderOf(a.frame).Prepare().Operation == wire.OpSendMessages {
+			n++
+		}
+	}
+	return n
 }
 
 // sameOp: the same prepare, whichever view last carried it: the same

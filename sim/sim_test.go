@@ -2,6 +2,7 @@ package sim
 
 import (
 	"flag"
+	"strings"
 	"testing"
 	"time"
 )
@@ -113,5 +114,16 @@ func TestFaultsForIsInRange(t *testing.T) {
 		if c.Net.Loss < 0 || c.Net.Loss > 0.3 || c.Seed != s {
 			t.Fatalf("seed %d: %+v", s, c)
 		}
+	}
+}
+
+// The high-watermark check can fail: a leader that admits consumer
+// offsets past what it committed is caught at the apply.
+func TestOffsetAboveTheHighWatermarkIsCaught(t *testing.T) {
+	cfg := FaultsFor(2)
+	cfg.offsetAhead = true
+	res := Run(cfg)
+	if !res.Failed() || !strings.Contains(res.Violations[0], "above its high watermark") {
+		t.Fatalf("violations %v", res.Violations)
 	}
 }
