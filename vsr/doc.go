@@ -28,8 +28,12 @@
 // primary-elect pulls what its merged log lacks from a DVC sender. Ready
 // carries the durable view state (State) the shell must write before the
 // Ready's sends, and the journal truncations (Truncate) view changes
-// decide. State transfer (7.6-7.9) is not here yet: a replica whose hole
-// reaches below every server's retained ring stays behind.
+// decide. When repair cannot reach what a replica lacks (a metadata
+// RangeEvicted, a partition window that cannot connect to its segments)
+// the core sets NeedTransfer; the shell runs a TransferSession
+// (transfer.go, 7.6-7.7) and hands back the installed commit point
+// (Installed). Unlike 6.12 rule 1 a restarted metadata replica does not arm
+// a transfer at boot: it repairs, and transfers only if repair is refused.
 //
 // Prepares travel down the chain of 4.6 (P, P+1, ..., P-1). When a hop of
 // that chain is down, the replicas after it hear a prepare only from the
