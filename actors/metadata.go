@@ -3,6 +3,7 @@ package actors
 import (
 	"bytes"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -297,7 +298,10 @@ func (m *metadataActor) recover(floor, head, highestCommit uint64, unapplied [][
 		return nil // no prior life
 	}
 	w := min(max(highestCommit, floor), head)
-	rc := vsr.Recovery{View: st.View, LogView: st.LogView, CommitMax: st.CommitMax, Commit: w}
+	var inc [16]byte
+	_, _ = rand.Read(inc[:]) // a fresh incarnation at every boot (6.12 rule 2)
+	rc := vsr.Recovery{View: st.View, LogView: st.LogView, CommitMax: st.CommitMax, Commit: w,
+		Incarnation: wire.U128{Lo: binary.LittleEndian.Uint64(inc[:]), Hi: binary.LittleEndian.Uint64(inc[8:])}}
 	if !ok && len(unapplied) > 0 {
 		last := wire.HeaderOf(unapplied[len(unapplied)-1]).Prepare()
 		rc.View, rc.LogView = last.View, last.View // 9.3 step 6
@@ -679,15 +683,19 @@ func (m *metadataActor) submit(ctx actor.Context, req *clientRequest, client wir
 func (m *metadataActor) drive(ctx actor.Context) {
 	for m.core.HasReady() {
 		rd := m.core.Ready()
-		if rd.State != nil && !m.n.persistState(m.log, m.core, wire.MetadataGroup, *rd.State, 0) {
-			rd.Send = nil // 6.13: nothing that advertises the view before it is durable
-		}
+		// Truncate before the view state is written: a restart that finds
+		// log_view v trusts its journal as view v's log (vsr reconcile).
 		if rd.Truncate != 0 {
 			if err := m.n.store.TruncatePrepares(wire.MetadataGroup, rd.Truncate); err != nil {
-				// The entries stay on disk; a restart's probe and
-				// reconciliation drop them again.
 				m.log.Error("metadata journal truncation", "from_op", rd.Truncate, "err", err)
+				if rd.State != nil {
+					m.core.StateFailed() // keep the old log_view on disk with the old journal
+					rd.State, rd.Send = nil, nil
+				}
 			}
+		}
+		if rd.State != nil && !m.n.persistState(m.log, m.core, wire.MetadataGroup, *rd.State, 0) {
+			rd.Send = nil // 6.13: nothing that advertises the view before it is durable
 		}
 		if len(rd.Journal) > 0 {
 			err := m.journal(rd.Journal)

@@ -207,6 +207,10 @@ func (r *Replica) onRequestPrepares(req wire.RequestPreparesHeader) {
 		head := make([]byte, wire.HeaderSize)
 		copy(head, frame[:wire.HeaderSize])
 		wire.HeaderOf(head).SetCommand(wire.CmdRepairPrepare) // identity unaffected (7.3 step 6)
+		if r.status == StatusNormal && r.logView == r.view {
+			// Served from this view's log: the view says so (see proven).
+			wire.HeaderOf(head).SetView(r.view)
+		}
 		r.ready.Send = append(r.ready.Send, Envelope{To: req.Replica, Head: head, Body: frame[wire.HeaderSize:]})
 		last = op
 	}
@@ -266,8 +270,76 @@ func (r *Replica) onRepairPrepare(frame []byte, p wire.PrepareHeader) {
 		return // already held
 	}
 	wire.HeaderOf(frame).SetCommand(wire.CmdPrepare) // journaled as the prepare it is
-	r.log[p.Op] = &entry{frame: frame, hdr: p, repaired: true}
+	r.log[p.Op] = &entry{frame: frame, hdr: p, repaired: true, provenView: r.view,
+		proven: r.status == StatusNormal && p.View == r.view && r.logView == r.view}
 	r.emitRepaired()
+}
+
+// proven reports whether the entry held at op is this view's op, so may
+// be applied or reported present in a DVC. A RepairPrepare carries no
+// nonce, and duplication can deliver one served in an older view long
+// after (11.2): such an op may have been discarded since, and its number
+// reused. So a repaired entry is applied only when proven (the choice of
+// this package; 7.4 trusts the session): served by a replica in Normal in
+// this very view (our servers stamp the view they serve from, which the
+// prepare identity does not cover, 2.2 rule 3), named by the view's
+// headers (adopted StartView, merged log), or named as parent by a proven
+// entry above it. Live entries are proven by construction.
+//
+// A proof holds for the log of one view: it counts while log_view is that
+// view (so an op acknowledged in view v is reported present in the DVCs
+// that leave v), and must be made again for the next view's log.
+func (r *Replica) proven(op uint64) bool {
+	e := r.log[op]
+	if e == nil {
+		return op <= r.commitMin
+	}
+	if !e.repaired || e.proven && e.provenView == r.logView {
+		return true
+	}
+	ok := false
+	if h, found := r.viewHeader(op); found {
+		ok = h.Checksum == e.hdr.Checksum
+	} else if above := r.log[op+1]; above != nil {
+		ok = above.hdr.Parent == e.hdr.Checksum && r.proven(op+1)
+	} else if h, found := r.viewHeader(op + 1); found {
+		ok = h.Parent == e.hdr.Checksum
+	}
+	if ok {
+		e.proven, e.provenView = true, r.logView
+	}
+	return ok
+}
+
+// refuted reports whether the repaired entry at op is proven not to be
+// this view's op: the view's header at op, or the proven entry above it,
+// names another identity. The commit walk drops it, and repair asks again.
+func (r *Replica) refuted(op uint64) bool {
+	e := r.log[op]
+	if e == nil || !e.repaired {
+		return false
+	}
+	if h, ok := r.viewHeader(op); ok {
+		return h.Checksum != e.hdr.Checksum
+	}
+	if above := r.log[op+1]; above != nil && r.proven(op+1) {
+		return above.hdr.Parent != e.hdr.Checksum
+	}
+	if h, ok := r.viewHeader(op + 1); ok {
+		return h.Parent != e.hdr.Checksum
+	}
+	return false
+}
+
+// viewHeader is the header the current view's log names at op: the
+// primary-elect's merged log, or the StartView this backup adopted.
+func (r *Replica) viewHeader(op uint64) (wire.PrepareHeader, bool) {
+	if m := r.vc.merged; m != nil {
+		if h, ok := m.header(op); ok {
+			return h, true
+		}
+	}
+	return r.adoptedHeader(op)
 }
 
 // emitRepaired hands held repaired entries to the journal in op order,

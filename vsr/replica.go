@@ -193,6 +193,9 @@ type Recovery struct {
 	CommitChecksum  wire.U128
 	CommitTimestamp uint64
 	Journal         [][]byte
+	// Incarnation is this boot's random u128 (6.12 rule 2; metadata only,
+	// its low bit is forced to 1): the shell draws it anew at every boot.
+	Incarnation wire.U128
 }
 
 type entry struct {
@@ -203,6 +206,11 @@ type entry struct {
 	quorum    bool
 	repaired  bool // arrived as a RepairPrepare: never acked or forwarded
 	emitted   bool // a repaired entry handed to the shell's journal
+	// proven: a repaired entry known to be the op of the log of view
+	// provenView (see repair.go, proven); live entries are their view's
+	// by construction.
+	proven     bool
+	provenView uint32
 	tag       any
 }
 
@@ -329,7 +337,11 @@ func (r *Replica) Recover(rc Recovery) {
 	}
 	r.ceded = r.IsPrimary()
 	if r.cfg.Metadata {
-		r.incarnation = wire.U128{Lo: r.random() | 1, Hi: r.random()}
+		r.incarnation = rc.Incarnation
+		if r.incarnation.IsZero() {
+			r.incarnation = wire.U128{Lo: r.random(), Hi: r.random()}
+		}
+		r.incarnation.Lo |= 1
 	}
 	r.startProbe()
 }
@@ -565,8 +577,8 @@ func (r *Replica) truncateFrom(op uint64) {
 // forward sends a journaled prepare down the chain (4.6).
 func (r *Replica) forward(e *entry) {
 	n := r.cfg.ReplicaCount
-	if n == 1 || e.hdr.Op <= r.commitMin {
-		return
+	if n == 1 || e.hdr.Op <= r.commitMin || r.status != StatusNormal {
+		return // outside Normal a forward would restamp it into a view that may have discarded it
 	}
 	next := uint8((int(r.cfg.Replica) + 1) % n)
 	if next == PrimaryIndex(e.hdr.View, n) {
@@ -718,9 +730,12 @@ func (r *Replica) onPrepare(frame []byte) {
 		return
 	}
 	if e := r.log[p.Op]; e != nil {
-		if e.hdr.Checksum == p.Checksum && e.journaled {
-			r.forward(e)
-			r.sendPrepareOk(e)
+		if e.hdr.Checksum == p.Checksum {
+			e.proven, e.provenView = true, r.view // the primary of this view sent it live
+			if e.journaled {
+				r.forward(e)
+				r.sendPrepareOk(e)
+			}
 		}
 		return
 	}
@@ -871,6 +886,13 @@ func (r *Replica) commitJournal() {
 	for op := r.commitMin + 1; op <= min(r.commitMax, r.sequencer); op++ {
 		e := r.log[op]
 		if e == nil || !e.journaled {
+			return
+		}
+		if !r.proven(op) {
+			if r.refuted(op) {
+				r.drop("repaired op refuted by the view's log")
+				r.truncateFrom(op)
+			}
 			return
 		}
 		r.emitCommit(op, e)

@@ -147,8 +147,8 @@ func (r *Replica) suffix(commit uint64) wire.BuiltSuffix {
 	src := wire.SuffixSource{Commit: commit, Head: r.sequencer, AdoptedTop: r.adoptedTop,
 		Journal: func(op uint64) (*wire.Header, bool) {
 			f := r.frameAt(op)
-			if f == nil {
-				return nil, false
+			if f == nil || !r.proven(op) {
+				return nil, false // an unproven repaired op was never acknowledged here: nacked
 			}
 			return wire.HeaderOf(f), true
 		}}
@@ -290,7 +290,7 @@ func (r *Replica) electProgress() {
 	if m == nil || r.status != StatusViewChange {
 		return
 	}
-	r.reconcile(m.header, max(m.opHead, r.commitMin))
+	r.reconcile(m.header, max(m.opHead, r.commitMin), false)
 	r.emitRepaired()
 	r.commitJournal()
 	missing := uint64(0)
@@ -359,6 +359,7 @@ func (r *Replica) startView() {
 	r.rsvTimer.stop()
 	r.enterNormal()
 	for op := r.commitMin + 1; op <= r.sequencer; op++ {
+		// Reconciled against the merged log with no hole: this view's.
 		e := r.log[op]
 		e.acks, e.quorum, e.repaired = 1<<r.cfg.Replica, false, false
 	}
@@ -400,10 +401,25 @@ func (r *Replica) onStartView(frame []byte) {
 	case s.View == r.logView && s.Op < r.commitMin:
 		r.drop("stale start_view")
 		return
+	case r.status == StatusNormal && s.View == r.view && r.logView == r.view:
+		// This view is adopted already: a late or duplicated StartView of
+		// it must not truncate what was prepared in it since (6.10 step 4
+		// only guards commit_min). Take its commit point alone.
+		r.commitMax = max(r.commitMax, s.Commit)
+		r.commitJournal()
+		r.maybeRepair()
+		return
 	}
 	entries, err := wire.DecodeSuffix(s.Op, frame[wire.HeaderSize:], wire.U128{}, wire.U128{})
 	if err != nil {
 		entries = nil // 6.10 step 6: the numbers are still adopted
+	}
+	// A replica that already served in this view (log_view == sv.view, as
+	// after a restart) holds only that view's ops: what it journaled above
+	// sv.op came later in the same view, not from a discarded one.
+	head, oldLogView := s.Op, r.logView
+	if s.View == r.logView {
+		head = max(head, r.sequencer)
 	}
 	r.view, r.logView, r.status, r.ceded = s.View, s.View, StatusNormal, false
 	r.commitMax = max(r.commitMax, s.Commit)
@@ -418,7 +434,7 @@ func (r *Replica) onStartView(frame []byte) {
 		}
 		r.adoptedTop = s.Op
 	}
-	r.knownHead = s.Op
+	r.knownHead = head
 	r.primaryBeat = 0
 	r.svcTimer.stop()
 	r.dvcTimer.stop()
@@ -427,8 +443,8 @@ func (r *Replica) onStartView(frame []byte) {
 	r.probeAttempts = 0
 	r.enterNormal()
 	r.ViewsAdopted++
-	r.reconcile(r.adoptedHeader, s.Op)
-	for op := s.Commit + 1; op <= min(s.Op, r.sequencer); op++ {
+	r.reconcile(r.adoptedHeader, head, s.View == oldLogView)
+	for op := s.Commit + 1; op <= min(head, r.sequencer); op++ {
 		if f := r.frameAt(op); f != nil {
 			r.ackPrepare(wire.HeaderOf(f).Prepare())
 		}
@@ -450,8 +466,10 @@ func (r *Replica) adoptedHeader(op uint64) (wire.PrepareHeader, bool) {
 // from the highest held op to commit_min + 1, an entry stays only if its
 // identity is the one the view names (known) or the parent the kept entry
 // above it names; everything from the lowest entry that fails is
-// truncated, and so is everything above head.
-func (r *Replica) reconcile(known func(uint64) (wire.PrepareHeader, bool), head uint64) {
+// truncated, and so is everything above head. sameView: the replica
+// already served in this view (its log_view is the view's), so what it
+// journaled is this view's log unless a header says otherwise.
+func (r *Replica) reconcile(known func(uint64) (wire.PrepareHeader, bool), head uint64, sameView bool) {
 	top := head
 	for op := range r.log {
 		top = max(top, op)
@@ -477,10 +495,16 @@ func (r *Replica) reconcile(known func(uint64) (wire.PrepareHeader, bool), head 
 			continue
 		case e != nil && have && e.hdr.Checksum == expect:
 			expect = e.hdr.Parent
+			e.proven, e.provenView = true, r.logView
 			continue
 		case e != nil && !have && e.repaired:
 			// Repaired above a hole that hides its expected identity: it
-			// is proven (or refuted) once the ops above it arrive.
+			// is proven (or refuted) once the ops above it arrive, and is
+			// not applied before (proven).
+		case e != nil && !have && sameView && !ok:
+			expect, have = e.hdr.Parent, true
+			e.proven, e.provenView = true, r.logView
+			continue
 		case e != nil:
 			lowestBad = o
 		}
