@@ -94,7 +94,7 @@ type Result struct {
 	JournalFailures int
 	Net             NetStats
 	Violations      []string
-	Timeline      []Event
+	Timeline        []Event
 	// Digest is a hash of the timeline and every replica's applied ops:
 	// the same seed must give the same digest.
 	Digest uint64
@@ -134,13 +134,13 @@ type replica struct {
 	// caught up yet. Until it is, it counts as faulty: VSR survives f
 	// faulty replicas, and one that forgot prepares it acknowledged is one
 	// (replica-plane.md 9.4 rule 6).
-	amnesiac    bool
-	catchUpTo   uint64
+	amnesiac  bool
+	catchUpTo uint64
 	// transfer is the state transfer this replica receives (transfer.go);
 	// snapshotOp the commit point an installed one left (the metadata
 	// journal starts above it).
-	transfer   *vsr.TransferSession
-	snapshotOp uint64
+	transfer    *vsr.TransferSession
+	snapshotOp  uint64
 	viewChanges uint64            // views started or adopted, for the timeline
 	journal     map[uint64][]byte // the durable journal the shell keeps
 	applied     []applied

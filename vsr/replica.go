@@ -211,7 +211,7 @@ type entry struct {
 	// by construction.
 	proven     bool
 	provenView uint32
-	tag       any
+	tag        any
 }
 
 // Replica is one group's VSR state machine. It is not safe for concurrent
