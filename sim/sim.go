@@ -136,6 +136,10 @@ type replica struct {
 	// (replica-plane.md 9.4 rule 6).
 	amnesiac  bool
 	catchUpTo uint64
+	// headAtCrash is the journal head the replica had when it went down:
+	// an amnesiac replica is caught up only once it holds as much again
+	// (it may have acknowledged every op up to there).
+	headAtCrash uint64
 	// transfer is the state transfer this replica receives (transfer.go);
 	// snapshotOp the commit point an installed one left (the metadata
 	// journal starts above it).
@@ -332,7 +336,8 @@ func (r *run) crashOrRestart() {
 	var live, down []int
 	faulty := 0
 	for i, rp := range r.reps {
-		if rp.amnesiac && !rp.down && rp.core.Status() == vsr.StatusNormal && rp.core.CommitMin() >= rp.catchUpTo {
+		if rp.amnesiac && !rp.down && rp.core.Status() == vsr.StatusNormal && rp.core.CommitMin() >= rp.catchUpTo &&
+			rp.core.Op() >= rp.headAtCrash {
 			rp.amnesiac = false
 			r.event(i, "caught up after its restart")
 		}
@@ -350,6 +355,7 @@ func (r *run) crashOrRestart() {
 	if len(live) > 0 && faulty < maxFaulty && r.rng.Float64() < r.cfg.CrashProbability {
 		i := live[r.rng.IntN(len(live))]
 		r.reps[i].down = true
+		r.reps[i].headAtCrash = r.reps[i].core.Op()
 		r.res.Crashes++
 		r.event(i, "down (view %d, %s, commit %d)", r.reps[i].core.View(), r.reps[i].core.Status(), r.reps[i].core.CommitMin())
 		if r.cfg.CrashLosesMemory {
