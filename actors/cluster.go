@@ -82,6 +82,9 @@ func (n *Node) persistState(log *slog.Logger, core *vsr.Replica, group uint64, s
 	if err != nil {
 		log.Error("superblock write failed: view-scoped sends held back", "group", group, "view", s.View, "err", err)
 		core.StateFailed()
+		if limit := n.opts.Config.Cluster.SuperblockWedgedFatalTimeout.D(); limit > 0 && core.StateFailingFor() >= ticks(config.Duration(limit)) {
+			n.opts.FailStop(fmt.Sprintf("superblock of group %d unwritable for %v: %v", group, limit, err))
+		}
 		return false
 	}
 	core.StatePersisted()

@@ -55,6 +55,10 @@ type Options struct {
 	// partition's primary away from the metadata leader (primary = view mod
 	// n) without a view change.
 	PartitionView func(group uint64) uint32
+	// FailStop ends the process when a replica cannot go on consistently
+	// (a superblock wedged past cluster.superblock_wedged_fatal_timeout,
+	// replica-plane.md 6.13 rule 4). Default: log and exit with status 70.
+	FailStop func(reason string)
 }
 
 // Node is one running iggynode: an actor system, its storage and its
@@ -86,6 +90,15 @@ func Start(opts Options) (*Node, error) {
 	}
 	if opts.Clock == nil {
 		opts.Clock = func() uint64 { return uint64(time.Now().UnixMicro()) }
+	}
+	if opts.FailStop == nil {
+		log := opts.Logger
+		opts.FailStop = func(reason string) {
+			if log != nil {
+				log.Error("fail-stop", "reason", reason)
+			}
+			os.Exit(70)
+		}
 	}
 	cfg := opts.Config
 	store, err := storage.Open(cfg.System.Path, storage.Options{Logger: opts.Logger})

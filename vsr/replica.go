@@ -260,8 +260,8 @@ type Replica struct {
 	// durable is the (view, log_view) the shell was asked to persist;
 	// persisted what it last confirmed. stateBackoff holds sends back
 	// after a failed write (6.13 rule 3).
-	durable, persisted          State
-	stateBackoff, stateFailures int
+	durable, persisted                             State
+	stateBackoff, stateFailures, stateFailingTicks int
 	// transferring: a state transfer runs (the shell's TransferSession);
 	// NeedTransfer is the peer a metadata repair found compacted past what
 	// this replica lacks (7.5 metadata rule 2), -1 when none.
@@ -427,8 +427,13 @@ func (r *Replica) StateFailed() {
 
 // StatePersisted reports that Ready.State is durable.
 func (r *Replica) StatePersisted() {
-	r.persisted, r.stateFailures = r.durable, 0
+	r.persisted, r.stateFailures, r.stateFailingTicks = r.durable, 0, 0
 }
+
+// StateFailingFor is how many ticks the state write has been failing (0
+// after a success): past cluster.superblock_wedged_fatal_timeout the
+// process fail-stops (6.13 rule 4), which the shell does.
+func (r *Replica) StateFailingFor() int { return r.stateFailingTicks }
 
 // ungated keeps the frames 6.14 does not gate on durable view state.
 func ungated(sends []Envelope) []Envelope {
@@ -959,6 +964,9 @@ func (r *Replica) Tick() {
 	}
 	if r.stateBackoff > 0 {
 		r.stateBackoff--
+	}
+	if r.stateFailures > 0 {
+		r.stateFailingTicks++
 	}
 }
 

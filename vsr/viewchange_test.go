@@ -197,6 +197,10 @@ func TestViewScopedSendsWaitForDurableState(t *testing.T) {
 		t.Fatalf("%d StartViewChanges with the state", svcs)
 	}
 	r.StateFailed()
+	r.Tick()
+	if r.StateFailingFor() != 1 {
+		t.Fatalf("failing for %d ticks after one", r.StateFailingFor())
+	}
 	durable := false
 	for range 2 * r.cfg.ViewChangeRetransmitTicks {
 		r.Tick()
@@ -204,6 +208,9 @@ func TestViewScopedSendsWaitForDurableState(t *testing.T) {
 		if rd.State != nil {
 			r.StatePersisted()
 			durable = true
+			if r.StateFailingFor() != 0 {
+				t.Fatal("a successful write did not reset the failing time (6.13 rule 4)")
+			}
 		}
 		for _, e := range rd.Send {
 			if !durable {
