@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -813,5 +814,72 @@ func TestFailingTransferChildIsRestarted(t *testing.T) {
 	TestLateBackupCatchesUpByPartitionStateTransfer(t)
 	if panics.Load() < 2 {
 		t.Fatalf("the child saw %d chunks: it was not restarted after failing", panics.Load())
+	}
+}
+
+// 7.6 step 7 and the issue's "resumable after a crash of either side": the
+// server of a partition transfer (the primary) dies after its first chunk.
+// The other two elect a new primary; the receiver's session stalls, is
+// abandoned, its repair against the new primary is refused again, and it
+// transfers from the new primary instead, ending with its bytes.
+func TestTransferSurvivesItsServersCrash(t *testing.T) {
+	var logs testutil.Buffer
+	nodes := startNodes(t, 3, func(o *Options) {
+		o.Config.Partition.EvictedRingCapacity = 1
+		o.Config.Cluster.HeartbeatTimeout = config.Duration(500 * time.Millisecond)
+		o.Config.Cluster.CommitBroadcastInterval = config.Duration(100 * time.Millisecond)
+		o.Config.Cluster.RepairRetryInterval = config.Duration(100 * time.Millisecond)
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	full := replicaRoster(nodes)
+	without2 := append(append([]replicaplane.Peer(nil), full[:2]...), replicaplane.Peer{ID: 2})
+	for i, n := range nodes {
+		roster := without2
+		if i == 2 {
+			roster = full
+		}
+		if err := n.SetReplicaRoster(roster); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send := oneTopic(t, nodes[0], "resume")
+	send(0, 8)
+	// The receiver holds its first chunk until the server is gone, so the
+	// rest of the offer can only come from elsewhere.
+	firstChunk, serverGone := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	transferFrameHook = func(frame []byte) {
+		if wire.HeaderOf(frame).Command() == wire.CmdStateChunk {
+			once.Do(func() { close(firstChunk); <-serverGone })
+		}
+	}
+	defer func() { transferFrameHook = nil }()
+	for _, n := range nodes[:2] {
+		if err := n.SetReplicaRoster(full); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-firstChunk:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no transfer began\n%s", logs.String())
+	}
+	if err := nodes[0].Close(); err != nil {
+		t.Fatal(err)
+	}
+	close(serverGone)
+	group, _ := wire.PartitionGroup(0, 0, 0)
+	for deadline := time.Now().Add(40 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		want, n := storedBatches(nodes[1], group)
+		got, _ := storedBatches(nodes[2], group)
+		if n >= 8 && bytes.Equal(got, want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replica 2 holds %d bytes of replica 1's %d\n%s", len(got), len(want), logs.String())
+		}
+	}
+	if !strings.Contains(logs.String(), `msg="state transfer installed" partition=0 group=`+fmt.Sprint(group)+` commit_op=8 commit_max=8 from=1`) {
+		t.Fatalf("the transfer was not completed from the new primary\n%s", logs.String())
 	}
 }
