@@ -17,6 +17,7 @@ import (
 
 	"iggynode/config"
 	"iggynode/metadata"
+	"iggynode/storage"
 	"iggynode/vsr"
 	"iggynode/wire"
 )
@@ -213,7 +214,7 @@ func (m *metadataActor) boot(ctx actor.Context) error {
 	floor := m.state.AppliedOp()
 	m.snapshotOp = floor
 	clustered := m.n.cluster.n > 1
-	var head, highestCommit uint64
+	var head, highestCommit, breakAt uint64
 	var headChecksum wire.U128
 	var headTs uint64
 	var unapplied [][]byte // a cluster member's journal above the snapshot, applied below up to W
@@ -223,7 +224,8 @@ func (m *metadataActor) boot(ctx actor.Context) error {
 		}
 		ph := wire.HeaderOf(frame).Prepare()
 		if head != 0 && (ph.Op != head+1 || ph.Parent != headChecksum) {
-			return fmt.Errorf("metadata journal breaks its hash chain at op %d", op)
+			breakAt = op // 9.3 step 3: the suffix from the break is truncated
+			return storage.ErrStopScan
 		}
 		if head == 0 && floor == 0 && (ph.Op != 1 || !ph.Parent.IsZero()) {
 			return fmt.Errorf("metadata journal does not start at op 1")
@@ -241,6 +243,12 @@ func (m *metadataActor) boot(ctx actor.Context) error {
 	})
 	if err != nil {
 		return err
+	}
+	if breakAt != 0 {
+		m.log.Warn("metadata journal breaks its hash chain: truncating from the break", "op", breakAt)
+		if err := st.TruncatePrepares(wire.MetadataGroup, breakAt); err != nil {
+			return err
+		}
 	}
 	if head == 0 && floor > 0 {
 		head = floor // the journal was emptied by an installed state transfer (7.9.4)

@@ -175,6 +175,15 @@ func (r *Replica) tickRepair() {
 	r.repair.idle++
 	if r.repair.idle >= r.cfg.RepairRetryTicks {
 		r.repair.idle = 0
+		if r.vc.merged != nil && r.repair.askedHead == r.sequencer {
+			// A primary-elect's source that brings nothing (it lacks the
+			// op after all, or holds another identity) is left for the
+			// next one, instead of waiting for the view to escalate.
+			r.vc.tried |= 1 << r.repair.peer
+			r.repair = repairSession{}
+			r.electProgress()
+			return
+		}
 		r.requestPrepares()
 	}
 }
@@ -259,7 +268,7 @@ func (r *Replica) onRepairPrepare(frame []byte, p wire.PrepareHeader) {
 			return
 		}
 	}
-	if h, ok := r.adopted[p.Op]; ok && h.Prepare().Checksum != p.Checksum {
+	if h, ok := r.adopted[p.Op]; ok && r.vc.merged == nil && h.Prepare().Checksum != p.Checksum {
 		r.drop("repair_prepare differs from the adopted view")
 		return
 	}
@@ -273,6 +282,28 @@ func (r *Replica) onRepairPrepare(frame []byte, p wire.PrepareHeader) {
 	r.log[p.Op] = &entry{frame: frame, hdr: p, repaired: true, provenView: r.view,
 		proven: r.status == StatusNormal && p.View == r.view && r.logView == r.view}
 	r.emitRepaired()
+}
+
+// identityAt is the identity of op as this replica knows it: the held
+// entry's, or the committed op's at commit_min.
+func (r *Replica) identityAt(op uint64) (wire.U128, bool) {
+	if e := r.log[op]; e != nil {
+		return e.hdr.Checksum, true
+	}
+	if op == r.commitMin {
+		return r.committedChecksum, true
+	}
+	return wire.U128{}, false
+}
+
+// proofView is the view a proof is made for: the log_view, or, while a
+// primary-elect holds a merged log, the view it is starting (its old
+// log_view's proofs say nothing about the new log).
+func (r *Replica) proofView() uint32 {
+	if r.vc.merged != nil {
+		return r.view
+	}
+	return r.logView
 }
 
 // proven reports whether the entry held at op is this view's op, so may
@@ -294,7 +325,7 @@ func (r *Replica) proven(op uint64) bool {
 	if e == nil {
 		return op <= r.commitMin
 	}
-	if !e.repaired || e.proven && e.provenView == r.logView {
+	if !e.repaired || e.proven && e.provenView == r.proofView() {
 		return true
 	}
 	ok := false
@@ -306,7 +337,7 @@ func (r *Replica) proven(op uint64) bool {
 		ok = h.Parent == e.hdr.Checksum
 	}
 	if ok {
-		e.proven, e.provenView = true, r.logView
+		e.proven, e.provenView = true, r.proofView()
 	}
 	return ok
 }
@@ -344,10 +375,26 @@ func (r *Replica) viewHeader(op uint64) (wire.PrepareHeader, bool) {
 
 // emitRepaired hands held repaired entries to the journal in op order,
 // starting right above everything journaled or already handed over.
+//
+// The journal never gets a broken hash chain (a restart would refuse it,
+// 9.3 step 3): an entry whose parent is not the identity of the op below
+// is not handed over. If the op below is a repaired one nothing proved,
+// it is the suspect and is truncated (repair asks again); otherwise the
+// new entry is dropped.
 func (r *Replica) emitRepaired() {
 	for next := max(r.sequencer, r.repair.emitted) + 1; ; next++ {
 		e := r.log[next]
 		if e == nil || !e.repaired || e.emitted {
+			return
+		}
+		if below, ok := r.identityAt(next - 1); ok && !below.IsZero() && !e.hdr.Parent.IsZero() && e.hdr.Parent != below {
+			if b := r.log[next-1]; b != nil && b.repaired && !r.proven(next-1) && next-1 > r.commitMin {
+				r.drop("repaired op below does not chain: truncated")
+				r.truncateFrom(next - 1)
+			} else {
+				r.drop("repaired op does not chain onto the one below")
+				delete(r.log, next)
+			}
 			return
 		}
 		e.emitted = true

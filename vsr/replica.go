@@ -163,8 +163,10 @@ type Ready struct {
 	// (TransientNotCommitted for the client).
 	Canceled []any
 	// State, when set, must be durable (the group's superblock, 9.2)
-	// before anything in Send goes out (6.13); if writing it fails, the
-	// shell sends nothing of this Ready and reports StateFailed.
+	// before anything in Send goes out (6.13) and before the shell takes
+	// the next Ready (the core counts it durable from here on); if writing
+	// it fails, the shell sends nothing of this Ready and reports
+	// StateFailed before the next call.
 	State *State
 	// Truncate, when non-zero, is the lowest op to remove from the journal
 	// (every entry at or above it), before appending Journal. Truncated
@@ -267,6 +269,9 @@ type Replica struct {
 	// this replica lacks (7.5 metadata rule 2), -1 when none.
 	transferring bool
 	NeedTransfer int
+	// recoveryBarrier is the journal head a restart recovered above its
+	// commit point (9.3 step 7).
+	recoveryBarrier uint64
 
 	repair   repairSession
 	retained retained
@@ -335,6 +340,9 @@ func (r *Replica) Recover(rc Recovery) {
 		r.enterNormal()
 		return
 	}
+	if r.sequencer > r.commitMin {
+		r.recoveryBarrier = r.sequencer
+	}
 	r.ceded = r.IsPrimary()
 	if r.cfg.Metadata {
 		r.incarnation = rc.Incarnation
@@ -393,9 +401,12 @@ func (r *Replica) Leading() bool {
 	return r.IsPrimary() && r.status == StatusNormal && !r.ceded
 }
 
-// CaughtUpPrimary is the admission gate of 5.3.1 step 2.
+// CaughtUpPrimary is the admission gate of 5.3.1 step 2, with the
+// recovery barrier of 9.3 step 7: a replica restarted with journaled ops
+// above its commit point admits nothing until commit_max reaches its
+// recovered head (or a view change discarded the ops above).
 func (r *Replica) CaughtUpPrimary() bool {
-	return r.Leading() && r.commitMin == r.commitMax
+	return r.Leading() && r.commitMin == r.commitMax && r.commitMax >= min(r.recoveryBarrier, r.sequencer)
 }
 
 // Ready returns and clears the pending outputs. When (view, log_view)
@@ -748,9 +759,12 @@ func (r *Replica) onPrepare(frame []byte) {
 		r.drop("prepare differs from the adopted view")
 		return
 	}
-	if prev := r.log[p.Op-1]; prev != nil && prev.hdr.View == p.View && !p.Parent.IsZero() &&
-		!prev.hdr.Checksum.IsZero() && p.Parent != prev.hdr.Checksum {
-		r.drop("hash chain break")
+	if prev := r.log[p.Op-1]; prev != nil && !p.Parent.IsZero() && !prev.hdr.Checksum.IsZero() && p.Parent != prev.hdr.Checksum {
+		// The primary of this view names another op below: ours is not
+		// this view's (never at or below commit_min, which is not held).
+		r.drop("hash chain break: the op below is truncated")
+		r.truncateFrom(p.Op - 1)
+		r.maybeRepair()
 		return
 	}
 	if p.Op != r.sequencer+1 {

@@ -54,6 +54,7 @@ type viewChange struct {
 	dvcs             []*dvcRecord // by replica
 	decided          bool
 	merged           *mergedLog // the primary-elect's parked log
+	tried            uint64     // repair sources that stalled for this merged log
 }
 
 // beginViewChange is 6.3: enter a view change at v.
@@ -290,7 +291,7 @@ func (r *Replica) electProgress() {
 	if m == nil || r.status != StatusViewChange {
 		return
 	}
-	r.reconcile(m.header, max(m.opHead, r.commitMin), false)
+	r.reconcile(m.header, max(m.opHead, r.commitMin), false, 0)
 	r.emitRepaired()
 	r.commitJournal()
 	missing := uint64(0)
@@ -312,8 +313,15 @@ func (r *Replica) electProgress() {
 	}
 	source := -1
 	var best uint32
+	untried := false
 	for _, d := range r.vc.dvcs {
-		if d == nil || d.replica == r.cfg.Replica {
+		untried = untried || d != nil && d.replica != r.cfg.Replica && r.vc.tried&(1<<d.replica) == 0
+	}
+	if !untried {
+		r.vc.tried = 0 // every source stalled once: go round again
+	}
+	for _, d := range r.vc.dvcs {
+		if d == nil || d.replica == r.cfg.Replica || r.vc.tried&(1<<d.replica) != 0 {
 			continue
 		}
 		e := d.at(missing)
@@ -443,7 +451,7 @@ func (r *Replica) onStartView(frame []byte) {
 	r.probeAttempts = 0
 	r.enterNormal()
 	r.ViewsAdopted++
-	r.reconcile(r.adoptedHeader, head, s.View == oldLogView)
+	r.reconcile(r.adoptedHeader, head, s.View == oldLogView, s.Op)
 	for op := s.Commit + 1; op <= min(head, r.sequencer); op++ {
 		if f := r.frameAt(op); f != nil {
 			r.ackPrepare(wire.HeaderOf(f).Prepare())
@@ -468,8 +476,10 @@ func (r *Replica) adoptedHeader(op uint64) (wire.PrepareHeader, bool) {
 // above it names; everything from the lowest entry that fails is
 // truncated, and so is everything above head. sameView: the replica
 // already served in this view (its log_view is the view's), so what it
-// journaled is this view's log unless a header says otherwise.
-func (r *Replica) reconcile(known func(uint64) (wire.PrepareHeader, bool), head uint64, sameView bool) {
+// journaled above trustAbove (the StartView's head) came later in this
+// view; below it every entry must be proven like any other (a restart
+// does not tell an unproven repaired entry from a live one).
+func (r *Replica) reconcile(known func(uint64) (wire.PrepareHeader, bool), head uint64, sameView bool, trustAbove uint64) {
 	top := head
 	for op := range r.log {
 		top = max(top, op)
@@ -495,15 +505,15 @@ func (r *Replica) reconcile(known func(uint64) (wire.PrepareHeader, bool), head 
 			continue
 		case e != nil && have && e.hdr.Checksum == expect:
 			expect = e.hdr.Parent
-			e.proven, e.provenView = true, r.logView
+			e.proven, e.provenView = true, r.proofView()
 			continue
 		case e != nil && !have && e.repaired:
 			// Repaired above a hole that hides its expected identity: it
 			// is proven (or refuted) once the ops above it arrive, and is
 			// not applied before (proven).
-		case e != nil && !have && sameView && !ok:
+		case e != nil && !have && sameView && !ok && o > trustAbove:
 			expect, have = e.hdr.Parent, true
-			e.proven, e.provenView = true, r.logView
+			e.proven, e.provenView = true, r.proofView()
 			continue
 		case e != nil:
 			lowestBad = o
