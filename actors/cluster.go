@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -77,8 +78,14 @@ func (n *Node) coreConfig(group uint64, metadata bool) vsr.Config {
 // sends go out (replica-plane.md 6.13) and reports the outcome to the
 // core; false means the Ready's sends must be dropped.
 func (n *Node) persistState(log *slog.Logger, core *vsr.Replica, group uint64, s vsr.State, frontier uint64) bool {
-	err := n.store.SaveVsrState(group, storage.VsrState{Cluster: n.cluster.id, ReplicaID: n.cluster.self,
-		ReplicaCount: uint8(n.cluster.n), View: s.View, LogView: s.LogView, CommitMax: s.CommitMax, OffsetFrontier: frontier}, true)
+	// The view head first (not synced; the superblock's sync covers it):
+	// a restart reads it with the superblock it goes with.
+	head := binary.LittleEndian.AppendUint64(make([]byte, 0, 8+len(s.ViewHeaders)), s.ViewHead)
+	err := n.store.Put(viewHeadKey(group), append(head, s.ViewHeaders...), false)
+	if err == nil {
+		err = n.store.SaveVsrState(group, storage.VsrState{Cluster: n.cluster.id, ReplicaID: n.cluster.self,
+			ReplicaCount: uint8(n.cluster.n), View: s.View, LogView: s.LogView, CommitMax: s.CommitMax, OffsetFrontier: frontier}, true)
+	}
 	if err != nil {
 		log.Error("superblock write failed: view-scoped sends held back", "group", group, "view", s.View, "err", err)
 		core.StateFailed()
@@ -90,6 +97,19 @@ func (n *Node) persistState(log *slog.Logger, core *vsr.Replica, group uint64, s
 	core.StatePersisted()
 	log.Info("view state durable", "group", group, "view", s.View, "log_view", s.LogView, "status", core.Status().String())
 	return true
+}
+
+// viewHeadKey holds a group's vsr.State.ViewHead and ViewHeaders next to
+// its superblock: the head (u64 LE), then the StartView suffix.
+func viewHeadKey(group uint64) string { return fmt.Sprintf("vsr/%d/view_head", group) }
+
+// loadViewHead reads them back (0 and nil when absent).
+func (n *Node) loadViewHead(group uint64) (uint64, []byte, error) {
+	v, ok, err := n.store.Get(viewHeadKey(group))
+	if err != nil || !ok || len(v) < 8 {
+		return 0, nil, err
+	}
+	return binary.LittleEndian.Uint64(v), v[8:], nil
 }
 
 // setupCluster reads the [cluster] section: this node's id and the roster

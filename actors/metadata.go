@@ -305,11 +305,15 @@ func (m *metadataActor) recover(floor, head, highestCommit uint64, unapplied [][
 	if !ok && head == 0 && floor == 0 {
 		return nil // no prior life
 	}
+	viewHead, viewHeaders, err := m.n.loadViewHead(wire.MetadataGroup)
+	if err != nil {
+		return err
+	}
 	w := min(max(highestCommit, floor), head)
 	var inc [16]byte
 	_, _ = rand.Read(inc[:]) // a fresh incarnation at every boot (6.12 rule 2)
 	rc := vsr.Recovery{View: st.View, LogView: st.LogView, CommitMax: st.CommitMax, Commit: w,
-		Incarnation: wire.U128{Lo: binary.LittleEndian.Uint64(inc[:]), Hi: binary.LittleEndian.Uint64(inc[8:])}}
+		Incarnation: wire.U128{Lo: binary.LittleEndian.Uint64(inc[:]), Hi: binary.LittleEndian.Uint64(inc[8:])}, ViewHead: viewHead, ViewHeaders: viewHeaders}
 	if !ok && len(unapplied) > 0 {
 		last := wire.HeaderOf(unapplied[len(unapplied)-1]).Prepare()
 		rc.View, rc.LogView = last.View, last.View // 9.3 step 6

@@ -285,7 +285,11 @@ func (p *partitionActor) boot() error {
 		// Prior life (9.4 rule 5): the journal was memory; the segments
 		// stand in for the log below the commit point, repair and the
 		// floor rule fetch the rest once the probe finds the view.
-		rc := vsr.Recovery{View: sb.View, LogView: sb.LogView, CommitMax: sb.CommitMax}
+		viewHead, viewHeaders, err := p.node.loadViewHead(p.ref.Group)
+		if err != nil {
+			return err
+		}
+		rc := vsr.Recovery{View: sb.View, LogView: sb.LogView, CommitMax: sb.CommitMax, ViewHead: viewHead, ViewHeaders: viewHeaders}
 		if v, ok, err := st.Get(appliedKey(p.ref.Group)); err != nil {
 			return err
 		} else if ok && len(v) == 32 {

@@ -387,7 +387,7 @@ func (r *run) bringUp(i int) {
 		return
 	}
 	rp.core, rp.transfer = vsr.New(r.coreConfig(i)), nil
-	rc := vsr.Recovery{View: rp.state.View, LogView: rp.state.LogView, CommitMax: rp.state.CommitMax,
+	rc := vsr.Recovery{View: rp.state.View, LogView: rp.state.LogView, CommitMax: rp.state.CommitMax, ViewHead: rp.state.ViewHead, ViewHeaders: rp.state.ViewHeaders,
 		Incarnation: wire.U128{Lo: r.rng.Uint64(), Hi: r.rng.Uint64()}} // fresh at every boot (6.12 rule 2)
 	if r.cfg.PartitionPlane {
 		// The segments hold every applied batch, and the shell recorded

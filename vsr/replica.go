@@ -181,6 +181,19 @@ type Ready struct {
 type State struct {
 	View, LogView uint32
 	CommitMax     uint64
+	// ViewHead is the head of the log_view's log this replica adopted
+	// (the StartView's op; 0 when it started the view itself or holds it
+	// all). After a restart its DoViewChange must still announce it, or a
+	// replica whose journal stops short of that head would report a
+	// commit point capped below ops its view committed (6.5.1 caps commit
+	// at op). ViewHeaders is that StartView's suffix (its body), the
+	// headers of the view's log the replica may not hold: without them a
+	// DoViewChange announcing the view's log would make every other
+	// replica's copy of those ops look discarded (6.7 step 4's implicit
+	// nack). The 9.2 record has no room for either: shells keep them
+	// beside it.
+	ViewHead    uint64
+	ViewHeaders []byte
 }
 
 // Recovery is what a restarted replica recovered from durable state
@@ -195,6 +208,9 @@ type Recovery struct {
 	CommitChecksum  wire.U128
 	CommitTimestamp uint64
 	Journal         [][]byte
+	// ViewHead and ViewHeaders are State's as last persisted.
+	ViewHead    uint64
+	ViewHeaders []byte
 	// Incarnation is this boot's random u128 (6.12 rule 2; metadata only,
 	// its low bit is forced to 1): the shell draws it anew at every boot.
 	Incarnation wire.U128
@@ -250,9 +266,10 @@ type Replica struct {
 	// step 6), adoptedTop its op; knownHead is the head of the current
 	// view this backup knows of (from the StartView or a prepare it could
 	// not journal yet), which repair fills up to.
-	adopted    map[uint64]wire.Header
-	adoptedTop uint64
-	knownHead  uint64
+	adopted       map[uint64]wire.Header
+	adoptedTop    uint64
+	adoptedSuffix []byte // the adopted StartView's body, for State
+	knownHead     uint64
 	// primaryBeat is the last heartbeat counter heard from this view's
 	// primary (see the view change choices).
 	primaryBeat   uint64
@@ -320,7 +337,8 @@ func (r *Replica) Recover(rc Recovery) {
 	assert(r.sequencer == 0 && len(r.log) == 0, "recover on a fresh replica")
 	assert(rc.LogView <= rc.View, "view >= log_view")
 	r.view, r.logView = rc.View, rc.LogView
-	r.durable = State{View: rc.View, LogView: rc.LogView}
+	r.durable = State{View: rc.View, LogView: rc.LogView, ViewHead: rc.ViewHead, ViewHeaders: rc.ViewHeaders}
+	r.adoptSuffix(rc.ViewHead, rc.ViewHeaders)
 	r.persisted = r.durable
 	r.commitMin, r.sequencer = rc.Commit, rc.Commit
 	r.commitMax = max(rc.CommitMax, rc.Commit)
@@ -415,8 +433,8 @@ func (r *Replica) CaughtUpPrimary() bool {
 func (r *Replica) Ready() Ready {
 	rd := r.ready
 	r.ready = Ready{}
-	cur := State{View: r.view, LogView: r.logView, CommitMax: r.commitMax}
-	if cur.View != r.durable.View || cur.LogView != r.durable.LogView {
+	cur := State{View: r.view, LogView: r.logView, CommitMax: r.commitMax, ViewHead: r.adoptedTop, ViewHeaders: r.adoptedSuffix}
+	if r.stateChanged() {
 		if r.stateBackoff == 0 {
 			rd.State = &cur
 			r.durable = cur
@@ -462,7 +480,13 @@ func ungated(sends []Envelope) []Envelope {
 // HasReady reports whether outputs are pending.
 func (r *Replica) HasReady() bool {
 	return len(r.ready.Journal)+len(r.ready.Send)+len(r.ready.Commit)+len(r.ready.Canceled) > 0 ||
-		r.ready.Truncate != 0 || (r.stateBackoff == 0 && (r.view != r.durable.View || r.logView != r.durable.LogView))
+		r.ready.Truncate != 0 || (r.stateBackoff == 0 && r.stateChanged())
+}
+
+// stateChanged: the durable state the shell last took differs from the
+// replica's (commit_max alone does not count, 6.13 rule 2).
+func (r *Replica) stateChanged() bool {
+	return r.view != r.durable.View || r.logView != r.durable.LogView || r.adoptedTop != r.durable.ViewHead
 }
 
 // Submit admits a request at the primary (5.2 rule 3): prepare it now if the

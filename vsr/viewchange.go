@@ -349,7 +349,7 @@ func (r *Replica) startView() {
 	r.vc.merged = nil
 	clear(r.vc.dvcs)
 	r.status, r.ceded, r.logView = StatusNormal, false, r.view
-	r.adopted, r.adoptedTop, r.knownHead = nil, 0, 0
+	r.adopted, r.adoptedTop, r.adoptedSuffix, r.knownHead = nil, 0, nil, 0
 	if e := r.log[r.sequencer]; e != nil {
 		r.lastChecksum = e.hdr.Checksum
 	} else if h, ok := m.headers[r.sequencer]; ok && r.lastChecksum.IsZero() {
@@ -432,15 +432,9 @@ func (r *Replica) onStartView(frame []byte) {
 	r.view, r.logView, r.status, r.ceded = s.View, s.View, StatusNormal, false
 	r.commitMax = max(r.commitMax, s.Commit)
 	r.resetViewChange()
-	r.adopted, r.adoptedTop = nil, 0
+	r.adopted, r.adoptedTop, r.adoptedSuffix = nil, 0, nil
 	if len(entries) > 0 {
-		r.adopted = make(map[uint64]wire.Header, len(entries))
-		for i := range entries {
-			if !entries[i].Blank {
-				r.adopted[entries[i].Prepare.Op] = entries[i].Header
-			}
-		}
-		r.adoptedTop = s.Op
+		r.adoptSuffix(s.Op, frame[wire.HeaderSize:])
 	}
 	r.knownHead = head
 	r.primaryBeat = 0
@@ -459,6 +453,30 @@ func (r *Replica) onStartView(frame []byte) {
 	}
 	r.commitJournal()
 	r.maybeRepair()
+}
+
+// adoptSuffix parks a StartView's suffix (its body, entries from head
+// down) as this replica's view log (6.10 step 6): from the StartView, or
+// from the durable state after a restart. A body that does not decode
+// parks nothing.
+func (r *Replica) adoptSuffix(head uint64, body []byte) {
+	r.adopted, r.adoptedTop, r.adoptedSuffix = nil, 0, nil
+	if head == 0 || len(body) == 0 {
+		r.adoptedTop = head
+		return
+	}
+	entries, err := wire.DecodeSuffix(head, body, wire.U128{}, wire.U128{})
+	if err != nil {
+		r.adoptedTop = head
+		return
+	}
+	r.adopted = make(map[uint64]wire.Header, len(entries))
+	for i := range entries {
+		if !entries[i].Blank {
+			r.adopted[entries[i].Prepare.Op] = entries[i].Header
+		}
+	}
+	r.adoptedTop, r.adoptedSuffix = head, body
 }
 
 func (r *Replica) adoptedHeader(op uint64) (wire.PrepareHeader, bool) {

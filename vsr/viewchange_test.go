@@ -240,3 +240,74 @@ func TestBadDoViewChangeIsDropped(t *testing.T) {
 		t.Fatalf("drops %v", r.Dropped)
 	}
 }
+
+// 6.5.1 and 6.10 steps 6-7 across a restart: a backup that adopted a
+// StartView (head 5, commit 3) while it holds none of those ops keeps the
+// view's head and headers in its durable state; after a restart its
+// DoViewChange still announces op 5, commit 3 and the headers of ops 3..5,
+// so the merge neither caps the commit point at its journal nor reads the
+// others' copies of those ops as discarded.
+func TestRestartedBackupStillAnnouncesItsViewsLog(t *testing.T) {
+	c := newCluster(3)
+	c.down = map[uint8]bool{2: true}
+	for op := uint64(1); op <= 5; op++ {
+		submit(t, c.reps[0], "op", 100+op, op)
+		c.settle()
+	}
+	var body []byte
+	for op := uint64(5); op >= 3; op-- {
+		body = append(body, c.reps[0].frameAt(op)[:wire.HeaderSize]...)
+	}
+	sv := wire.AppendStartView(nil, wire.StartViewHeader{View: 3, Replica: 0, Op: 5, Commit: 3, Group: 5}, body)
+	b := New(Config{Group: 5, Replica: 2, ReplicaCount: 3, Seed: 3})
+	b.Step(sv)
+	rd := b.Ready()
+	if rd.State == nil || rd.State.ViewHead != 5 || len(rd.State.ViewHeaders) != 3*wire.HeaderSize {
+		t.Fatalf("durable state %+v", rd.State)
+	}
+	st := *rd.State
+
+	b = New(Config{Group: 5, Replica: 2, ReplicaCount: 3, Seed: 4})
+	b.Recover(Recovery{View: st.View, LogView: st.LogView, CommitMax: st.CommitMax, ViewHead: st.ViewHead, ViewHeaders: st.ViewHeaders})
+	for i := 0; i < 2000 && b.Status() != StatusViewChange; i++ {
+		b.Tick()
+		b.Ready()
+	}
+	svcs := 0
+	for i := 0; i < 2000; i++ {
+		b.Tick()
+		for _, e := range b.Ready().Send {
+			if wire.HeaderOf(e.Head).Command() != wire.CmdStartViewChange {
+				continue
+			}
+			svcs++
+		}
+		if svcs > 0 {
+			break
+		}
+	}
+	// One other replica's SVC makes it send its DVC (f = 1).
+	svc := make([]byte, wire.HeaderSize)
+	s := wire.StartViewChangeHeader{View: b.View(), Replica: 1, Group: 5}
+	s.Encode(wire.HeaderOf(svc))
+	b.Step(svc)
+	for _, e := range b.Ready().Send {
+		if wire.HeaderOf(e.Head).Command() != wire.CmdDoViewChange {
+			continue
+		}
+		d, entries, err := wire.DecodeDoViewChange(append(append([]byte(nil), e.Head...), e.Body...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Op != 5 || d.Commit != 3 || d.LogView != 3 || len(entries) != 3 {
+			t.Fatalf("DVC op %d commit %d log_view %d with %d entries", d.Op, d.Commit, d.LogView, len(entries))
+		}
+		for _, en := range entries {
+			if en.Blank || en.Present {
+				t.Fatalf("entry %d: blank %v present %v; want the adopted header, not present", en.Prepare.Op, en.Blank, en.Present)
+			}
+		}
+		return
+	}
+	t.Fatal("no DoViewChange sent")
+}
