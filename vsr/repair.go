@@ -362,13 +362,12 @@ func (r *Replica) refuted(op uint64) bool {
 	return false
 }
 
-// viewHeader is the header the current view's log names at op: the
-// primary-elect's merged log, or the StartView this backup adopted.
+// viewHeader is the header the log proofs are made for names at op
+// (proofView): the primary-elect's merged log, or else the StartView of
+// the log_view this replica adopted.
 func (r *Replica) viewHeader(op uint64) (wire.PrepareHeader, bool) {
 	if m := r.vc.merged; m != nil {
-		if h, ok := m.header(op); ok {
-			return h, true
-		}
+		return m.header(op) // the adopted headers are the old view's log
 	}
 	return r.adoptedHeader(op)
 }

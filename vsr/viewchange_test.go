@@ -311,3 +311,21 @@ func TestRestartedBackupStillAnnouncesItsViewsLog(t *testing.T) {
 	}
 	t.Fatal("no DoViewChange sent")
 }
+
+// A primary-elect proves repaired ops against the merged log only: the
+// headers it adopted in its old log_view name that view's ops, which the
+// merge may have discarded (cmd/sim --replicas 5, seed 43868: an elect
+// applied its old view's op 21 where the cluster committed another).
+func TestPrimaryElectDoesNotProveAgainstItsOldViewsHeaders(t *testing.T) {
+	r := New(Config{Group: 5, Replica: 1, ReplicaCount: 3})
+	old := wire.BlankPrepare(4)
+	r.adopted = map[uint64]wire.Header{4: old}
+	r.vc.merged = &mergedLog{opHead: 6, commitMax: 6, headers: map[uint64]wire.Header{}, committedElsewhere: map[uint64]wire.Header{}}
+	if _, ok := r.viewHeader(4); ok {
+		t.Fatal("a primary-elect took its old view's adopted header as the merged log's")
+	}
+	r.vc.merged = nil
+	if _, ok := r.viewHeader(4); !ok {
+		t.Fatal("a backup no longer reads the headers of the view it adopted")
+	}
+}
