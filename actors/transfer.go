@@ -121,6 +121,14 @@ func (t *transferShell) onOutcome(ctx actor.Context, msg any) bool {
 		}
 		t.child = nil
 		s := m.session
+		if !t.core.Transferring() {
+			t.log.Info("state transfer outdated by a view change; dropped", "group", t.group, "commit_op", s.CommitOp)
+			return false
+		}
+		if !t.core.InstallAllowed(s.CommitOp) {
+			t.abandon(fmt.Errorf("state at commit %d is not installable now (status %s, commit %d)", s.CommitOp, t.core.Status(), t.core.CommitMin()))
+			return true
+		}
 		if err := t.install(s); err != nil {
 			t.abandon(err)
 			return true
@@ -204,6 +212,10 @@ func (t *transferShell) tick(ctx actor.Context) {
 		if o.idle++; o.idle > 10*retry {
 			delete(t.offers, k)
 		}
+	}
+	if t.child != nil && !t.core.Transferring() {
+		ctx.Stop(t.child) // the core left the view the transfer was for
+		t.child = nil
 	}
 	if t.child != nil {
 		ctx.Send(t.child, &tick{})

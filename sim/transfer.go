@@ -135,6 +135,9 @@ func (r *run) maybeStartTransfer(i int) {
 
 func (r *run) tickTransfer(i int) {
 	rp := r.reps[i]
+	if rp.transfer != nil && !rp.core.Transferring() {
+		rp.transfer = nil // the core left the view it was for
+	}
 	if rp.transfer == nil {
 		return
 	}
@@ -165,6 +168,14 @@ func (r *run) transferProgress(i int, next *vsr.Envelope) {
 		return
 	}
 	s := rp.transfer
+	if !rp.core.Transferring() {
+		rp.transfer = nil // outdated by a view change
+		return
+	}
+	if !rp.core.InstallAllowed(s.CommitOp) {
+		r.abandonTransfer(i, fmt.Errorf("not installable now (%s, commit %d)", rp.core.Status(), rp.core.CommitMin()))
+		return
+	}
 	if err := r.install(i, s); err != nil {
 		r.abandonTransfer(i, err)
 		return

@@ -301,14 +301,23 @@ func (r *Replica) SetTransferring(on bool) {
 // Installed takes the state a transfer installed (7.9.4 steps 4-7): the
 // snapshot's op becomes commit_min (its journal below was dropped by the
 // shell), commit_max rises to the offer's, and journal repair fetches the
-// tail from the transfer peer.
-func (r *Replica) Installed(snapshotOp, commitMax uint64, peer uint8) {
+// tail from this view's primary. The last argument, the transfer's
+// server, is not used for that: it may be gone (7.9.4 step 7 names it).
+//
+// The shell installs only what InstallAllowed accepts, asked right before
+// it writes anything: a replica that became a primary (or an elect, or
+// went Recovering) while it fetched must not throw its log away.
+func (r *Replica) Installed(snapshotOp, commitMax uint64, _ uint8) {
 	r.transferring = false
 	r.NeedTransfer = -1
 	if snapshotOp > r.commitMin {
+		assert(r.status == StatusNormal && !r.IsPrimary(), "install only as a backup in normal status")
 		// The shell truncated its journal from snapshotOp + 1 (7.9.4 step
-		// 2a): what was held above is asked again.
+		// 2a): what was held above is asked again. Nothing it held
+		// before is servable now: the ring goes too, so a request below
+		// the install is answered RangeEvicted.
 		clear(r.log)
+		r.retained = retained{}
 		r.commitMin, r.sequencer = snapshotOp, snapshotOp
 		r.committedChecksum, r.lastChecksum = wire.U128{}, wire.U128{} // its identity did not travel
 		r.repair = repairSession{}
@@ -317,9 +326,12 @@ func (r *Replica) Installed(snapshotOp, commitMax uint64, peer uint8) {
 	r.commitMax = max(r.commitMax, commitMax, r.commitMin)
 	r.advanceSequencer()
 	r.commitJournal()
-	if r.status == StatusNormal && !r.IsPrimary() && r.commitMin < r.commitMax && !r.repair.open {
-		r.repair = repairSession{open: true, peer: peer, toOp: r.commitMax, nonce: wire.U128{Lo: r.random(), Hi: r.random()}}
-		r.Repairs++
-		r.requestPrepares()
-	}
+	r.maybeRepair() // the tail, from this view's primary (the transfer peer may be gone)
+}
+
+// InstallAllowed reports whether a fetched state at commitOp may be
+// installed now: this replica is a backup in normal status and the state
+// is ahead of its commit point.
+func (r *Replica) InstallAllowed(commitOp uint64) bool {
+	return r.status == StatusNormal && !r.IsPrimary() && commitOp > r.commitMin
 }

@@ -75,8 +75,14 @@ func (r *Replica) beginViewChange(v uint32) {
 }
 
 // resetViewChange is 6.3 step 2: forget the previous attempt, cancel
-// every waiting client and queued request, end any repair session.
+// every waiting client and queued request, end any repair session, and
+// abandon a state transfer: it was fetched for the view being left, and
+// a replica that may become primary must not throw its log away for it
+// (the shell sees Transferring turn false and drops the session).
 func (r *Replica) resetViewChange() {
+	if r.transferring {
+		r.transferring, r.NeedTransfer = false, -1
+	}
 	r.vc = viewChange{dvcs: make([]*dvcRecord, r.cfg.ReplicaCount)}
 	r.cancelSubscribers()
 	for _, req := range r.queue {
