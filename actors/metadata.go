@@ -53,7 +53,10 @@ type metadataActor struct {
 	rosterNodes []config.Node
 	// transfers serves and receives the group's state transfers.
 	transfers *transferShell
-	beh       *statusBehaviour
+	// dropping: groups whose deleted partition is still removing its
+	// data, with the partitions waiting to start on them.
+	dropping map[uint64][]metadata.PartitionRef
+	beh      *statusBehaviour
 }
 
 type groupPartition struct {
@@ -144,6 +147,12 @@ func (m *metadataActor) receive(ctx actor.Context) {
 		delete(m.conns, msg.id)
 	case *peerFrame:
 		m.routePeerFrame(ctx, msg)
+	case *partitionDropped:
+		waiting := m.dropping[msg.group]
+		delete(m.dropping, msg.group)
+		for _, ref := range waiting {
+			m.startPartitionWhenFree(ctx, ref)
+		}
 	case *transferDone, *transferFailed:
 		if m.transfers.onOutcome(ctx, msg) {
 			m.drive(ctx)
@@ -751,6 +760,13 @@ func (m *metadataActor) drive(ctx actor.Context) {
 	m.repairs.observe(m.log, m.core)
 	m.transfers.maybeStart(ctx)
 	m.beh.follow(m.core, m.log, wire.MetadataGroup)
+	if !m.n.metadataCaughtUp.Load() && (m.n.cluster.n == 1 || m.core.Status() == vsr.StatusNormal &&
+		m.core.CommitMin() == m.core.CommitMax() && !m.core.Transferring()) {
+		m.n.metadataCaughtUp.Store(true)
+		if m.n.cluster.n > 1 {
+			m.log.Info("metadata caught up: partitions join their consensus groups", "commit", m.core.CommitMin())
+		}
+	}
 }
 
 func (m *metadataActor) journal(frames [][]byte) error {
@@ -798,18 +814,42 @@ func (m *metadataActor) apply(ctx actor.Context, c vsr.Committed) {
 	m.reply(ctx, p.req, out)
 }
 
-func (m *metadataActor) carryOut(ctx actor.Context, e metadata.Effects) {
-	for _, ref := range e.CreatedPartitions {
-		if err := m.startPartition(ctx, ref); err != nil {
-			m.log.Error("start partition", "group", ref.Group, "err", err)
-		}
+// dropPartition has a deleted partition's actor remove its data and stop.
+// A topic created meanwhile may get the same group id (replica-plane.md
+// 4.1): its partition starts only once the old one reported its data
+// gone (partitionDropped), so it never boots on the old files.
+func (m *metadataActor) dropPartition(ctx actor.Context, group uint64) {
+	pid := m.partitions[group]
+	if pid == nil {
+		return
 	}
+	ctx.Send(pid, &partitionDrop{})
+	delete(m.partitions, group)
+	m.announceRoute(ctx, group, nil)
+	if m.dropping == nil {
+		m.dropping = map[uint64][]metadata.PartitionRef{}
+	}
+	m.dropping[group] = m.dropping[group][:0]
+}
+
+// startPartitionWhenFree starts ref's partition, or queues it while the
+// group's previous partition is still removing its data.
+func (m *metadataActor) startPartitionWhenFree(ctx actor.Context, ref metadata.PartitionRef) {
+	if waiting, busy := m.dropping[ref.Group]; busy {
+		m.dropping[ref.Group] = append(waiting, ref)
+		return
+	}
+	if err := m.startPartition(ctx, ref); err != nil {
+		m.log.Error("start partition", "group", ref.Group, "err", err)
+	}
+}
+
+func (m *metadataActor) carryOut(ctx actor.Context, e metadata.Effects) {
 	for _, ref := range e.DeletedPartitions {
-		if pid := m.partitions[ref.Group]; pid != nil {
-			ctx.Send(pid, &partitionDrop{})
-			delete(m.partitions, ref.Group)
-			m.announceRoute(ctx, ref.Group, nil)
-		}
+		m.dropPartition(ctx, ref.Group)
+	}
+	for _, ref := range e.CreatedPartitions {
+		m.startPartitionWhenFree(ctx, ref)
 	}
 	for _, ref := range e.PurgedPartitions {
 		if pid := m.partitions[ref.Group]; pid != nil {

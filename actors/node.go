@@ -74,6 +74,14 @@ type Node struct {
 	ws     *clientplane.WSListener
 	connID atomic.Uint32
 	conns  *actor.RootContext
+	// metadataCaughtUp: since boot, the metadata replica has once been in
+	// normal status with everything it knows committed applied. Until
+	// then partition groups stay out of consensus: the partitions a
+	// restarted node starts come from its own, possibly stale, metadata,
+	// and a group id a deleted topic used may meanwhile belong to a new
+	// topic (replica-plane.md 4.1 packs ids into it) whose replicas must
+	// not hear the old one's votes.
+	metadataCaughtUp atomic.Bool
 	// collector answers GetStats with process and host figures.
 	collector *diag.Collector
 

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -91,8 +92,11 @@ type (
 		body   []byte // the prepare body (client-plane.md 13.1: flag 1, numeric group id)
 	}
 	partitionTruncate struct{ upTo uint64 }
+	// partitionDrop: the partition was deleted; the actor removes its
+	// data, reports partitionDropped to its parent and stops.
+	partitionDrop     struct{}
+	partitionDropped  struct{ group uint64 }
 	partitionPurge    struct{}
-	partitionDrop     struct{} // the partition was deleted: remove its data and stop
 	partitionSegments struct {
 		count uint32
 		reply chan<- segmentsAnswer
@@ -138,6 +142,17 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 	if p.beh == nil {
 		p.beh = newStatusBehaviour(p.receive, p.receiveUnsettled, p.receiveUnsettled)
 	}
+	if !p.node.metadataCaughtUp.Load() {
+		// Out of consensus until the node's metadata has caught up (see
+		// Node.metadataCaughtUp): no votes, no ticks, no writes.
+		switch m := ctx.Message().(type) {
+		case *peerFrame, *tick:
+			return
+		case *partitionSend:
+			p.replyTo(ctx, m.req, denyReply(&m.req.hdr, m.req.connID, 0, wire.ErrTransientNotAccepted))
+			return
+		}
+	}
 	p.beh.Receive(ctx)
 }
 
@@ -171,15 +186,13 @@ func (p *partitionActor) receive(ctx actor.Context) {
 		p.truncate(m.upTo)
 	case *partitionPurge:
 		p.purge()
+	case *partitionDrop:
+		p.node.dropPartitionData(p.ref.Group, p.log)
+		ctx.Send(ctx.Parent(), &partitionDropped{group: p.ref.Group})
+		ctx.Stop(ctx.Self())
 	case *partitionSegments:
 		upTo, ok := p.plog.DeleteSegmentsUpTo(m.count)
 		m.reply <- segmentsAnswer{upTo, ok}
-	case *partitionDrop:
-		if err := p.node.store.DeletePartition(p.ref.Group); err != nil {
-			p.log.Error("delete partition data", "err", err)
-		}
-		_ = p.node.store.Delete(watermarkKey(p.ref.Group))
-		ctx.Stop(ctx.Self())
 	case *peerFrame:
 		if wire.HeaderOf(m.frame).Command() == wire.CmdRequest {
 			p.onRoutedFrame(ctx, m)
@@ -232,6 +245,27 @@ func (a storeAdapter) AppendBatchTo(dst []byte, base uint64) ([]byte, error) {
 
 func watermarkKey(group uint64) string { return fmt.Sprintf("partition/%d/next", group) }
 
+// dropPartitionData deletes everything a partition group keeps: its
+// batches, offsets and superblock (storage.DeletePartition) and the keys
+// this package keeps beside them.
+func (n *Node) dropPartitionData(group uint64, log *slog.Logger) {
+	if err := n.store.DeletePartition(group); err != nil {
+		log.Error("delete partition data", "group", group, "err", err)
+	}
+	for _, k := range []string{watermarkKey(group), appliedKey(group), viewHeadKey(group), installKey(group), creationKey(group)} {
+		_ = n.store.Delete(k)
+	}
+}
+
+// creationKey holds the creation id of the partition whose data the group
+// id's keys and files hold.
+func creationKey(group uint64) string { return fmt.Sprintf("partition/%d/creation", group) }
+
+// installKey marks a partition state transfer being installed: a boot
+// that finds it knows the partition's data is half replaced, drops it
+// all and starts empty (it catches up by transfer again).
+func installKey(group uint64) string { return fmt.Sprintf("partition/%d/installing", group) }
+
 // appliedKey holds the op a partition replica of a cluster applied last,
 // with its identity and timestamp (8 + 16 + 8 bytes): a restart recovers
 // its commit point from it (vsr.Recovery), so its view-change vote
@@ -242,6 +276,27 @@ func appliedKey(group uint64) string { return fmt.Sprintf("partition/%d/applied"
 // watermark and the consumer offsets) and starts the consensus core.
 func (p *partitionActor) boot() error {
 	st := p.node.store
+	if _, half, err := st.Get(installKey(p.ref.Group)); err != nil {
+		return err
+	} else if half {
+		p.log.Warn("a state transfer install was cut short: dropping the partition's data to fetch it again")
+		p.node.dropPartitionData(p.ref.Group, p.log)
+	}
+	// The data under this group id may be another incarnation's: a topic
+	// deleted while this node was away and one created with the same ids
+	// (replica-plane.md 4.1). Its consensus state must not vote for this
+	// one, nor its batches be served as this one's.
+	creation := binary.LittleEndian.AppendUint64(nil, p.ref.CreationID)
+	if v, ok, err := st.Get(creationKey(p.ref.Group)); err != nil {
+		return err
+	} else if ok && !bytes.Equal(v, creation) {
+		p.log.Warn("dropping the data of an earlier partition with the same ids", "creation_id", p.ref.CreationID,
+			"stored_creation_id", binary.LittleEndian.Uint64(v))
+		p.node.dropPartitionData(p.ref.Group, p.log)
+	}
+	if err := st.Put(creationKey(p.ref.Group), creation, true); err != nil {
+		return err
+	}
 	p.plog = partition.New(partition.Config{SegmentSize: p.settings.segmentSize}, storeAdapter{st, p.ref.Group})
 	var infos []partition.BatchInfo
 	err := st.ScanBatches(p.ref.Group, 0, func(_ uint64, b []byte) error {

@@ -340,7 +340,7 @@ func (m *metadataActor) installMetadata(ctx actor.Context, tr *vsr.TransferSessi
 	if err != nil {
 		return fmt.Errorf("transferred snapshot: %w", err)
 	}
-	if _, err := metadata.DecodeICT2(table, cfg.ClientsTableMax); err != nil {
+	if err := st.ReplaceClientTable(table); err != nil {
 		return fmt.Errorf("transferred client table: %w", err)
 	}
 	op := st.AppliedOp()
@@ -360,12 +360,29 @@ func (m *metadataActor) installMetadata(ctx actor.Context, tr *vsr.TransferSessi
 	if err := store.CompactPrepares(wire.MetadataGroup, op+1); err != nil {
 		m.log.Warn("compacting the journal below a transferred snapshot", "err", err)
 	}
+	// The ops the snapshot skipped may have deleted, recreated or purged
+	// partitions: their actors and data follow the new state. A replaced
+	// partition's actor is stopped (and waited for) before its data goes
+	// and a new one boots on the same group.
+	fresh := map[uint64]metadata.PartitionRef{}
+	for _, ref := range st.Partitions() {
+		fresh[ref.Group] = ref
+	}
+	for _, old := range m.state.Partitions() {
+		pid := m.partitions[old.Group]
+		ref, kept := fresh[old.Group]
+		switch {
+		case pid == nil:
+		case !kept || ref.CreationID != old.CreationID:
+			m.dropPartition(ctx, old.Group)
+		case ref.PurgeGeneration != old.PurgeGeneration:
+			ctx.Send(pid, &partitionPurge{})
+		}
+	}
 	m.state, m.snapshotOp = st, op
 	for _, ref := range m.state.Partitions() {
 		if m.partitions[ref.Group] == nil {
-			if err := m.startPartition(ctx, ref); err != nil {
-				m.log.Error("starting a transferred partition", "group", ref.Group, "err", err)
-			}
+			m.startPartitionWhenFree(ctx, ref)
 		}
 	}
 	m.n.refs.commit.Store(op)
@@ -469,16 +486,22 @@ func (p *partitionActor) installPartition(tr *vsr.TransferSession) error {
 		return fmt.Errorf("offer ends at offset %d, below this replica's %d", offsets.NextOffset, p.plog.HighWatermark())
 	}
 	st, g := p.node.store, p.ref.Group
+	// From here until the marker goes, a crash leaves a partition whose
+	// boot drops it all and starts empty (see installKey), never a
+	// mixture of the old and the new state.
+	if err := st.Put(installKey(g), []byte{1}, true); err != nil {
+		return err
+	}
 	if err := st.DeletePartition(g); err != nil {
 		return err
 	}
 	var infos []partition.BatchInfo
-	for _, b := range batches {
+	for i, b := range batches {
 		info, err := partition.BatchInfoOf(b)
 		if err != nil {
 			return err
 		}
-		if err := st.AppendBatch(g, info.BaseOffset, b, false); err != nil {
+		if err := st.AppendBatch(g, info.BaseOffset, b, i == len(batches)-1); err != nil { // the last one fsyncs the group's files
 			return err
 		}
 		infos = append(infos, info)
@@ -505,6 +528,12 @@ func (p *partitionActor) installPartition(tr *vsr.TransferSession) error {
 		return err
 	}
 	p.recordApplied(wire.PrepareHeader{Op: tr.CommitOp})
+	if err := st.Sync(); err != nil { // the batches, offsets and keys above, before the marker goes
+		return err
+	}
+	if err := st.Delete(installKey(g)); err != nil {
+		return err
+	}
 	p.plog = partition.New(partition.Config{SegmentSize: p.settings.segmentSize}, storeAdapter{st, g})
 	if err := p.plog.Restore(infos, offsets.NextOffset, restored); err != nil {
 		return err

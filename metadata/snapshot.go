@@ -592,3 +592,8 @@ func isReplyFrame(f []byte) bool {
 	}
 	return int(h.Size()) == len(f)
 }
+
+// ReplaceClientTable installs a client table fetched by state transfer
+// (replica-plane.md 7.9.4 step 3): its ICT2 encoding carries every reply
+// ring, where a snapshot keeps only the latest reply of each client.
+func (s *State) ReplaceClientTable(ict2 []byte) error { return s.decodeClientTable(ict2) }
