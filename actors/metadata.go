@@ -153,8 +153,8 @@ func (m *metadataActor) receive(ctx actor.Context) {
 		for _, ref := range waiting {
 			m.startPartitionWhenFree(ctx, ref)
 		}
-	case *transferDone, *transferFailed:
-		if m.transfers.onOutcome(ctx, msg) {
+	case *transferDone, *transferFailed, *actor.Terminated:
+		if m.transfers != nil && m.transfers.onOutcome(ctx, msg) {
 			m.drive(ctx)
 		}
 	case *requestRoutes:

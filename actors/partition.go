@@ -215,8 +215,8 @@ func (p *partitionActor) receive(ctx actor.Context) {
 		p.core.Tick()
 		p.drive(ctx)
 		p.transfers.tick(ctx)
-	case *transferDone, *transferFailed:
-		if p.transfers.onOutcome(ctx, m) {
+	case *transferDone, *transferFailed, *actor.Terminated:
+		if p.transfers != nil && p.transfers.onOutcome(ctx, m) {
 			p.drive(ctx)
 		}
 	case *partitionCrash:

@@ -45,6 +45,7 @@ type transferOffer struct {
 	commitOp  uint64
 	commitMax uint64
 	idle      int
+	served    bool // the last artifact's tail went out
 }
 
 type offerKey struct {
@@ -119,6 +120,7 @@ func (t *transferShell) onOutcome(ctx actor.Context, msg any) bool {
 		if m.child != t.child {
 			return false
 		}
+		ctx.Stop(t.child)
 		t.child = nil
 		s := m.session
 		if !t.core.Transferring() {
@@ -141,8 +143,18 @@ func (t *transferShell) onOutcome(ctx actor.Context, msg any) bool {
 		if m.child != t.child {
 			return false
 		}
+		ctx.Stop(t.child)
 		t.child = nil
 		t.abandon(m.err)
+		return true
+	case *actor.Terminated:
+		// A child that reported its outcome is gone already (t.child was
+		// cleared); one that the supervisor gave up on is not.
+		if t.child == nil || !m.Who.Equal(t.child) {
+			return false
+		}
+		t.child = nil
+		t.abandon(fmt.Errorf("the transfer actor stopped"))
 		return true
 	}
 	return false
@@ -196,6 +208,7 @@ func (t *transferShell) serveChunk(q wire.RequestStateChunkHeader) {
 	head := make([]byte, wire.HeaderSize)
 	c.Encode(wire.HeaderOf(head))
 	o.idle = 0
+	o.served = o.served || int(q.Artifact) == len(o.artifacts)-1 && end == uint64(len(a))
 	t.n.send([]vsr.Envelope{{To: q.Replica, Head: head, Body: a[q.Offset:end]}})
 }
 
@@ -209,7 +222,11 @@ func chunkMax(n *Node) uint32 {
 func (t *transferShell) tick(ctx actor.Context) {
 	retry := ticks(t.n.opts.Config.Cluster.RepairRetryInterval)
 	for k, o := range t.offers {
-		if o.idle++; o.idle > 10*retry {
+		limit := 10 * retry
+		if o.served {
+			limit = 3 * retry // 7.6 step 9
+		}
+		if o.idle++; o.idle > limit {
 			delete(t.offers, k)
 		}
 	}
@@ -266,6 +283,9 @@ func (a *transferActor) Receive(ctx actor.Context) {
 			int(a.n.opts.Config.MessageBus.MaxMessageSize), wire.U128{Lo: binary.LittleEndian.Uint64(nonce[:]), Hi: binary.LittleEndian.Uint64(nonce[8:])})
 		a.n.send([]vsr.Envelope{a.session.Request()})
 	case *peerFrame:
+		if a.session == nil {
+			return // finished; the parent stops this actor
+		}
 		if transferFrameHook != nil {
 			transferFrameHook(m.frame)
 		}
@@ -286,6 +306,9 @@ func (a *transferActor) Receive(ctx actor.Context) {
 			a.finish(ctx, &transferDone{child: ctx.Self(), session: a.session})
 		}
 	case *tick:
+		if a.session == nil {
+			return
+		}
 		next, err := a.session.Tick(ticks(a.n.opts.Config.Cluster.RepairRetryInterval))
 		switch {
 		case err != nil:
@@ -300,10 +323,12 @@ func (a *transferActor) Receive(ctx actor.Context) {
 // takes, before it does: a test panics in it to prove the supervision.
 var transferFrameHook func(frame []byte)
 
-// finish reports the outcome to the group actor and stops.
+// finish reports the outcome to the group actor, which stops this actor
+// when it has taken it (stopping here would let the Terminated system
+// message overtake the outcome), and forgets the session.
 func (a *transferActor) finish(ctx actor.Context, outcome any) {
 	ctx.Send(ctx.Parent(), outcome)
-	ctx.Stop(ctx.Self())
+	a.session = nil
 }
 
 // Metadata (7.6, 7.9.4).

@@ -216,8 +216,10 @@ func (r *Replica) onRequestPrepares(req wire.RequestPreparesHeader) {
 		head := make([]byte, wire.HeaderSize)
 		copy(head, frame[:wire.HeaderSize])
 		wire.HeaderOf(head).SetCommand(wire.CmdRepairPrepare) // identity unaffected (7.3 step 6)
-		if r.status == StatusNormal && r.logView == r.view {
+		if r.status == StatusNormal && r.logView == r.view && r.proven(op) {
 			// Served from this view's log: the view says so (see proven).
+			// An op this replica has not proven itself keeps its stored
+			// view, so no proof is passed on that was never made.
 			wire.HeaderOf(head).SetView(r.view)
 		}
 		r.ready.Send = append(r.ready.Send, Envelope{To: req.Replica, Head: head, Body: frame[wire.HeaderSize:]})

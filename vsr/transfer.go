@@ -131,7 +131,8 @@ func (s *TransferSession) OnTarget(frame []byte) (*Envelope, error) {
 	s.Manifest, s.CommitOp, s.CommitMax, s.View = &m, t.CommitOp, t.CommitMax, t.View
 	s.Artifacts = make([][]byte, len(m.Entries))
 	for i, e := range m.Entries {
-		s.Artifacts[i] = make([]byte, 0, e.Len)
+		// Grown as chunks arrive: a manifest's lengths are the peer's word.
+		s.Artifacts[i] = make([]byte, 0, min(e.Len, uint64(s.ChunkMax)))
 	}
 	s.idle, s.attempts = 0, 0
 	if s.Complete() {
