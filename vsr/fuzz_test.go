@@ -27,6 +27,20 @@ func FuzzStep(f *testing.F) {
 	repair := append([]byte(nil), seed.Ready().Journal[0]...)
 	wire.HeaderOf(repair).SetCommand(wire.CmdRepairPrepare)
 	f.Add(repair)
+	// View change: SVC, a DVC and a StartView whose suffix is that op, and
+	// a RequestStartView (6.4-6.12).
+	var svc wire.Header
+	(&wire.StartViewChangeHeader{View: 1, Replica: 1, Group: 5}).Encode(&svc)
+	f.Add(svc[:])
+	suffix := append([]byte(nil), seed.frameAt(0)...)
+	if p := seed.log[1]; p != nil {
+		suffix = append([]byte(nil), p.frame[:wire.HeaderSize]...)
+	}
+	f.Add(wire.AppendDoViewChange(nil, wire.DoViewChangeHeader{View: 1, Replica: 2, Op: 1, Group: 5, PresentBitset: wire.U128{Lo: 1}}, suffix))
+	f.Add(wire.AppendStartView(nil, wire.StartViewHeader{View: 1, Replica: 1, Op: 1, Group: 5}, suffix))
+	var rsv wire.Header
+	(&wire.RequestStartViewHeader{View: 0, Replica: 1, Group: 5, Incarnation: wire.U128{Lo: 3}}).Encode(&rsv)
+	f.Add(rsv[:])
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, rep := range []uint8{0, 1, 2} {
 			r := New(Config{Group: 5, Replica: rep, ReplicaCount: 3})
@@ -47,6 +61,31 @@ func FuzzStep(f *testing.F) {
 			r.Tick()
 			if r.CommitMin() > r.CommitMax() || r.CommitMin() > r.Op() {
 				t.Fatalf("commit_min %d, commit_max %d, op %d", r.CommitMin(), r.CommitMax(), r.Op())
+			}
+		}
+	})
+}
+
+// FuzzTransferSession feeds arbitrary StateTransferTarget and StateChunk
+// frames to a metadata and a partition session and verifies whatever
+// completes: peer input never panics (7.6, 7.8, 13.3 rule 3).
+func FuzzTransferSession(f *testing.F) {
+	meta := NewTransferSession(wire.U128{}, 2, 5, 0, false, 1<<20, wire.U128{Lo: 9})
+	f.Add(offerFrame(meta, 3, []byte("snap"), []byte("tbl")), chunkFrame(meta, 0, 0, []byte("snap")))
+	f.Fuzz(func(t *testing.T, target, chunk []byte) {
+		for _, partition := range []bool{false, true} {
+			s := NewTransferSession(wire.U128{}, 2, 5, 0, partition, 1<<20, wire.U128{Lo: 9})
+			if len(target) >= wire.HeaderSize {
+				_, _ = s.OnTarget(append([]byte(nil), target...))
+			}
+			if len(chunk) >= wire.HeaderSize {
+				s.OnChunk(append([]byte(nil), chunk...))
+			}
+			_, _ = s.Tick(1)
+			if partition {
+				_, _, _ = s.VerifyPartition()
+			} else {
+				_, _, _, _, _ = s.Verify()
 			}
 		}
 	})
