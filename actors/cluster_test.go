@@ -470,17 +470,7 @@ func TestPartitionWritesReachAPrimaryAwayFromTheLeader(t *testing.T) {
 // the same stored batches as the primary.
 func TestLateBackupRepairsMetadataAndMessages(t *testing.T) {
 	nodes := startNodes(t, 3, nil)
-	full := replicaRoster(nodes)
-	without2 := append(append([]replicaplane.Peer(nil), full[:2]...), replicaplane.Peer{ID: 2})
-	for i, n := range nodes {
-		roster := without2 // nobody dials replica 2 (it dials no one: ids only dial higher)
-		if i == 2 {
-			roster = full
-		}
-		if err := n.SetReplicaRoster(roster); err != nil {
-			t.Fatal(err)
-		}
-	}
+	relink := unlinkReplica2(t, nodes)
 	send := oneTopic(t, nodes[0], "late")
 	send(0, 3)
 	var found bool
@@ -488,11 +478,7 @@ func TestLateBackupRepairsMetadataAndMessages(t *testing.T) {
 	if found {
 		t.Fatal("setup: replica 2 has the stream although it was not linked")
 	}
-	for _, n := range nodes[:2] {
-		if err := n.SetReplicaRoster(full); err != nil {
-			t.Fatal(err)
-		}
-	}
+	relink()
 	send(3, 6)
 	group, _ := wire.PartitionGroup(0, 0, 0)
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
@@ -646,28 +632,14 @@ func TestLateBackupRepairsMetadataFromTheJournal(t *testing.T) {
 		o.Config.Partition.EvictedRingCapacity = 1
 		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
-	full := replicaRoster(nodes)
-	without2 := append(append([]replicaplane.Peer(nil), full[:2]...), replicaplane.Peer{ID: 2})
-	for i, n := range nodes {
-		roster := without2
-		if i == 2 {
-			roster = full
-		}
-		if err := n.SetReplicaRoster(roster); err != nil {
-			t.Fatal(err)
-		}
-	}
+	relink := unlinkReplica2(t, nodes)
 	ctx, c := rootClient(t, nodes[0])
 	for i := range 12 {
 		if _, err := c.CreateStream(ctx, fmt.Sprintf("s%d", i), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, n := range nodes[:2] {
-		if err := n.SetReplicaRoster(full); err != nil {
-			t.Fatal(err)
-		}
-	}
+	relink()
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		var snaps [][]byte
 		for _, n := range []*Node{nodes[0], nodes[2]} {
@@ -698,17 +670,7 @@ func TestLateBackupCatchesUpByStateTransfer(t *testing.T) {
 		o.Config.Metadata.JournalSlots = 80 // a checkpoint every 16 ops
 		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
-	full := replicaRoster(nodes)
-	without2 := append(append([]replicaplane.Peer(nil), full[:2]...), replicaplane.Peer{ID: 2})
-	for i, n := range nodes {
-		roster := without2
-		if i == 2 {
-			roster = full
-		}
-		if err := n.SetReplicaRoster(roster); err != nil {
-			t.Fatal(err)
-		}
-	}
+	relink := unlinkReplica2(t, nodes)
 	ctx, c := rootClient(t, nodes[0])
 	for i := range 40 {
 		if _, err := c.CreateStream(ctx, fmt.Sprintf("s%d", i), nil); err != nil {
@@ -723,11 +685,7 @@ func TestLateBackupCatchesUpByStateTransfer(t *testing.T) {
 	if floor < 16 {
 		t.Fatalf("the primary did not checkpoint (snapshot op %d)", floor)
 	}
-	for _, n := range nodes[:2] {
-		if err := n.SetReplicaRoster(full); err != nil {
-			t.Fatal(err)
-		}
-	}
+	relink()
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		var snaps [][]byte
 		for _, n := range []*Node{nodes[0], nodes[2]} {
@@ -765,24 +723,10 @@ func TestLateBackupCatchesUpByPartitionStateTransfer(t *testing.T) {
 		o.Config.Partition.EvictedRingCapacity = 1
 		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
-	full := replicaRoster(nodes)
-	without2 := append(append([]replicaplane.Peer(nil), full[:2]...), replicaplane.Peer{ID: 2})
-	for i, n := range nodes {
-		roster := without2
-		if i == 2 {
-			roster = full
-		}
-		if err := n.SetReplicaRoster(roster); err != nil {
-			t.Fatal(err)
-		}
-	}
+	relink := unlinkReplica2(t, nodes)
 	send := oneTopic(t, nodes[0], "transfer")
 	send(0, 8)
-	for _, n := range nodes[:2] {
-		if err := n.SetReplicaRoster(full); err != nil {
-			t.Fatal(err)
-		}
-	}
+	relink()
 	send(8, 10)
 	group, _ := wire.PartitionGroup(0, 0, 0)
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
@@ -831,17 +775,7 @@ func TestTransferSurvivesItsServersCrash(t *testing.T) {
 		o.Config.Cluster.RepairRetryInterval = config.Duration(100 * time.Millisecond)
 		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
-	full := replicaRoster(nodes)
-	without2 := append(append([]replicaplane.Peer(nil), full[:2]...), replicaplane.Peer{ID: 2})
-	for i, n := range nodes {
-		roster := without2
-		if i == 2 {
-			roster = full
-		}
-		if err := n.SetReplicaRoster(roster); err != nil {
-			t.Fatal(err)
-		}
-	}
+	relink := unlinkReplica2(t, nodes)
 	send := oneTopic(t, nodes[0], "resume")
 	send(0, 8)
 	// The receiver holds its first chunk until the server is gone, so the
@@ -854,11 +788,7 @@ func TestTransferSurvivesItsServersCrash(t *testing.T) {
 		}
 	}
 	defer func() { transferFrameHook = nil }()
-	for _, n := range nodes[:2] {
-		if err := n.SetReplicaRoster(full); err != nil {
-			t.Fatal(err)
-		}
-	}
+	relink()
 	select {
 	case <-firstChunk:
 	case <-time.After(20 * time.Second):
@@ -881,5 +811,31 @@ func TestTransferSurvivesItsServersCrash(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), `msg="state transfer installed" partition=0 group=`+fmt.Sprint(group)+` commit_op=8 commit_max=8 from=1`) {
 		t.Fatalf("the transfer was not completed from the new primary\n%s", logs.String())
+	}
+}
+
+// unlinkReplica2 keeps replica 2 of a three-node cluster off the replica
+// plane (nobody dials it, and ids only dial higher, so it dials no one)
+// until the returned relink is called.
+func unlinkReplica2(t *testing.T, nodes []*Node) (relink func()) {
+	t.Helper()
+	full := replicaRoster(nodes)
+	without2 := append(append([]replicaplane.Peer(nil), full[:2]...), replicaplane.Peer{ID: 2})
+	for i, n := range nodes {
+		roster := without2
+		if i == 2 {
+			roster = full
+		}
+		if err := n.SetReplicaRoster(roster); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return func() {
+		t.Helper()
+		for _, n := range nodes[:2] {
+			if err := n.SetReplicaRoster(full); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }

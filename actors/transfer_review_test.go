@@ -10,7 +10,6 @@ import (
 
 	"iggynode/client"
 	"iggynode/internal/testutil"
-	replicaplane "iggynode/plane/replica"
 	"iggynode/storage"
 	"iggynode/wire"
 )
@@ -107,24 +106,10 @@ func TestCrashInsidePartitionInstallLeavesABootableReplica(t *testing.T) {
 		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	}
 	nodes := startNodes(t, 3, adjust)
-	full := replicaRoster(nodes)
-	without2 := append(append([]replicaplane.Peer(nil), full[:2]...), replicaplane.Peer{ID: 2})
-	for i, n := range nodes {
-		roster := without2
-		if i == 2 {
-			roster = full
-		}
-		if err := n.SetReplicaRoster(roster); err != nil {
-			t.Fatal(err)
-		}
-	}
+	relink := unlinkReplica2(t, nodes)
 	send := oneTopic(t, nodes[0], "crash")
 	send(0, 8)
-	for _, n := range nodes[:2] {
-		if err := n.SetReplicaRoster(full); err != nil {
-			t.Fatal(err)
-		}
-	}
+	relink()
 	send(8, 10)
 	group, _ := wire.PartitionGroup(0, 0, 0)
 	waitSameBatches(t, nodes[0], nodes[2], group, "first transfer", &logs)
@@ -299,28 +284,14 @@ func TestMetadataInstallReplacesPartitionsItsSkippedOpsDeleted(t *testing.T) {
 // call SetClientTableFrontier with the manifest's frontier).
 func TestMetadataInstallKeepsTheTransferredReplyRings(t *testing.T) {
 	nodes := startNodes(t, 3, func(o *Options) { o.Config.Metadata.JournalSlots = 80 })
-	full := replicaRoster(nodes)
-	without2 := append(append([]replicaplane.Peer(nil), full[:2]...), replicaplane.Peer{ID: 2})
-	for i, n := range nodes {
-		roster := without2
-		if i == 2 {
-			roster = full
-		}
-		if err := n.SetReplicaRoster(roster); err != nil {
-			t.Fatal(err)
-		}
-	}
+	relink := unlinkReplica2(t, nodes)
 	ctx, c := rootClient(t, nodes[0])
 	for i := range 40 {
 		if _, err := c.CreateStream(ctx, fmt.Sprintf("s%d", i), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, n := range nodes[:2] {
-		if err := n.SetReplicaRoster(full); err != nil {
-			t.Fatal(err)
-		}
-	}
+	relink()
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		var snaps [][]byte
 		var installed uint64
