@@ -640,20 +640,7 @@ func TestLateBackupRepairsMetadataFromTheJournal(t *testing.T) {
 		}
 	}
 	relink()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		var snaps [][]byte
-		for _, n := range []*Node{nodes[0], nodes[2]} {
-			inspect(n, func(m *metadataActor) { snaps = append(snaps, m.state.Snapshot()) })
-		}
-		if bytes.Equal(snaps[0], snaps[1]) {
-			break
-		}
-		if time.Now().After(deadline) {
-			var commit uint64
-			inspect(nodes[2], func(m *metadataActor) { commit = m.core.CommitMin() })
-			t.Fatalf("replica 2 did not catch up: commit %d", commit)
-		}
-	}
+	waitSameMetadata(t, nodes[0], nodes[2])
 	if !strings.Contains(logs.String(), `msg="journal repair started"`) {
 		t.Fatal("the repair left no log line")
 	}
@@ -686,20 +673,7 @@ func TestLateBackupCatchesUpByStateTransfer(t *testing.T) {
 		t.Fatalf("the primary did not checkpoint (snapshot op %d)", floor)
 	}
 	relink()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		var snaps [][]byte
-		for _, n := range []*Node{nodes[0], nodes[2]} {
-			inspect(n, func(m *metadataActor) { snaps = append(snaps, m.state.Snapshot()) })
-		}
-		if bytes.Equal(snaps[0], snaps[1]) {
-			break
-		}
-		if time.Now().After(deadline) {
-			var commit uint64
-			inspect(nodes[2], func(m *metadataActor) { commit = m.core.CommitMin() })
-			t.Fatalf("replica 2 did not catch up: commit %d\n%s", commit, logs.String())
-		}
-	}
+	waitSameMetadata(t, nodes[0], nodes[2])
 	var installed uint64
 	var partitions int
 	inspect(nodes[2], func(m *metadataActor) { installed, partitions = m.transfers.Installed, len(m.partitions) })
@@ -836,6 +810,26 @@ func unlinkReplica2(t *testing.T, nodes []*Node) (relink func()) {
 			if err := n.SetReplicaRoster(full); err != nil {
 				t.Fatal(err)
 			}
+		}
+	}
+}
+
+// waitSameMetadata waits up to 20 s for b's metadata state to equal a's,
+// byte for byte (their snapshots).
+func waitSameMetadata(t *testing.T, a, b *Node) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var snaps [][]byte
+		for _, n := range []*Node{a, b} {
+			inspect(n, func(m *metadataActor) { snaps = append(snaps, m.state.Snapshot()) })
+		}
+		if bytes.Equal(snaps[0], snaps[1]) {
+			return
+		}
+		if time.Now().After(deadline) {
+			var commit uint64
+			inspect(b, func(m *metadataActor) { commit = m.core.CommitMin() })
+			t.Fatalf("the metadata did not catch up: commit %d", commit)
 		}
 	}
 }

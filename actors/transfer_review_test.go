@@ -233,18 +233,7 @@ func TestMetadataInstallReplacesPartitionsItsSkippedOpsDeleted(t *testing.T) {
 	if err := nodes[2].SetReplicaRoster(replicaRoster(nodes)); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		var snaps [][]byte
-		for _, n := range []*Node{nodes[0], nodes[2]} {
-			inspect(n, func(m *metadataActor) { snaps = append(snaps, m.state.Snapshot()) })
-		}
-		if bytes.Equal(snaps[0], snaps[1]) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("setup: replica 2's metadata did not catch up")
-		}
-	}
+	waitSameMetadata(t, nodes[0], nodes[2])
 	var installed uint64
 	inspect(nodes[2], func(m *metadataActor) { installed = m.transfers.Installed })
 	if installed == 0 {
