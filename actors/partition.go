@@ -252,10 +252,14 @@ func (n *Node) dropPartitionData(group uint64, log *slog.Logger) {
 	if err := n.store.DeletePartition(group); err != nil {
 		log.Error("delete partition data", "group", group, "err", err)
 	}
-	for _, k := range []string{watermarkKey(group), appliedKey(group), viewHeadKey(group), installKey(group), creationKey(group)} {
+	for _, k := range []string{watermarkKey(group), appliedKey(group), viewHeadKey(group), installKey(group), creationKey(group), journalHeadKey(group)} {
 		_ = n.store.Delete(k)
 	}
 }
+
+// journalHeadKey holds the highest op a cluster's partition replica
+// journaled (in memory), for vsr.Recovery.JournalHead.
+func journalHeadKey(group uint64) string { return fmt.Sprintf("partition/%d/journal_head", group) }
 
 // creationKey holds the creation id of the partition whose data the group
 // id's keys and files hold.
@@ -345,6 +349,11 @@ func (p *partitionActor) boot() error {
 			return err
 		}
 		rc := vsr.Recovery{View: sb.View, LogView: sb.LogView, CommitMax: sb.CommitMax, ViewHead: viewHead, ViewHeaders: viewHeaders}
+		if v, ok, err := st.Get(journalHeadKey(p.ref.Group)); err != nil {
+			return err
+		} else if ok && len(v) == 8 {
+			rc.JournalHead = binary.LittleEndian.Uint64(v)
+		}
 		if v, ok, err := st.Get(appliedKey(p.ref.Group)); err != nil {
 			return err
 		} else if ok && len(v) == 32 {
@@ -415,12 +424,25 @@ func (p *partitionActor) drive(ctx actor.Context) {
 				p.plog.RollbackJournal(wire.Batch(f[wire.HeaderSize:]).BaseOffset())
 			}
 		}
+		var head uint64
 		for _, f := range rd.Journal {
 			ph := wire.HeaderOf(f).Prepare()
 			err := p.journal(ph, f[wire.HeaderSize:])
+			if err == nil {
+				head = ph.Op
+			}
 			p.core.Journaled(ph.Op, err)
 			if err != nil {
 				break // the core truncated this op and every later one
+			}
+		}
+		if head != 0 && p.storeAtCommit {
+			// The journal is memory (9.4 rule 1); its head is not: after a
+			// restart the core must not nack what it may have acknowledged
+			// (vsr.Recovery.JournalHead). Written before the sends of this
+			// Ready, whose PrepareOks acknowledge these ops.
+			if err := p.node.store.Put(journalHeadKey(p.ref.Group), binary.LittleEndian.AppendUint64(nil, head), false); err != nil {
+				p.log.Error("recording the journal head", "op", head, "err", err)
 			}
 		}
 		p.node.send(rd.Send)

@@ -393,6 +393,7 @@ func (r *run) bringUp(i int) {
 		// The segments hold every applied batch, and the shell recorded
 		// the op it applied last; the journal was memory.
 		rp.core.SetOffsetFrontier(uint64(len(rp.applied)))
+		rc.JournalHead = rp.lastJournaled // the shell records its journal's head, which the memory lost
 		rp.journal, rp.lastJournaled = make(map[uint64][]byte), 0
 		if n := len(rp.applied); n > 0 {
 			ph := wire.HeaderOf(rp.applied[n-1].frame).Prepare()

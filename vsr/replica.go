@@ -211,6 +211,12 @@ type Recovery struct {
 	// ViewHead and ViewHeaders are State's as last persisted.
 	ViewHead    uint64
 	ViewHeaders []byte
+	// JournalHead is the highest op a journal kept in memory (a partition
+	// group's, 9.4 rule 1) had reached before the restart lost it: the
+	// replica may have acknowledged any op up to it, so until it holds
+	// them again or adopts a view it nacks none of them (6.7's nack is a
+	// proof of absence, which it no longer has).
+	JournalHead uint64
 	// Incarnation is this boot's random u128 (6.12 rule 2; metadata only,
 	// its low bit is forced to 1): the shell draws it anew at every boot.
 	Incarnation wire.U128
@@ -286,6 +292,8 @@ type Replica struct {
 	// this replica lacks (7.5 metadata rule 2), -1 when none.
 	transferring bool
 	NeedTransfer int
+	// faultyHead is Recovery.JournalHead while it matters (see there).
+	faultyHead uint64
 	// recoveryBarrier is the journal head a restart recovered above its
 	// commit point (9.3 step 7).
 	recoveryBarrier uint64
@@ -338,6 +346,9 @@ func (r *Replica) Recover(rc Recovery) {
 	assert(rc.LogView <= rc.View, "view >= log_view")
 	r.view, r.logView = rc.View, rc.LogView
 	r.durable = State{View: rc.View, LogView: rc.LogView, ViewHead: rc.ViewHead, ViewHeaders: rc.ViewHeaders}
+	if rc.JournalHead > rc.Commit {
+		r.faultyHead = rc.JournalHead
+	}
 	r.adoptSuffix(rc.ViewHead, rc.ViewHeaders)
 	r.persisted = r.durable
 	r.commitMin, r.sequencer = rc.Commit, rc.Commit

@@ -151,7 +151,7 @@ func (r *Replica) maybeSendDVC() {
 
 // suffix builds this replica's suffix (6.5.2) down to max(commit, 1).
 func (r *Replica) suffix(commit uint64) wire.BuiltSuffix {
-	src := wire.SuffixSource{Commit: commit, Head: r.sequencer, AdoptedTop: r.adoptedTop,
+	src := wire.SuffixSource{Commit: commit, Head: r.sequencer, AdoptedTop: max(r.adoptedTop, r.faultyHead),
 		Journal: func(op uint64) (*wire.Header, bool) {
 			f := r.frameAt(op)
 			if f == nil || !r.proven(op) {
@@ -170,7 +170,7 @@ func (r *Replica) suffix(commit uint64) wire.BuiltSuffix {
 
 // top is the head a DVC announces: the journal head or, above it, the
 // head of an adopted view not yet journaled.
-func (r *Replica) top() uint64 { return max(r.sequencer, r.adoptedTop) }
+func (r *Replica) top() uint64 { return max(r.sequencer, r.adoptedTop, r.faultyHead) }
 
 func (r *Replica) ownDVC() (wire.DoViewChangeHeader, wire.BuiltSuffix) {
 	op := r.top()
@@ -178,9 +178,15 @@ func (r *Replica) ownDVC() (wire.DoViewChangeHeader, wire.BuiltSuffix) {
 	s := r.suffix(commit)
 	// Every entry above commit this replica does not hold is nacked,
 	// adopted headers included: it never journaled them, so never
-	// acknowledged them (see the choices above).
+	// acknowledged them (see the choices above). Except up to the head
+	// its journal reached before a restart lost it (faultyHead): it may
+	// have acknowledged those, so it says nothing of them.
 	for i := 0; uint64(i) < op-commit && i < MaxSuffix; i++ {
-		if !bit(s.Present, i) {
+		switch {
+		case bit(s.Present, i):
+		case op-uint64(i) <= r.faultyHead:
+			s.Nack = withoutBit(s.Nack, i)
+		default:
 			s.Nack = withBit(s.Nack, i)
 		}
 	}
@@ -355,7 +361,7 @@ func (r *Replica) startView() {
 	r.vc.merged = nil
 	clear(r.vc.dvcs)
 	r.status, r.ceded, r.logView = StatusNormal, false, r.view
-	r.adopted, r.adoptedTop, r.adoptedSuffix, r.knownHead = nil, 0, nil, 0
+	r.adopted, r.adoptedTop, r.adoptedSuffix, r.knownHead, r.faultyHead = nil, 0, nil, 0, 0
 	if e := r.log[r.sequencer]; e != nil {
 		r.lastChecksum = e.hdr.Checksum
 	} else if h, ok := m.headers[r.sequencer]; ok && r.lastChecksum.IsZero() {
@@ -443,6 +449,7 @@ func (r *Replica) onStartView(frame []byte) {
 		r.adoptSuffix(s.Op, frame[wire.HeaderSize:])
 	}
 	r.knownHead = head
+	r.faultyHead = 0 // the adopted view's log says what its head is now
 	r.primaryBeat = 0
 	r.svcTimer.stop()
 	r.dvcTimer.stop()
@@ -633,6 +640,15 @@ func bit(u wire.U128, i int) bool {
 		return u.Lo>>i&1 == 1
 	}
 	return u.Hi>>(i-64)&1 == 1
+}
+
+func withoutBit(u wire.U128, i int) wire.U128 {
+	if i < 64 {
+		u.Lo &^= 1 << i
+	} else {
+		u.Hi &^= 1 << (i - 64)
+	}
+	return u
 }
 
 func withBit(u wire.U128, i int) wire.U128 {

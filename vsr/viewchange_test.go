@@ -329,3 +329,41 @@ func TestPrimaryElectDoesNotProveAgainstItsOldViewsHeaders(t *testing.T) {
 		t.Fatal("a backup no longer reads the headers of the view it adopted")
 	}
 }
+
+// 9.4 rule 1 with 6.5.2: a partition replica restarted without its
+// in-memory journal may have acknowledged ops up to the head that journal
+// had reached. Its DoViewChange announces that head and nacks none of
+// those ops, so a view change without the replicas holding them cannot
+// discard them (cmd/sim seed 75004: an op acknowledged by a backup that
+// then restarted was truncated by a merge of that backup and the third).
+func TestRestartedPartitionReplicaDoesNotNackWhatItMayHaveAcked(t *testing.T) {
+	b := New(Config{Group: 5, Replica: 2, ReplicaCount: 3, Seed: 4})
+	b.Recover(Recovery{View: 1, LogView: 1, CommitMax: 3, Commit: 3, JournalHead: 5})
+	for i := 0; i < 2000 && b.Status() != StatusViewChange; i++ {
+		b.Tick()
+		b.Ready()
+	}
+	svc := make([]byte, wire.HeaderSize)
+	s := wire.StartViewChangeHeader{View: b.View(), Replica: 1, Group: 5}
+	s.Encode(wire.HeaderOf(svc))
+	b.Step(svc)
+	for _, e := range b.Ready().Send {
+		if wire.HeaderOf(e.Head).Command() != wire.CmdDoViewChange {
+			continue
+		}
+		d, entries, err := wire.DecodeDoViewChange(append(append([]byte(nil), e.Head...), e.Body...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Op != 5 || d.Commit != 3 || len(entries) != 3 {
+			t.Fatalf("DVC op %d commit %d with %d entries", d.Op, d.Commit, len(entries))
+		}
+		for _, en := range entries {
+			if en.Nack || en.Present {
+				t.Fatalf("op %d: nack %v present %v; the replica knows nothing of it", en.Prepare.Op, en.Nack, en.Present)
+			}
+		}
+		return
+	}
+	t.Fatal("no DoViewChange sent")
+}
