@@ -43,6 +43,14 @@ import "iggynode/wire"
 //     replica that heard of a commit without holding the op cannot pass
 //     that knowledge on): it waits for more DVCs or the next view instead
 //     of reusing a committed op's number.
+//   - The adopted view's head and StartView suffix are part of the durable
+//     state (State.ViewHead, ViewHeaders; upstream sets sequencer to the
+//     StartView's op instead): a restarted replica still announces its
+//     view's log, so its commit point is not capped below the ops that
+//     view committed and the others' copies do not look discarded.
+//   - A partition replica restarted without its in-memory journal
+//     announces the head that journal had reached (Recovery.JournalHead)
+//     and nacks nothing up to it: it may have acknowledged those ops.
 //   - A DVC's op is its suffix top, max(head, adopted view head): after a
 //     StartView whose ops are not all journaled yet, head < top (6.5.2's
 //     note), and 6.5.3 rule 3 numbers entries from the header's op.
