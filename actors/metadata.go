@@ -801,6 +801,13 @@ func (m *metadataActor) apply(ctx actor.Context, c vsr.Committed) {
 	switch res.Operation {
 	case wire.OpRegister:
 		out.bind = &binding{client: res.Client, epoch: res.Op, userID: res.UserID}
+		// The binding is recorded here, not only when the connection
+		// confirms it (connBound): a second registration of the same id
+		// committing before that confirmation arrived would otherwise not
+		// find this connection to fence.
+		if ci := m.conns[p.req.connID]; ci != nil {
+			ci.client, ci.userID = res.Client, res.UserID
+		}
 		// A newer registration of the same client id fences every other
 		// local connection bound to it (client-plane.md 5.4).
 		for _, ci := range m.conns {
