@@ -136,8 +136,10 @@ func (r *Replica) requestPrepares() {
 	if r.repair.floor >= from {
 		from = r.repair.floor + 1 // below the server's ring: the floor rule joins the rest (7.5)
 	}
-	for from <= r.repair.toOp && from > r.sequencer && r.log[from] != nil {
-		from++ // held from an earlier window
+	for from <= r.repair.toOp && r.log[from] != nil {
+		// Held already (an earlier window, or journaled but not yet proven
+		// for this view: the ops above it, once here, prove it).
+		from++
 	}
 	if from > r.repair.toOp {
 		// Everything is held already (its RepairDone came before the last
