@@ -287,6 +287,9 @@ func (m *metadataActor) boot(ctx actor.Context) error {
 		m.core.Restore(0, 0, head, headChecksum, headTs)
 	}
 	m.n.refs.commit.Store(m.core.CommitMin())
+	if !clustered {
+		m.n.metadataCaughtUp.Store(true) // a cluster of one is its own metadata
+	}
 	for _, ref := range m.state.Partitions() {
 		if err := m.startPartition(ctx, ref); err != nil {
 			return err
