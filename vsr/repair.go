@@ -143,7 +143,10 @@ func (r *Replica) requestPrepares() {
 	}
 	if from > r.repair.toOp {
 		// Everything is held already (its RepairDone came before the last
-		// of its prepares): finish the window now.
+		// of its prepares): finish the window now. Recorded as asked, so
+		// that finishing it without progress does not ask again at once
+		// (which would come straight back here).
+		r.repair.askedFrom, r.repair.askedHead = from, r.sequencer
 		if !r.repair.done && r.repair.pending == 0 {
 			r.repair.done = true
 			r.finishWindow()
