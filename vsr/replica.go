@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 
 	"iggynode/wire"
@@ -861,7 +862,7 @@ func (r *Replica) onPrepareOk(ok wire.PrepareOkHeader) {
 		return
 	}
 	e.acks |= 1 << ok.Replica
-	if e.quorum || popcount(e.acks) < QuorumReplication(r.cfg.ReplicaCount) {
+	if e.quorum || bits.OnesCount32(e.acks) < QuorumReplication(r.cfg.ReplicaCount) {
 		return
 	}
 	e.quorum = true
@@ -1073,14 +1074,6 @@ func (r *Replica) random() uint64 {
 	r.rng ^= r.rng >> 7
 	r.rng ^= r.rng << 17
 	return r.rng
-}
-
-func popcount(x uint32) int {
-	n := 0
-	for ; x != 0; x &= x - 1 {
-		n++
-	}
-	return n
 }
 
 func assert(ok bool, invariant string) {

@@ -1,6 +1,10 @@
 package vsr
 
-import "iggynode/wire"
+import (
+	"math/bits"
+
+	"iggynode/wire"
+)
 
 // View change (replica-plane.md 6.2-6.11) and the view probe of a
 // restarted replica (6.12).
@@ -145,7 +149,7 @@ func (r *Replica) broadcastSVC() {
 
 // maybeSendDVC is 6.4 step 4.
 func (r *Replica) maybeSendDVC() {
-	if r.status != StatusViewChange || r.vc.sentDVC || popcount32(r.vc.svc&^(1<<r.cfg.Replica)) < Faults(r.cfg.ReplicaCount) {
+	if r.status != StatusViewChange || r.vc.sentDVC || bits.OnesCount64(r.vc.svc&^(1<<r.cfg.Replica)) < Faults(r.cfg.ReplicaCount) {
 		return
 	}
 	r.vc.sentDVC = true
@@ -191,11 +195,11 @@ func (r *Replica) ownDVC() (wire.DoViewChangeHeader, wire.BuiltSuffix) {
 	// have acknowledged those, so it says nothing of them.
 	for i := 0; uint64(i) < op-commit && i < MaxSuffix; i++ {
 		switch {
-		case bit(s.Present, i):
+		case s.Present.Bit(i):
 		case op-uint64(i) <= r.faultyHead:
-			s.Nack = withoutBit(s.Nack, i)
+			s.Nack = s.Nack.WithBit(i, false)
 		default:
-			s.Nack = withBit(s.Nack, i)
+			s.Nack = s.Nack.WithBit(i, true)
 		}
 	}
 	return wire.DoViewChangeHeader{Cluster: r.cfg.Cluster, View: r.view, Replica: r.cfg.Replica, Op: op,
@@ -641,37 +645,4 @@ func (r *Replica) tickViewChange() {
 	if r.vc.merged != nil {
 		r.electProgress()
 	}
-}
-
-func bit(u wire.U128, i int) bool {
-	if i < 64 {
-		return u.Lo>>i&1 == 1
-	}
-	return u.Hi>>(i-64)&1 == 1
-}
-
-func withoutBit(u wire.U128, i int) wire.U128 {
-	if i < 64 {
-		u.Lo &^= 1 << i
-	} else {
-		u.Hi &^= 1 << (i - 64)
-	}
-	return u
-}
-
-func withBit(u wire.U128, i int) wire.U128 {
-	if i < 64 {
-		u.Lo |= 1 << i
-	} else {
-		u.Hi |= 1 << (i - 64)
-	}
-	return u
-}
-
-func popcount32(x uint64) int {
-	n := 0
-	for ; x != 0; x &= x - 1 {
-		n++
-	}
-	return n
 }

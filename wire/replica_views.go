@@ -106,20 +106,24 @@ func encodeSealed(h *Header, c common, cmd Command) {
 	h.writeCommon(c, cmd)
 }
 
-// u128Bit reports bit i (0..127) of u.
-func u128Bit(u U128, i int) bool {
+// Bit reports bit i (0..127) of u (the DVC bitsets, 1.4.5).
+func (u U128) Bit(i int) bool {
 	if i < 64 {
 		return u.Lo>>uint(i)&1 != 0
 	}
 	return u.Hi>>uint(i-64)&1 != 0
 }
 
-// setU128Bit returns u with bit i (0..127) set.
-func setU128Bit(u U128, i int) U128 {
-	if i < 64 {
-		u.Lo |= 1 << uint(i)
+// WithBit returns u with bit i (0..127) set to on.
+func (u U128) WithBit(i int, on bool) U128 {
+	w, b := &u.Lo, uint(i)
+	if i >= 64 {
+		w, b = &u.Hi, uint(i-64)
+	}
+	if on {
+		*w |= 1 << b
 	} else {
-		u.Hi |= 1 << uint(i-64)
+		*w &^= 1 << b
 	}
 	return u
 }

@@ -79,7 +79,7 @@ func BuildSuffix(src SuffixSource) BuiltSuffix {
 		i := int(top - o)
 		if h, ok := lookup(src.Journal, o); ok {
 			out.Body = append(out.Body, h[:]...)
-			out.Present = setU128Bit(out.Present, i)
+			out.Present = out.Present.WithBit(i, true)
 			continue
 		}
 		if h, ok := lookup(src.Adopted, o); ok && !IsBlankPrepare(h) {
@@ -89,7 +89,7 @@ func BuildSuffix(src SuffixSource) BuiltSuffix {
 		blank := BlankPrepare(o)
 		out.Body = append(out.Body, blank[:]...)
 		if o > src.Commit {
-			out.Nack = setU128Bit(out.Nack, i)
+			out.Nack = out.Nack.WithBit(i, true)
 		}
 	}
 	return out
@@ -119,10 +119,10 @@ func SuffixBitsets(entries []SuffixEntry) (nack, present U128) {
 			break
 		}
 		if entries[i].Nack {
-			nack = setU128Bit(nack, i)
+			nack = nack.WithBit(i, true)
 		}
 		if entries[i].Present {
-			present = setU128Bit(present, i)
+			present = present.WithBit(i, true)
 		}
 	}
 	return nack, present
@@ -176,7 +176,7 @@ func DecodeSuffix(op uint64, body []byte, nack, present U128) ([]SuffixEntry, er
 		}
 		e.Prepare = p
 		e.Blank = IsBlankPrepare(&e.Header)
-		e.Nack, e.Present = u128Bit(nack, i), u128Bit(present, i)
+		e.Nack, e.Present = nack.Bit(i), present.Bit(i)
 		if p.Op != op-uint64(i) {
 			return nil, decodeErr("suffix", fmt.Sprintf("entry %d has op %d, want %d", i, p.Op, op-uint64(i)))
 		}
