@@ -449,6 +449,9 @@ func (p *partitionActor) drive(ctx actor.Context) {
 		for _, c := range rd.Commit {
 			p.apply(ctx, c)
 		}
+		if n := len(rd.Commit); n > 0 {
+			p.recordApplied(wire.HeaderOf(rd.Commit[n-1].Frame).Prepare()) // once per Ready, not per op
+		}
 		for _, t := range rd.Canceled {
 			if pd, ok := t.(*pending); ok {
 				p.replyTo(ctx, pd.req, denyReply(&pd.req.hdr, pd.req.connID, 0, wire.ErrTransientNotCommitted))
@@ -499,7 +502,6 @@ func (p *partitionActor) apply(ctx actor.Context, c vsr.Committed) {
 	h := wire.HeaderOf(c.Frame)
 	ph := h.Prepare()
 	pd, _ := c.Tag.(*pending)
-	defer p.recordApplied(ph)
 	switch ph.Operation {
 	case wire.OpSendMessages:
 		batch := c.Frame[wire.HeaderSize:]
@@ -531,8 +533,8 @@ func (p *partitionActor) apply(ctx actor.Context, c vsr.Committed) {
 	p.publishStats()
 }
 
-// recordApplied stores the applied op of a cluster's partition replica
-// (appliedKey), after its batch reached the segments; synced like them,
+// recordApplied stores the last op a cluster's partition replica applied
+// (appliedKey), after the batches reached the segments; synced like them,
 // only when the topic enforces fsync.
 func (p *partitionActor) recordApplied(ph wire.PrepareHeader) {
 	if !p.storeAtCommit {
