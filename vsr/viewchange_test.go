@@ -269,47 +269,15 @@ func TestRestartedBackupStillAnnouncesItsViewsLog(t *testing.T) {
 
 	b = New(Config{Group: 5, Replica: 2, ReplicaCount: 3, Seed: 4})
 	b.Recover(Recovery{View: st.View, LogView: st.LogView, CommitMax: st.CommitMax, ViewHead: st.ViewHead, ViewHeaders: st.ViewHeaders})
-	for i := 0; i < 2000 && b.Status() != StatusViewChange; i++ {
-		b.Tick()
-		b.Ready()
+	d, entries := dvcAfterProbe(t, b)
+	if d.Op != 5 || d.Commit != 3 || d.LogView != 3 || len(entries) != 3 {
+		t.Fatalf("DVC op %d commit %d log_view %d with %d entries", d.Op, d.Commit, d.LogView, len(entries))
 	}
-	svcs := 0
-	for i := 0; i < 2000; i++ {
-		b.Tick()
-		for _, e := range b.Ready().Send {
-			if wire.HeaderOf(e.Head).Command() != wire.CmdStartViewChange {
-				continue
-			}
-			svcs++
-		}
-		if svcs > 0 {
-			break
+	for _, en := range entries {
+		if en.Blank || en.Present {
+			t.Fatalf("entry %d: blank %v present %v; want the adopted header, not present", en.Prepare.Op, en.Blank, en.Present)
 		}
 	}
-	// One other replica's SVC makes it send its DVC (f = 1).
-	svc := make([]byte, wire.HeaderSize)
-	s := wire.StartViewChangeHeader{View: b.View(), Replica: 1, Group: 5}
-	s.Encode(wire.HeaderOf(svc))
-	b.Step(svc)
-	for _, e := range b.Ready().Send {
-		if wire.HeaderOf(e.Head).Command() != wire.CmdDoViewChange {
-			continue
-		}
-		d, entries, err := wire.DecodeDoViewChange(append(append([]byte(nil), e.Head...), e.Body...))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d.Op != 5 || d.Commit != 3 || d.LogView != 3 || len(entries) != 3 {
-			t.Fatalf("DVC op %d commit %d log_view %d with %d entries", d.Op, d.Commit, d.LogView, len(entries))
-		}
-		for _, en := range entries {
-			if en.Blank || en.Present {
-				t.Fatalf("entry %d: blank %v present %v; want the adopted header, not present", en.Prepare.Op, en.Blank, en.Present)
-			}
-		}
-		return
-	}
-	t.Fatal("no DoViewChange sent")
 }
 
 // A primary-elect proves repaired ops against the merged log only: the
@@ -339,12 +307,29 @@ func TestPrimaryElectDoesNotProveAgainstItsOldViewsHeaders(t *testing.T) {
 func TestRestartedPartitionReplicaDoesNotNackWhatItMayHaveAcked(t *testing.T) {
 	b := New(Config{Group: 5, Replica: 2, ReplicaCount: 3, Seed: 4})
 	b.Recover(Recovery{View: 1, LogView: 1, CommitMax: 3, Commit: 3, JournalHead: 5})
+	d, entries := dvcAfterProbe(t, b)
+	if d.Op != 5 || d.Commit != 3 || len(entries) != 3 {
+		t.Fatalf("DVC op %d commit %d with %d entries", d.Op, d.Commit, len(entries))
+	}
+	for _, en := range entries {
+		if en.Nack || en.Present {
+			t.Fatalf("op %d: nack %v present %v; the replica knows nothing of it", en.Prepare.Op, en.Nack, en.Present)
+		}
+	}
+}
+
+// dvcAfterProbe ticks a recovered replica of a three-replica group until
+// its probe gives up and it starts an election (6.12 rule 4), hands it a
+// StartViewChange of that view from replica 1 (f = 1), and returns the
+// DoViewChange it sends.
+func dvcAfterProbe(t *testing.T, b *Replica) (wire.DoViewChangeHeader, []wire.SuffixEntry) {
+	t.Helper()
 	for i := 0; i < 2000 && b.Status() != StatusViewChange; i++ {
 		b.Tick()
 		b.Ready()
 	}
 	svc := make([]byte, wire.HeaderSize)
-	s := wire.StartViewChangeHeader{View: b.View(), Replica: 1, Group: 5}
+	s := wire.StartViewChangeHeader{View: b.View(), Replica: 1, Group: b.Group()}
 	s.Encode(wire.HeaderOf(svc))
 	b.Step(svc)
 	for _, e := range b.Ready().Send {
@@ -355,15 +340,8 @@ func TestRestartedPartitionReplicaDoesNotNackWhatItMayHaveAcked(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d.Op != 5 || d.Commit != 3 || len(entries) != 3 {
-			t.Fatalf("DVC op %d commit %d with %d entries", d.Op, d.Commit, len(entries))
-		}
-		for _, en := range entries {
-			if en.Nack || en.Present {
-				t.Fatalf("op %d: nack %v present %v; the replica knows nothing of it", en.Prepare.Op, en.Nack, en.Present)
-			}
-		}
-		return
+		return d, entries
 	}
-	t.Fatal("no DoViewChange sent")
+	t.Fatalf("no DoViewChange sent (status %s)", b.Status())
+	return wire.DoViewChangeHeader{}, nil
 }
