@@ -38,14 +38,11 @@ import (
 //   - One transfer runs per group at a time; the 4-per-node cap of 7.7 rule
 //     1 is not enforced.
 
-// transferOffer is one served offer.
+// transferOffer is one served offer and how long it has been idle.
 type transferOffer struct {
-	manifest  []byte
-	artifacts [][]byte
-	commitOp  uint64
-	commitMax uint64
-	idle      int
-	served    bool // the last artifact's tail went out
+	*vsr.Offer
+	idle   int
+	served bool // the last artifact's tail went out
 }
 
 type offerKey struct {
@@ -68,7 +65,7 @@ type transferShell struct {
 	child *actor.PID
 	peer  uint8
 	// build makes an offer, or says why not (transient: retry later).
-	build func() (o *transferOffer, transient bool)
+	build func() (o *vsr.Offer, transient bool)
 	// install applies a complete, verified session's state.
 	install func(s *vsr.TransferSession) error
 	// Installed counts installed transfers.
@@ -160,56 +157,48 @@ func (t *transferShell) onOutcome(ctx actor.Context, msg any) bool {
 	return false
 }
 
+// server is this replica as the StateTransferTargets it sends name it.
+func (t *transferShell) server() vsr.Server {
+	return vsr.Server{Cluster: t.n.cluster.id, View: t.core.View(), Replica: t.n.cluster.self, Group: t.group, CommitMax: t.core.CommitMax()}
+}
+
 // serveOffer is 7.6 step 2 (7.7 rule 2 for partitions).
 func (t *transferShell) serveOffer(q wire.RequestStateTransferHeader) {
 	key := offerKey{q.Replica, q.Nonce}
 	o := t.offers[key]
 	transient := true
 	if o == nil {
-		if o, transient = t.build(); o != nil {
+		var built *vsr.Offer
+		if built, transient = t.build(); built != nil {
+			o = &transferOffer{Offer: built}
 			t.offers[key] = o
-			t.log.Info("state transfer offered", "group", t.group, "to", q.Replica, "commit_op", o.commitOp, "artifacts", len(o.artifacts))
+			t.log.Info("state transfer offered", "group", t.group, "to", q.Replica, "commit_op", o.CommitOp, "artifacts", len(o.Artifacts))
 		}
 	}
-	r := wire.StateTransferTargetHeader{Cluster: t.n.cluster.id, Size: wire.HeaderSize, View: t.core.View(),
-		Replica: t.n.cluster.self, Nonce: q.Nonce, Group: t.group, CommitMax: t.core.CommitMax()}
-	var body []byte
+	var offer *vsr.Offer
 	if o != nil {
-		o.idle = 0
-		r.Available, r.CommitOp, r.CommitMax = true, o.commitOp, o.commitMax
-		r.Size += uint32(len(o.manifest))
-		body = o.manifest
-	} else {
-		r.UnavailableTransient = transient
+		o.idle, offer = 0, o.Offer
 	}
-	head := make([]byte, wire.HeaderSize)
-	r.Encode(wire.HeaderOf(head))
+	head, body := t.server().Target(q.Nonce, offer, transient)
 	t.n.send([]vsr.Envelope{{To: q.Replica, Head: head, Body: body}})
 }
 
-// serveChunk is 7.6 step 5.
+// serveChunk is 7.6 step 5; a chunk of an offer this node does not hold
+// (expired, or served before a restart) is answered with a transient
+// refusal.
 func (t *transferShell) serveChunk(q wire.RequestStateChunkHeader) {
 	o := t.offers[offerKey{q.Replica, q.Nonce}]
 	if o == nil {
-		r := wire.StateTransferTargetHeader{Cluster: t.n.cluster.id, Size: wire.HeaderSize, View: t.core.View(),
-			Replica: t.n.cluster.self, Nonce: q.Nonce, Group: t.group, CommitMax: t.core.CommitMax(), UnavailableTransient: true}
-		head := make([]byte, wire.HeaderSize)
-		r.Encode(wire.HeaderOf(head))
+		head, _ := t.server().Target(q.Nonce, nil, true)
 		t.n.send([]vsr.Envelope{{To: q.Replica, Head: head}})
 		return
 	}
-	if int(q.Artifact) >= len(o.artifacts) || q.Offset >= uint64(len(o.artifacts[q.Artifact])) {
+	head, body, tail, ok := t.server().Chunk(o.Offer, q, chunkMax(t.n))
+	if !ok {
 		return
 	}
-	a := o.artifacts[q.Artifact]
-	end := min(q.Offset+uint64(min(q.Len, chunkMax(t.n))), uint64(len(a)))
-	c := wire.StateChunkHeader{Cluster: t.n.cluster.id, Size: uint32(wire.HeaderSize + end - q.Offset),
-		Replica: t.n.cluster.self, Nonce: q.Nonce, Offset: q.Offset, Group: t.group, Artifact: q.Artifact}
-	head := make([]byte, wire.HeaderSize)
-	c.Encode(wire.HeaderOf(head))
-	o.idle = 0
-	o.served = o.served || int(q.Artifact) == len(o.artifacts)-1 && end == uint64(len(a))
-	t.n.send([]vsr.Envelope{{To: q.Replica, Head: head, Body: a[q.Offset:end]}})
+	o.idle, o.served = 0, o.served || tail
+	t.n.send([]vsr.Envelope{{To: q.Replica, Head: head, Body: body}})
 }
 
 // chunkMax is C of 7.6 step 4.
@@ -335,19 +324,14 @@ func (a *transferActor) finish(ctx actor.Context, outcome any) {
 
 // metadataOffer builds the metadata group's offer: only a caught-up
 // primary offers.
-func (m *metadataActor) metadataOffer() (*transferOffer, bool) {
+func (m *metadataActor) metadataOffer() (*vsr.Offer, bool) {
 	if !m.core.CaughtUpPrimary() {
 		return nil, true
 	}
-	snapshot := m.state.Snapshot()
-	table := m.state.Clients().EncodeICT2(true)
-	commit := m.core.CommitMin()
-	manifest := wire.StateManifest{Entries: []wire.ManifestEntry{
-		{Kind: wire.ArtifactMetadataSnapshot, Frontier: commit, Len: uint64(len(snapshot)), Checksum: wire.ArtifactChecksum(snapshot)},
-		{Kind: wire.ArtifactClientTable, Frontier: commit, Len: uint64(len(table)), Checksum: wire.ArtifactChecksum(table)},
-	}}
-	return &transferOffer{manifest: manifest.AppendTo(nil), artifacts: [][]byte{snapshot, table},
-		commitOp: commit, commitMax: m.core.CommitMax()}, false
+	o := &vsr.Offer{CommitOp: m.core.CommitMin(), CommitMax: m.core.CommitMax()}
+	o.Add(wire.ArtifactMetadataSnapshot, o.CommitOp, m.state.Snapshot())
+	o.Add(wire.ArtifactClientTable, o.CommitOp, m.state.Clients().EncodeICT2(true))
+	return o, false
 }
 
 // installMetadata is 7.9.4 steps 1-3: verify, make the journal start above
@@ -426,19 +410,16 @@ const (
 // partitionOffer builds a partition's offer (7.7 rule 2): only a caught-up
 // primary that has committed something offers; its committed batches are
 // all in the segments (they are written at commit).
-func (p *partitionActor) partitionOffer() (*transferOffer, bool) {
+func (p *partitionActor) partitionOffer() (*vsr.Offer, bool) {
 	if !p.core.CaughtUpPrimary() || p.core.CommitMax() == 0 {
 		return nil, true
 	}
-	var artifacts [][]byte
-	var manifest wire.StateManifest
+	o := &vsr.Offer{CommitOp: p.core.CommitMin(), CommitMax: p.core.CommitMax()}
 	var cur []byte
 	var frontier, total uint64
 	flush := func() {
 		if len(cur) > 0 {
-			artifacts = append(artifacts, cur)
-			manifest.Entries = append(manifest.Entries, wire.ManifestEntry{Kind: wire.ArtifactSegmentLog, Frontier: frontier,
-				Len: uint64(len(cur)), Checksum: wire.ArtifactChecksum(cur)})
+			o.Add(wire.ArtifactSegmentLog, frontier, cur)
 			cur = nil
 		}
 	}
@@ -465,11 +446,8 @@ func (p *partitionActor) partitionOffer() (*transferOffer, bool) {
 		p.log.Warn("partition state transfer refused", "err", err)
 		return nil, false
 	}
-	commit := p.core.CommitMin()
-	artifacts = append(artifacts, offsets)
-	manifest.Entries = append(manifest.Entries, wire.ManifestEntry{Kind: wire.ArtifactConsumerOffsets, Frontier: commit,
-		Len: uint64(len(offsets)), Checksum: wire.ArtifactChecksum(offsets)})
-	return &transferOffer{manifest: manifest.AppendTo(nil), artifacts: artifacts, commitOp: commit, commitMax: p.core.CommitMax()}, false
+	o.Add(wire.ArtifactConsumerOffsets, o.CommitOp, offsets)
+	return o, false
 }
 
 // offsetsArtifact is the partition's ICO1 encoding (7.8.3): its next

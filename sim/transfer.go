@@ -21,11 +21,8 @@ import (
 // every op it applied itself.
 
 type simOffer struct {
-	manifest  []byte
-	artifacts [][]byte
-	commitOp  uint64
-	commitMax uint64
-	applied   []applied // the server's applied ops up to commitOp
+	*vsr.Offer
+	applied []applied // the server's applied ops up to CommitOp
 }
 
 type offerKey struct {
@@ -66,57 +63,44 @@ func (r *run) transferFrame(from, to int, frame []byte) {
 	}
 }
 
+// server is replica i as its StateTransferTargets name it.
+func (r *run) server(i int) vsr.Server {
+	c := r.reps[i].core
+	return vsr.Server{Cluster: wire.U128{Lo: 0x51}, View: c.View(), Replica: uint8(i), Group: r.group(), CommitMax: c.CommitMax()}
+}
+
 func (r *run) serveOffer(server, requester int, nonce wire.U128) {
 	rp := r.reps[server]
 	key := offerKey{server, requester, nonce}
 	o := r.offers[key]
 	if o == nil && rp.core.CaughtUpPrimary() && rp.core.CommitMax() > 0 {
 		commit := rp.core.CommitMin()
-		var m wire.StateManifest
+		o = &simOffer{Offer: &vsr.Offer{CommitOp: commit, CommitMax: rp.core.CommitMax()},
+			applied: append([]applied(nil), rp.applied[:commit]...)}
 		if r.cfg.PartitionPlane {
-			a := wire.ConsumerOffsetsArtifact{NextOffset: commit}.AppendTo(nil)
-			m.Entries = []wire.ManifestEntry{{Kind: wire.ArtifactConsumerOffsets, Frontier: commit, Len: uint64(len(a)), Checksum: wire.ArtifactChecksum(a)}}
-			o = &simOffer{artifacts: [][]byte{a}}
+			o.Add(wire.ArtifactConsumerOffsets, commit, wire.ConsumerOffsetsArtifact{NextOffset: commit}.AppendTo(nil))
 		} else {
-			snap := binary.LittleEndian.AppendUint64([]byte("sim-snapshot:"), commit)
-			table := binary.LittleEndian.AppendUint64([]byte("sim-table:"), commit)
-			m.Entries = []wire.ManifestEntry{
-				{Kind: wire.ArtifactMetadataSnapshot, Frontier: commit, Len: uint64(len(snap)), Checksum: wire.ArtifactChecksum(snap)},
-				{Kind: wire.ArtifactClientTable, Frontier: commit, Len: uint64(len(table)), Checksum: wire.ArtifactChecksum(table)},
-			}
-			o = &simOffer{artifacts: [][]byte{snap, table}}
+			o.Add(wire.ArtifactMetadataSnapshot, commit, binary.LittleEndian.AppendUint64([]byte("sim-snapshot:"), commit))
+			o.Add(wire.ArtifactClientTable, commit, binary.LittleEndian.AppendUint64([]byte("sim-table:"), commit))
 		}
-		o.manifest, o.commitOp, o.commitMax = m.AppendTo(nil), commit, rp.core.CommitMax()
-		o.applied = append([]applied(nil), rp.applied[:commit]...)
 		r.offers[key] = o
 	}
-	t := wire.StateTransferTargetHeader{Cluster: wire.U128{Lo: 0x51}, Size: wire.HeaderSize, View: rp.core.View(),
-		Replica: uint8(server), Nonce: nonce, Group: r.group(), CommitMax: rp.core.CommitMax()}
-	var body []byte
+	var offer *vsr.Offer
 	if o != nil {
-		t.Available, t.CommitOp, t.CommitMax = true, o.commitOp, o.commitMax
-		t.Size += uint32(len(o.manifest))
-		body = o.manifest
-	} else {
-		t.UnavailableTransient = true
+		offer = o.Offer
 	}
-	var head wire.Header
-	t.Encode(&head)
-	r.net.send(r.now, server, requester, append(head[:], body...))
+	head, body := r.server(server).Target(nonce, offer, true)
+	r.net.send(r.now, server, requester, append(head, body...))
 }
 
 func (r *run) serveChunk(server, requester int, q wire.RequestStateChunkHeader) {
 	o := r.offers[offerKey{server, requester, q.Nonce}]
-	if o == nil || int(q.Artifact) >= len(o.artifacts) || q.Offset >= uint64(len(o.artifacts[q.Artifact])) {
+	if o == nil {
 		return
 	}
-	a := o.artifacts[q.Artifact]
-	end := min(q.Offset+uint64(q.Len), uint64(len(a)))
-	c := wire.StateChunkHeader{Cluster: wire.U128{Lo: 0x51}, Size: uint32(wire.HeaderSize + end - q.Offset),
-		Replica: uint8(server), Nonce: q.Nonce, Offset: q.Offset, Group: r.group(), Artifact: q.Artifact}
-	var head wire.Header
-	c.Encode(&head)
-	r.net.send(r.now, server, requester, append(head[:], a[q.Offset:end]...))
+	if head, body, _, ok := r.server(server).Chunk(o.Offer, q, q.Len); ok {
+		r.net.send(r.now, server, requester, append(head, body...))
+	}
 }
 
 // maybeStartTransfer arms a session when replica i's core asks for one.
@@ -202,7 +186,7 @@ func (r *run) install(i int, s *vsr.TransferSession) error {
 		return err
 	}
 	o := r.offers[offerKey{int(s.Peer), i, s.Nonce}]
-	if o == nil || o.commitOp != s.CommitOp {
+	if o == nil || o.CommitOp != s.CommitOp {
 		return fmt.Errorf("no offer at commit %d", s.CommitOp)
 	}
 	if s.CommitOp <= rp.core.CommitMin() {

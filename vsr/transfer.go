@@ -336,3 +336,67 @@ func (r *Replica) Installed(snapshotOp, commitMax uint64, _ uint8) {
 func (r *Replica) InstallAllowed(commitOp uint64) bool {
 	return r.status == StatusNormal && !r.IsPrimary() && commitOp > r.commitMin
 }
+
+// Offer is a state transfer offer as its server holds it (7.6 step 2, 7.7
+// rule 2): the artifacts, their manifest and the commit point they are
+// at. The shells build it from their state; answering requests from it
+// is the same for both planes and for the simulator.
+type Offer struct {
+	Manifest  []byte
+	Artifacts [][]byte
+	CommitOp  uint64
+	CommitMax uint64
+	entries   []wire.ManifestEntry
+}
+
+// Add appends an artifact of kind with its frontier (7.8.1).
+func (o *Offer) Add(kind wire.ArtifactKind, frontier uint64, artifact []byte) {
+	o.Artifacts = append(o.Artifacts, artifact)
+	o.entries = append(o.entries, wire.ManifestEntry{Kind: kind, Frontier: frontier, Len: uint64(len(artifact)),
+		Checksum: wire.ArtifactChecksum(artifact)})
+	o.Manifest = wire.StateManifest{Entries: o.entries}.AppendTo(o.Manifest[:0])
+}
+
+// Server names the replica answering: its cluster, view, id, group and
+// commit_max, which every StateTransferTarget carries (1.4.11).
+type Server struct {
+	Cluster   wire.U128
+	View      uint32
+	Replica   uint8
+	Group     uint64
+	CommitMax uint64
+}
+
+// Target is the StateTransferTarget answering nonce: the offer o, or a
+// refusal when o is nil (transient: "retry later", 7.7 rule 3).
+func (s Server) Target(nonce wire.U128, o *Offer, transient bool) (head, body []byte) {
+	t := wire.StateTransferTargetHeader{Cluster: s.Cluster, Size: wire.HeaderSize, View: s.View, Replica: s.Replica,
+		Nonce: nonce, Group: s.Group, CommitMax: s.CommitMax}
+	if o != nil {
+		t.Available, t.CommitOp, t.CommitMax = true, o.CommitOp, o.CommitMax
+		t.Size += uint32(len(o.Manifest))
+		body = o.Manifest
+	} else {
+		t.UnavailableTransient = transient
+	}
+	head = make([]byte, wire.HeaderSize)
+	t.Encode(wire.HeaderOf(head))
+	return head, body
+}
+
+// Chunk answers a RequestStateChunk from o (7.6 step 5): bytes [offset,
+// offset + min(len, chunkMax)) of the artifact, clipped to its end. ok is
+// false for an artifact or offset out of range (the request is ignored);
+// tail reports that the chunk ends the last artifact.
+func (s Server) Chunk(o *Offer, q wire.RequestStateChunkHeader, chunkMax uint32) (head, body []byte, tail, ok bool) {
+	if int(q.Artifact) >= len(o.Artifacts) || q.Offset >= uint64(len(o.Artifacts[q.Artifact])) {
+		return nil, nil, false, false
+	}
+	a := o.Artifacts[q.Artifact]
+	end := min(q.Offset+uint64(min(q.Len, chunkMax)), uint64(len(a)))
+	c := wire.StateChunkHeader{Cluster: s.Cluster, Size: uint32(wire.HeaderSize + end - q.Offset), Replica: s.Replica,
+		Nonce: q.Nonce, Offset: q.Offset, Group: s.Group, Artifact: q.Artifact}
+	head = make([]byte, wire.HeaderSize)
+	c.Encode(wire.HeaderOf(head))
+	return head, a[q.Offset:end], int(q.Artifact) == len(o.Artifacts)-1 && end == uint64(len(a)), true
+}
