@@ -136,6 +136,9 @@ type cluster struct {
 	down      map[uint8]bool        // crashed replicas: they neither act nor receive
 	lose      func(e Envelope) bool // frames the network loses, if set
 	truncated map[int][]uint64      // Ready.Truncate values each replica gave its journal
+	// journaled, if set, sees each Ready's truncation and every frame
+	// handed to a journal, in order, before it is reported Journaled.
+	journaled func(i int, truncate uint64, frame []byte)
 }
 
 func newCluster(n int) *cluster { return newClusterWith(n, nil) }
@@ -171,7 +174,13 @@ func (c *cluster) settle() {
 					}
 					c.truncated[i] = append(c.truncated[i], rd.Truncate)
 				}
+				if c.journaled != nil && rd.Truncate != 0 {
+					c.journaled(i, rd.Truncate, nil)
+				}
 				for _, f := range rd.Journal {
+					if c.journaled != nil {
+						c.journaled(i, 0, f)
+					}
 					r.Journaled(wire.HeaderOf(f).Prepare().Op, nil)
 				}
 				c.committed[i] = append(c.committed[i], rd.Commit...)
