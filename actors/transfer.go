@@ -132,7 +132,7 @@ func (t *transferShell) onOutcome(ctx actor.Context, msg any) bool {
 			t.abandon(err)
 			return true
 		}
-		t.core.Installed(s.CommitOp, s.CommitMax, s.Peer)
+		t.core.Installed(s.CommitOp, s.CommitMax)
 		t.Installed++
 		t.log.Info("state transfer installed", "group", t.group, "commit_op", s.CommitOp, "commit_max", s.CommitMax, "from", s.Peer)
 		return true

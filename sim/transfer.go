@@ -165,7 +165,7 @@ func (r *run) transferProgress(i int, next *vsr.Envelope) {
 		return
 	}
 	rp.transfer = nil
-	rp.core.Installed(s.CommitOp, s.CommitMax, s.Peer)
+	rp.core.Installed(s.CommitOp, s.CommitMax)
 	rp.commit = rp.core.CommitMin()
 	r.res.Transfers++
 	r.event(i, "state transfer installed at commit %d", s.CommitOp)

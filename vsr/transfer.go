@@ -302,13 +302,13 @@ func (r *Replica) SetTransferring(on bool) {
 // Installed takes the state a transfer installed (7.9.4 steps 4-7): the
 // snapshot's op becomes commit_min (its journal below was dropped by the
 // shell), commit_max rises to the offer's, and journal repair fetches the
-// tail from this view's primary. The last argument, the transfer's
-// server, is not used for that: it may be gone (7.9.4 step 7 names it).
+// tail from this view's primary (7.9.4 step 7 names the transfer's
+// server, which may be gone).
 //
 // The shell installs only what InstallAllowed accepts, asked right before
 // it writes anything: a replica that became a primary (or an elect, or
 // went Recovering) while it fetched must not throw its log away.
-func (r *Replica) Installed(snapshotOp, commitMax uint64, _ uint8) {
+func (r *Replica) Installed(snapshotOp, commitMax uint64) {
 	r.transferring = false
 	r.NeedTransfer = -1
 	if snapshotOp > r.commitMin {

@@ -24,20 +24,14 @@ func startTransferIfNeeded(r *Replica) bool {
 }
 
 // finishTransfer is the shell's end of a complete transfer of the state at
-// commitOp from peer: installed if the shell's gate lets it, else
-// abandoned. The gate is the core's InstallAllowed where the core has one;
-// on 9004f01, which has none, it is what installMetadata checks (the
-// state is ahead of commit_min). It reports whether it installed.
-func finishTransfer(r *Replica, commitOp, commitMax uint64, peer uint8) bool {
-	allowed := commitOp > r.CommitMin()
-	if g, ok := any(r).(interface{ InstallAllowed(uint64) bool }); ok {
-		allowed = g.InstallAllowed(commitOp)
-	}
-	if !allowed {
+// commitOp: installed if the core's InstallAllowed lets it, else
+// abandoned. It reports whether it installed.
+func finishTransfer(r *Replica, commitOp, commitMax uint64) bool {
+	if !r.InstallAllowed(commitOp) {
 		r.SetTransferring(false)
 		return false
 	}
-	r.Installed(commitOp, commitMax, peer)
+	r.Installed(commitOp, commitMax)
 	return true
 }
 
@@ -55,7 +49,7 @@ func (c *cluster) serveTransfers() {
 			r.SetTransferring(false)
 			continue
 		}
-		if finishTransfer(r, p.CommitMin(), p.CommitMax(), uint8(r.NeedTransfer)) {
+		if finishTransfer(r, p.CommitMin(), p.CommitMax()) {
 			r.SetOffsetFrontier(p.CommitMin()) // one message per op in these tests
 		}
 	}
@@ -133,7 +127,7 @@ func TestTransferCompletingOnTheNewPrimaryDoesNotDropCommittedOps(t *testing.T) 
 	// abandoned the transfer when it left view 0 (then the shell drops it).
 	_ = offerView
 	if r1.Transferring() {
-		finishTransfer(r1, offerOp, offerMax, 0)
+		finishTransfer(r1, offerOp, offerMax)
 	}
 	c.settle()
 	delete(c.down, 0)
@@ -205,7 +199,7 @@ func TestTailRepairAfterAnInstallDoesNotWaitForADeadTransferPeer(t *testing.T) {
 	// Replica 0 serves the last chunk to replica 2, then crashes for good
 	// (unless the core abandoned the transfer when it left view 0).
 	if r2.Transferring() {
-		finishTransfer(r2, offerOp, offerMax, 0)
+		finishTransfer(r2, offerOp, offerMax)
 	}
 	c.settle()
 	target := c.reps[1].CommitMax()
@@ -269,7 +263,7 @@ func TestInstalledPrimaryAnswersRangeEvictedBelowItsInstall(t *testing.T) {
 	delete(c.down, 1)
 	c.tickUntil(t, 2000, "replica 1 needs a transfer", func() bool { return r1.NeedTransfer == 0 })
 	startTransferIfNeeded(r1)
-	if !finishTransfer(r1, c.reps[0].CommitMin(), c.reps[0].CommitMax(), 0) {
+	if !finishTransfer(r1, c.reps[0].CommitMin(), c.reps[0].CommitMax()) {
 		t.Fatal("setup: the install was refused")
 	}
 	r1.SetOffsetFrontier(10)

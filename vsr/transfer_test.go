@@ -118,7 +118,7 @@ func TestTransferFailures(t *testing.T) {
 func TestInstalledRepairsTheTail(t *testing.T) {
 	r := New(Config{Group: 5, Replica: 2, ReplicaCount: 3, Metadata: true})
 	r.SetTransferring(true)
-	r.Installed(40, 45, 1)
+	r.Installed(40, 45)
 	rd := r.Ready()
 	if r.CommitMin() != 40 || r.Op() != 40 || r.Transferring() || len(rd.Send) != 1 {
 		t.Fatalf("commit %d op %d transferring %v sends %d", r.CommitMin(), r.Op(), r.Transferring(), len(rd.Send))
