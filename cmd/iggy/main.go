@@ -123,7 +123,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.streamCommand(), a.topicCommand(), a.partitionCommand(), a.segmentCommand(),
 		a.messageCommand(), a.offsetCommand(), a.groupCommand(),
 		a.userCommand(), a.patCommand(), a.clientCommand(),
-		a.meCommand(), a.statsCommand(), a.snapshotCommand(), a.clusterCommand(), a.optionsCommand(),
+		a.meCommand(), a.statsCommand(), a.snapshotCommand(), a.clusterCommand(), a.optionsCommand(), a.pingCommand(),
 	)
 	return root
 }

@@ -462,6 +462,13 @@ func TestSystemCommands(t *testing.T) {
 	}
 	contains(t, "options", e.ok("options"), "KEY", "message_expiry", "segment_size")
 	contains(t, "bad output", e.fails("--output", "yaml", "me"), "--output must be table or json")
+
+	// ping logs in with nothing (a wrong password cannot fail it) and
+	// fails, for a healthcheck, when the node does not answer.
+	if out := e.ok("--password", "wrong", "ping", "--count", "2", "--interval", "1ms"); strings.Count(out, "pong from") != 2 {
+		t.Fatalf("ping printed %q", out)
+	}
+	e.fails("--address", "127.0.0.1:1", "--reconnect-retries", "0", "ping")
 }
 
 func TestLoginSessionLogout(t *testing.T) {

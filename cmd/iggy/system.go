@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -189,4 +190,44 @@ func (a *app) optionsCommand() *cobra.Command {
 			})
 		},
 	}
+}
+
+// pingCommand checks that one node answers: it connects without logging in
+// (Ping needs no session, client-plane.md) and stays on the dialled node, so
+// a container healthcheck probes that node and not the cluster's leader.
+func (a *app) pingCommand() *cobra.Command {
+	var count int
+	var interval time.Duration
+	cmd := &cobra.Command{
+		Use:   "ping",
+		Short: "Ping the node (no login); exit status 0 when every ping is answered",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o, err := a.options()
+			if err != nil {
+				return err
+			}
+			o.Username, o.Password, o.PersonalAccessToken = "", "", ""
+			o.StayOnNode = true
+			c, err := client.Connect(a.ctx, o)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			for i := range count {
+				if i > 0 {
+					time.Sleep(interval)
+				}
+				start := time.Now()
+				if err := c.Ping(a.ctx); err != nil {
+					return err
+				}
+				fmt.Fprintf(a.out, "pong from %s in %v\n", o.Address, time.Since(start).Round(time.Microsecond))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&count, "count", 1, "number of pings")
+	cmd.Flags().DurationVar(&interval, "interval", time.Second, "pause between pings")
+	return cmd
 }
