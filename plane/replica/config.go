@@ -121,7 +121,8 @@ func (c *Config) validate() error {
 	if len(c.SharedSecret) < MinSharedSecretLen {
 		return fmt.Errorf("replicaplane: shared secret must be at least %d bytes", MinSharedSecretLen)
 	}
-	if c.PreviousSharedSecret != nil {
+	// Empty means none: the TOML key left blank arrives as "", not nil.
+	if len(c.PreviousSharedSecret) != 0 {
 		if len(c.PreviousSharedSecret) < MinSharedSecretLen {
 			return fmt.Errorf("replicaplane: previous shared secret must be at least %d bytes", MinSharedSecretLen)
 		}

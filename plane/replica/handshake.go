@@ -21,7 +21,7 @@ type macKeys struct {
 
 func deriveKeys(secret, previous []byte) macKeys {
 	m := macKeys{k: wire.MACKey(secret)}
-	if previous != nil {
+	if len(previous) != 0 {
 		m.prev, m.hasPrev = wire.MACKey(previous), true
 	}
 	return m

@@ -378,6 +378,21 @@ func TestStartValidatesConfig(t *testing.T) {
 	}
 }
 
+// A blank previous secret (what config gives when the TOML key is unset)
+// means no rotation in progress, not a too-short secret.
+func TestStartTakesBlankPreviousSecretAsNone(t *testing.T) {
+	cfg := baseConfig(0, 3)
+	cfg.AuthEnabled, cfg.SharedSecret, cfg.PreviousSharedSecret = true, secretOld, []byte("")
+	n, err := Start(cfg, newRecorder())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if n.keys.hasPrev {
+		t.Fatal("a blank previous secret was taken as a key")
+	}
+}
+
 // Close stops every goroutine of the node: listener, dialer, handshakes in
 // flight, readers and writers.
 func TestCloseLeavesNoGoroutines(t *testing.T) {
