@@ -24,6 +24,11 @@ type Client struct {
 	conn        Conn
 	addr        string   // the address currently (or last) dialled
 	candidates  []string // reconnect targets: the configured address, then healthy roster nodes
+	// next indexes the candidate a reconnect tries next: the one after the
+	// node last connected to, then onwards after each failed attempt. A
+	// node that hangs (paused, cut off) eats a whole request deadline per
+	// attempt, so the rotation must outlive the request that started it.
+	next int
 	connectedAt time.Time
 	closed      bool
 
@@ -196,6 +201,13 @@ func (c *Client) dial(ctx context.Context, addr string) error {
 		return err
 	}
 	c.conn, c.addr, c.connectedAt = conn, addr, time.Now()
+	c.next = 0
+	for i, a := range c.candidates {
+		if sameAddress(a, addr) {
+			c.next = i + 1
+			break
+		}
+	}
 	c.clientID = newClientID()
 	c.session, c.userID, c.nextRequest = 0, 0, 1
 	c.heartbeatOnce.Do(func() {
@@ -230,8 +242,9 @@ func (c *Client) connect(ctx context.Context, reconnect bool) error {
 	retries := c.opts.Reconnect.Retries
 	for attempt := 0; ; attempt++ {
 		addr := c.addr
-		if attempt > 0 {
-			addr = c.candidates[attempt%len(c.candidates)]
+		if reconnect || attempt > 0 {
+			addr = c.candidates[c.next%len(c.candidates)]
+			c.next++
 		}
 		err := c.dial(ctx, addr)
 		if err == nil && c.creds.set() {

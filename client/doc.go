@@ -69,7 +69,10 @@
 //     read as 127.0.0.1, IP literals by value, no DNS), at most 3 times; a
 //     leaderless roster is re-read every 250 ms for up to 5 s. One node, a
 //     deny or an undecodable roster leave the client where it is. Healthy
-//     nodes become reconnect candidates.
+//     nodes become reconnect candidates. A reconnect starts at the
+//     candidate after the node it lost and moves one on per failed attempt,
+//     across requests: a node that hangs (paused, cut off) costs a whole
+//     request deadline per attempt, and must not be dialled again first.
 //   - Typed methods for every command code, returning wire's types; Balanced
 //     and MessagesKey sends are routed client-side (14.2) from a per-topic
 //     partition count cache; SendRaw sends any code as section 6 "Raw

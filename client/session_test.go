@@ -941,3 +941,42 @@ func TestReestablishAfter(t *testing.T) {
 		t.Fatalf("reconnected after %v", d)
 	}
 }
+
+// A node that stops answering but keeps accepting connections (a paused
+// or cut-off container) eats a whole request deadline per attempt. The
+// reconnect after such a failure tries the next roster node, not the hung
+// one again, so the client reaches the new leader within a request or two.
+func TestReconnectMovesPastAHungNode(t *testing.T) {
+	a, b := newFake(t), newFake(t)
+	var hung atomic.Bool
+	roster := func() []byte {
+		if hung.Load() {
+			return rosterBody("c", node{"a", "127.0.0.1", a.port(), 1, 0}, node{"b", "127.0.0.1", b.port(), 0, 0})
+		}
+		return rosterBody("c", node{"a", "127.0.0.1", a.port(), 0, 0}, node{"b", "127.0.0.1", b.port(), 1, 0})
+	}
+	a.roster, b.roster = roster, roster
+	a.setScript(func(*fakeConn, fakeRequest) bool { return hung.Load() }) // swallow every request once hung
+	opts := testOptions(a)
+	opts.Username, opts.Password = "iggy", "iggy"
+	opts.RequestTimeout = 300 * time.Millisecond
+	opts.Reconnect = ReconnectOptions{Retries: -1, Interval: 10 * time.Millisecond}
+	c, err := Connect(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if !sameAddress(c.Address(), a.addr()) {
+		t.Fatalf("client at %s, want the leader a", c.Address())
+	}
+	hung.Store(true)
+	if err := c.Ping(t.Context()); err == nil {
+		t.Fatal("a hung node answered")
+	}
+	if err := c.Ping(t.Context()); err != nil {
+		t.Fatalf("the ping after the hang: %v", err)
+	}
+	if !sameAddress(c.Address(), b.addr()) {
+		t.Fatalf("client at %s, want b", c.Address())
+	}
+}
