@@ -20,15 +20,15 @@ type Client struct {
 	opts      Options
 	transport Transport
 
-	mu          sync.Mutex
-	conn        Conn
-	addr        string   // the address currently (or last) dialled
-	candidates  []string // reconnect targets: the configured address, then healthy roster nodes
+	mu         sync.Mutex
+	conn       Conn
+	addr       string   // the address currently (or last) dialled
+	candidates []string // reconnect targets: the configured address, then healthy roster nodes
 	// next indexes the candidate a reconnect tries next: the one after the
 	// node last connected to, then onwards after each failed attempt. A
 	// node that hangs (paused, cut off) eats a whole request deadline per
 	// attempt, so the rotation must outlive the request that started it.
-	next int
+	next        int
 	connectedAt time.Time
 	closed      bool
 
