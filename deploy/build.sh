@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Builds the iggynode image FROM scratch out of static binaries compiled
+# here (no registry is needed or used): deploy/build.sh [tag]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tag="${1:-iggynode:local}"
+out=deploy/.build
+rm -rf "$out" && mkdir -p "$out/data"
+CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$out/iggynode" ./cmd/node
+CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$out/iggy" ./cmd/iggy
+docker build -q -f deploy/Dockerfile -t "$tag" "$out"
+echo "built $tag"

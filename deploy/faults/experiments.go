@@ -1,0 +1,559 @@
+package faults
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"iggynode/client"
+	"iggynode/internal/faultcheck"
+	"iggynode/wire"
+)
+
+// Experiment is one fault: Inject breaks the cluster and repairs it,
+// calling r.Fault just before breaking and r.Heal just after repairing.
+type Experiment struct {
+	Name        string
+	Description string
+	Inject      func(ctx context.Context, r *Run) error
+}
+
+// Failover is how long an experiment waits for the cluster to serve
+// writes again after a fault: the spec's heartbeat timeout (5 s) plus a
+// view change, with room for a loaded machine.
+const Failover = 60 * time.Second
+
+// Experiments are the fault experiments of the deploy issue, in order.
+var Experiments = []Experiment{
+	{"kill-primary", "SIGKILL the leader's container under load, wait for a new leader to take writes, start it again on its volume",
+		func(ctx context.Context, r *Run) error {
+			r.Target(r.Leader)
+			r.Fault()
+			if err := r.C.Kill(ctx, r.Leader); err != nil {
+				return err
+			}
+			if err := r.WaitFailover(ctx); err != nil {
+				return err
+			}
+			err := r.C.Start(ctx, r.Leader)
+			r.Heal()
+			return err
+		}},
+	{"pause-primary", "docker pause the leader past the heartbeat timeout (5 s): the others elect a new leader that takes writes; then unpause it",
+		func(ctx context.Context, r *Run) error {
+			r.Target(r.Leader)
+			r.Fault()
+			if err := r.C.Pause(ctx, r.Leader); err != nil {
+				return err
+			}
+			if err := r.WaitFailover(ctx); err != nil {
+				_ = r.C.Unpause(ctx, r.Leader)
+				return err
+			}
+			err := r.C.Unpause(ctx, r.Leader)
+			r.Heal()
+			return err
+		}},
+	{"partition-primary", "disconnect the leader from the compose network (peers and clients) until another leader takes writes, then reconnect it",
+		func(ctx context.Context, r *Run) error {
+			r.Target(r.Leader)
+			r.Fault()
+			if err := r.C.Disconnect(ctx, r.Leader); err != nil {
+				return err
+			}
+			if err := r.WaitFailover(ctx); err != nil {
+				_ = r.C.Connect(ctx, r.Leader)
+				return err
+			}
+			err := r.C.Connect(ctx, r.Leader)
+			r.Heal()
+			return err
+		}},
+	{"restart-all", "restart every container (SIGTERM, SIGKILL after 5 s) under load; the cluster recovers from its volumes",
+		func(ctx context.Context, r *Run) error {
+			r.Target(0, 1, 2)
+			r.Fault()
+			err := r.C.RestartAll(ctx)
+			r.Heal()
+			return err
+		}},
+	{"wipe-backup", "remove a follower's container and volume under load and start it empty; it catches up from the others",
+		func(ctx context.Context, r *Run) error {
+			victim := (r.Leader + 1) % len(r.C.Nodes)
+			r.Target(victim)
+			r.Fault()
+			err := r.C.Wipe(ctx, victim)
+			r.Heal()
+			return err
+		}},
+}
+
+// Find returns the experiment called name.
+func Find(name string) (Experiment, bool) {
+	for _, e := range Experiments {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return Experiment{}, false
+}
+
+// Millis is a duration reported in milliseconds.
+type Millis time.Duration
+
+func (m Millis) MarshalJSON() ([]byte, error) {
+	return json.Marshal(float64(time.Duration(m).Microseconds()) / 1000)
+}
+
+func (m Millis) String() string {
+	if m < 0 {
+		return "never"
+	}
+	return time.Duration(m).Round(time.Millisecond).String()
+}
+
+// ReplicaFigure is one node's state at the end of an experiment.
+type ReplicaFigure struct {
+	Node     string `json:"node"`
+	Messages int    `json:"messages"`
+}
+
+// Report is the outcome and the figures of one experiment.
+type Report struct {
+	Experiment    string    `json:"experiment"`
+	Description   string    `json:"description"`
+	Started       time.Time `json:"started"`
+	Duration      Millis    `json:"duration_ms"`
+	LeaderAtStart string    `json:"leader_at_start"`
+	LeaderAtEnd   string    `json:"leader_at_end"`
+	Targets       []string  `json:"targets"`
+	faultcheck.Verdict
+	// TimeWithoutLeader is the longest stretch without an acknowledged
+	// write from the fault until the end of the workload.
+	TimeWithoutLeader Millis `json:"time_without_leader_ms"`
+	// FirstAckAfterFault is the time from the fault to the first write
+	// acknowledged after it.
+	FirstAckAfterFault Millis `json:"first_ack_after_fault_ms"`
+	// TimeToCatchUp is the time from the heal until every target holds
+	// every message acknowledged before the heal (-1: never seen).
+	TimeToCatchUp     Millis          `json:"time_to_catch_up_ms"`
+	ServesAgain       bool            `json:"serves_again"`
+	MetadataIdentical bool            `json:"metadata_identical"`
+	Replicas          []ReplicaFigure `json:"replicas"`
+	Passed            bool            `json:"passed"`
+	Errors            []string        `json:"errors,omitempty"`
+	Log               []string        `json:"log"`
+	// NodeLogs is every node's log of the run (docker-compose logs), kept
+	// beside the report as <experiment>.nodes.log.
+	NodeLogs string `json:"-"`
+}
+
+// Run is the state of one experiment in progress, handed to Inject.
+type Run struct {
+	C           *Cluster
+	W           *faultcheck.Writer
+	Leader      int
+	targets     []int
+	faultAt     time.Time
+	healAt      time.Time
+	ackedAtHeal int
+}
+
+// Target names the nodes the fault is aimed at (for catch-up timing).
+func (r *Run) Target(nodes ...int) { r.targets = nodes }
+
+// Fault marks the moment the fault is injected.
+func (r *Run) Fault() {
+	r.faultAt = time.Now()
+	r.C.Logf("fault injected (%d sends acknowledged)", r.W.Acked())
+}
+
+// Heal marks the moment the fault is repaired.
+func (r *Run) Heal() {
+	r.healAt, r.ackedAtHeal = time.Now(), r.W.Acked()
+	r.C.Logf("fault healed (%d sends acknowledged)", r.ackedAtHeal)
+}
+
+// WaitFailover waits until the nodes other than the old leader agree on
+// a new one, and then for 30 writes acknowledged after that: the cluster
+// serves without the node the fault took away.
+func (r *Run) WaitFailover(ctx context.Context) error {
+	skip := map[int]bool{r.Leader: true}
+	deadline := time.Now().Add(Failover)
+	for {
+		l, err := r.C.WaitLeader(ctx, time.Until(deadline), skip)
+		if err != nil {
+			return fmt.Errorf("failover: %w", err)
+		}
+		if l != r.Leader {
+			r.C.Logf("new leader %s", r.C.Nodes[l].Service)
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("failover: the others still follow %s after %v", r.C.Nodes[l].Service, Failover)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return r.W.WaitAcked(ctx, r.W.Acked()+30, time.Until(deadline))
+}
+
+// Setup names of the experiment's stream and topic.
+const (
+	streamName = "faults"
+	topicName  = "workload"
+)
+
+// RunExperiment starts the cluster fresh, runs the workload, injects e,
+// checks the outcome and tears the cluster down; it always returns a
+// report, Passed only when every check held.
+func RunExperiment(ctx context.Context, c *Cluster, e Experiment) *Report {
+	rep := &Report{Experiment: e.Name, Description: e.Description, Started: time.Now(), TimeToCatchUp: -1, FirstAckAfterFault: -1}
+	var logMu sync.Mutex
+	userLog := c.Logf
+	c.Logf = func(format string, args ...any) {
+		line := fmt.Sprintf("%6.1fs ", time.Since(rep.Started).Seconds()) + fmt.Sprintf(format, args...)
+		logMu.Lock()
+		rep.Log = append(rep.Log, line)
+		logMu.Unlock()
+		if userLog != nil {
+			userLog("%s", line)
+		}
+	}
+	defer func() { c.Logf = userLog }()
+	fail := func(err error) {
+		rep.Errors = append(rep.Errors, err.Error())
+		c.Logf("error: %v", err)
+	}
+	defer func() {
+		rep.Duration = Millis(time.Since(rep.Started))
+		rep.Passed = len(rep.Errors) == 0 && rep.Verdict.OK() && rep.ServesAgain && rep.MetadataIdentical && rep.AckedSends > 0
+		rep.NodeLogs = c.Logs(context.Background())
+		if err := c.Down(context.Background()); err != nil {
+			rep.Log = append(rep.Log, "down: "+err.Error())
+		}
+	}()
+
+	if err := c.Up(ctx); err != nil {
+		fail(err)
+		return rep
+	}
+	leader, err := c.WaitLeader(ctx, Failover, nil)
+	if err != nil {
+		fail(err)
+		return rep
+	}
+	rep.LeaderAtStart = c.Nodes[leader].Service
+	c.Logf("leader %s", rep.LeaderAtStart)
+	if err := createWorkloadTopic(ctx, c); err != nil {
+		fail(err)
+		return rep
+	}
+	w := faultcheck.StartWriter(ctx, c.Options(leader), wire.Named(streamName), wire.Named(topicName), 2*time.Millisecond)
+	defer w.Stop()
+	r := &Run{C: c, W: w, Leader: leader}
+	if err := w.WaitAcked(ctx, 100, Failover); err != nil {
+		fail(fmt.Errorf("before the fault: %w", err))
+		return rep
+	}
+	if err := e.Inject(ctx, r); err != nil {
+		fail(err)
+	}
+	if r.healAt.IsZero() {
+		r.Heal()
+	}
+	for _, t := range r.targets {
+		rep.Targets = append(rep.Targets, c.Nodes[t].Service)
+	}
+	catchUp := watchCatchUp(ctx, c, r.targets)
+
+	// The cluster serves again: 50 more writes after the heal.
+	if err := w.WaitAcked(ctx, r.ackedAtHeal+50, Failover); err != nil {
+		fail(fmt.Errorf("after the heal: %w", err))
+	} else {
+		rep.ServesAgain = true
+	}
+	w.Stop()
+	end := time.Now()
+	h := w.History()
+	rep.TimeWithoutLeader = Millis(h.LongestGap(r.faultAt, end))
+	rep.FirstAckAfterFault = Millis(h.FirstAckAfter(r.faultAt))
+	if l, err := c.WaitLeader(ctx, Failover, nil); err == nil {
+		rep.LeaderAtEnd = c.Nodes[l].Service
+	} else {
+		fail(fmt.Errorf("at the end: %w", err))
+	}
+
+	names, copies := readAll(ctx, c, h)
+	rep.Verdict = faultcheck.Check(h, names, copies)
+	for i, cp := range copies {
+		rep.Replicas = append(rep.Replicas, ReplicaFigure{Node: names[i], Messages: len(cp)})
+	}
+	if len(copies) > 0 {
+		rep.TimeToCatchUp = catchUp(lastAckedOffset(h, copies[0], r.ackedAtHeal), r.healAt)
+	}
+	if err := sameMetadata(ctx, c); err != nil {
+		fail(err)
+	} else {
+		rep.MetadataIdentical = true
+	}
+	return rep
+}
+
+func createWorkloadTopic(ctx context.Context, c *Cluster) error {
+	ctx, cancel := context.WithTimeout(ctx, Failover)
+	defer cancel()
+	admin, err := client.Connect(ctx, c.Options(0))
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	if _, err := admin.CreateStream(ctx, streamName, nil); err != nil {
+		return fmt.Errorf("create stream: %w", err)
+	}
+	if _, err := admin.CreateTopic(ctx, wire.Named(streamName), topicName, 1, nil); err != nil {
+		return fmt.Errorf("create topic: %w", err)
+	}
+	return nil
+}
+
+// readAll reads every node's copy of the workload partition, waiting (up
+// to Failover) until each holds at least as many messages as the most
+// complete one, so a replica still catching up is not read half way.
+func readAll(ctx context.Context, c *Cluster, h faultcheck.History) ([]string, [][][]byte) {
+	names := make([]string, len(c.Nodes))
+	copies := make([][][]byte, len(c.Nodes))
+	deadline := time.Now().Add(Failover)
+	for {
+		most := len(h.Order) * faultcheck.MessagesPerSend
+		var errs []error
+		for i, n := range c.Nodes {
+			names[i] = n.Service
+			got, err := faultcheck.ReadPartition(ctx, c.Options(i), wire.Named(streamName), wire.Named(topicName))
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", n.Service, err))
+			}
+			copies[i] = got
+			most = max(most, len(got))
+		}
+		complete := len(errs) == 0
+		for _, cp := range copies {
+			complete = complete && len(cp) == most
+		}
+		if complete || time.Now().After(deadline) {
+			for _, err := range errs {
+				c.Logf("read: %v", err)
+			}
+			return names, copies
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// lastAckedOffset is the offset of the last message of the last send
+// acknowledged among the first n, as stored in copy.
+func lastAckedOffset(h faultcheck.History, copy [][]byte, n int) uint64 {
+	if n == 0 || n > len(h.Order) {
+		return 0
+	}
+	want := h.Order[n-1]
+	for j := len(copy) - faultcheck.MessagesPerSend; j >= 0; j -= faultcheck.MessagesPerSend {
+		if len(copy[j]) >= 8 && binary.LittleEndian.Uint64(copy[j])>>8 == want {
+			return uint64(j + faultcheck.MessagesPerSend - 1)
+		}
+	}
+	return uint64(n*faultcheck.MessagesPerSend - 1)
+}
+
+// watchCatchUp samples the targets' newest offset every 200 ms from now
+// on, each over one connection pinned to the target (a login is a
+// replicated op: one per sample would load the cluster it measures); the
+// function it returns stops the sampling and tells when every target
+// first held offset, measured from since (-1 if never seen).
+func watchCatchUp(ctx context.Context, c *Cluster, targets []int) func(offset uint64, since time.Time) Millis {
+	type sample struct {
+		at     time.Time
+		offset uint64
+	}
+	var mu sync.Mutex
+	samples := make([][]sample, len(targets))
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for k, t := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o := c.Options(t)
+			o.StayOnNode = true
+			o.Reconnect.Retries = 0
+			o.RequestTimeout = time.Second
+			var cl *client.Client
+			defer func() {
+				if cl != nil {
+					_ = cl.Close()
+				}
+			}()
+			for ctx.Err() == nil {
+				if cl == nil {
+					cl, _ = client.Connect(ctx, o)
+				}
+				if cl != nil {
+					if off, ok := newestOffset(ctx, cl); ok {
+						mu.Lock()
+						samples[k] = append(samples[k], sample{time.Now(), off})
+						mu.Unlock()
+					}
+				}
+				select {
+				case <-ctx.Done():
+				case <-time.After(200 * time.Millisecond):
+				}
+			}
+		}()
+	}
+	return func(offset uint64, since time.Time) Millis {
+		cancel()
+		wg.Wait()
+		var worst time.Duration
+		for _, ss := range samples {
+			i := sort.Search(len(ss), func(i int) bool { return ss[i].offset >= offset })
+			if i == len(ss) {
+				return -1
+			}
+			worst = max(worst, ss[i].at.Sub(since))
+		}
+		return Millis(max(worst, 0))
+	}
+}
+
+// newestOffset is the workload partition's current offset on the node cl
+// is pinned to, or false when it does not answer or lacks the partition.
+func newestOffset(ctx context.Context, cl *client.Client) (uint64, bool) {
+	td, err := cl.GetTopic(ctx, wire.Named(streamName), wire.Named(topicName))
+	if err != nil || len(td.Partitions) == 0 || td.Partitions[0].MessagesCount == 0 {
+		return 0, false
+	}
+	return td.Partitions[0].CurrentOffset, true
+}
+
+// sameMetadata compares the streams, topics and partitions every node
+// reports (identity, names, creation times, options; not the counters,
+// which move with the workload), waiting up to Failover for stragglers.
+func sameMetadata(ctx context.Context, c *Cluster) error {
+	deadline := time.Now().Add(Failover)
+	for {
+		var first string
+		err := func() error {
+			for i, n := range c.Nodes {
+				o := c.Options(i)
+				o.StayOnNode = true
+				s, err := describe(ctx, o)
+				if err != nil {
+					return fmt.Errorf("metadata of %s: %w", n.Service, err)
+				}
+				if i == 0 {
+					first = s
+				} else if s != first {
+					return fmt.Errorf("metadata of %s differs from %s:\n%s\n%s", n.Service, c.Nodes[0].Service, s, first)
+				}
+			}
+			return nil
+		}()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func describe(ctx context.Context, o client.Options) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cl, err := client.Connect(ctx, o)
+	if err != nil {
+		return "", err
+	}
+	defer cl.Close()
+	streams, err := cl.GetStreams(ctx)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, s := range streams {
+		fmt.Fprintf(&b, "stream %d %q created %d options %v\n", s.ID, s.Name, s.CreatedAt, s.Options)
+		topics, err := cl.GetTopics(ctx, wire.ID(s.ID))
+		if err != nil {
+			return "", err
+		}
+		for _, t := range topics {
+			td, err := cl.GetTopic(ctx, wire.ID(s.ID), wire.ID(t.ID))
+			if err != nil {
+				return "", err
+			}
+			fmt.Fprintf(&b, "  topic %d %q created %d expiry %d max %d compression %d\n",
+				td.ID, td.Name, td.CreatedAt, td.MessageExpiry, td.MaxTopicSize, td.CompressionAlgorithm)
+			for _, p := range td.Partitions {
+				fmt.Fprintf(&b, "    partition %d created %d\n", p.ID, p.CreatedAt)
+			}
+		}
+	}
+	return b.String(), nil
+}
+
+// Text renders the report for people.
+func (r *Report) Text() string {
+	var b strings.Builder
+	verdict := "PASSED"
+	if !r.Passed {
+		verdict = "FAILED"
+	}
+	fmt.Fprintf(&b, "== %s: %s\n%s\n", r.Experiment, verdict, r.Description)
+	fmt.Fprintf(&b, "started %s, took %s; leader %s at the start, %s at the end; fault aimed at %s\n",
+		r.Started.Format(time.RFC3339), r.Duration, r.LeaderAtStart, r.LeaderAtEnd, strings.Join(r.Targets, ", "))
+	fmt.Fprintf(&b, "acknowledged writes   %d sends (%d messages); %d sends failed (unknown outcome)\n", r.AckedSends, r.AckedMessages, r.FailedSends)
+	fmt.Fprintf(&b, "lost                  %d\n", r.Lost)
+	fmt.Fprintf(&b, "duplicates            %d\n", r.Duplicates)
+	fmt.Fprintf(&b, "out of order          %d\n", r.OutOfOrder)
+	fmt.Fprintf(&b, "time without leader   %s (longest stretch without an acknowledged write after the fault)\n", r.TimeWithoutLeader)
+	fmt.Fprintf(&b, "first write after it  %s\n", r.FirstAckAfterFault)
+	fmt.Fprintf(&b, "time to catch up      %s (from the heal until the targets held every write acknowledged before it)\n", r.TimeToCatchUp)
+	fmt.Fprintf(&b, "serves again          %v\n", r.ServesAgain)
+	fmt.Fprintf(&b, "metadata identical    %v\n", r.MetadataIdentical)
+	for _, f := range r.Replicas {
+		fmt.Fprintf(&b, "replica %-6s        %d messages\n", f.Node, f.Messages)
+	}
+	for _, p := range r.Problems {
+		fmt.Fprintf(&b, "problem: %s\n", p)
+	}
+	for _, e := range r.Errors {
+		fmt.Fprintf(&b, "error: %s\n", e)
+	}
+	b.WriteString("log:\n")
+	for _, l := range r.Log {
+		fmt.Fprintf(&b, "  %s\n", l)
+	}
+	return b.String()
+}
+
+// Write stores the report as <dir>/<experiment>.txt and .json, and the
+// nodes' logs as <experiment>.nodes.log.
+func (r *Report) Write(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return errors.Join(
+		os.WriteFile(filepath.Join(dir, r.Experiment+".json"), append(js, '\n'), 0o644),
+		os.WriteFile(filepath.Join(dir, r.Experiment+".txt"), []byte(r.Text()), 0o644),
+		os.WriteFile(filepath.Join(dir, r.Experiment+".nodes.log"), []byte(r.NodeLogs), 0o644))
+}
