@@ -1,17 +1,16 @@
 package e2e
 
 import (
-	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"iggynode/client"
+	"iggynode/internal/faultcheck"
 	"iggynode/wire"
 )
 
@@ -46,119 +45,43 @@ func TestKill9PrimaryFailsOver(t *testing.T) {
 	}
 	_ = admin.Close()
 
-	// The writer tags each attempt; an attempt that failed may or may not
-	// have committed (its reply was lost with the primary), so it may
-	// appear at most once; an acknowledged one must appear exactly once,
-	// in acknowledgement order.
-	var mu sync.Mutex
-	acked := map[uint64]bool{}
-	var ackOrder []uint64
-	var failures int
-	var lastAck time.Time
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		c, err := client.Connect(ctx, client.Options{Address: clients[1], Username: "iggy", Password: "iggy",
-			RequestTimeout: 3 * time.Second, Reconnect: client.ReconnectOptions{Retries: -1, Interval: 100 * time.Millisecond}})
-		if err != nil {
-			t.Errorf("writer: %v", err)
-			return
-		}
-		defer c.Close()
-		for attempt := uint64(1); ; attempt++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			msgs, _ := taggedBatch(attempt << 8)
-			if _, err := c.SendMessages(ctx, wire.ID(0), wire.ID(0), wire.PartitionID(0), msgs); err != nil {
-				mu.Lock()
-				failures++
-				mu.Unlock()
-				time.Sleep(50 * time.Millisecond)
-				continue
-			}
-			mu.Lock()
-			acked[attempt] = true
-			ackOrder = append(ackOrder, attempt)
-			lastAck = time.Now()
-			mu.Unlock()
-			time.Sleep(2 * time.Millisecond)
-		}
-	}()
-	ackCount := func() int { mu.Lock(); defer mu.Unlock(); return len(ackOrder) }
+	// The writer (faultcheck) tags each attempt; a failed one may appear at
+	// most once, an acknowledged one exactly once, in order.
+	writerOpts := client.Options{Address: clients[1], Username: "iggy", Password: "iggy",
+		RequestTimeout: 3 * time.Second, Reconnect: client.ReconnectOptions{Retries: -1, Interval: 100 * time.Millisecond}}
+	w := faultcheck.StartWriter(ctx, writerOpts, wire.ID(0), wire.ID(0), 2*time.Millisecond)
+	defer w.Stop()
 	waitAcks := func(n int, within time.Duration) {
 		t.Helper()
-		for deadline := time.Now().Add(within); ackCount() < n; time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("only %d sends acknowledged, waiting for %d", ackCount(), n)
-			}
+		if err := w.WaitAcked(ctx, n, within); err != nil {
+			t.Fatal(err)
 		}
 	}
 
 	waitAcks(50, 20*time.Second)
-	before := ackCount()
+	before := w.Acked()
 	killed := time.Now()
 	if err := cmds[0].Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = cmds[0].Wait()
 	waitAcks(before+1, 30*time.Second) // a new primary, found by the SDK
-	mu.Lock()
-	failover := lastAck.Sub(killed)
-	mu.Unlock()
 	waitAcks(before+50, 20*time.Second)
 
 	cmds[0], _ = startClusterChild(t, dirs[0], 0, peers, env) // the old primary rejoins as a backup
-	afterRestart := ackCount()
-	waitAcks(afterRestart+50, 20*time.Second)
-	close(stop)
-	<-done
+	waitAcks(w.Acked()+50, 20*time.Second)
+	w.Stop()
 
-	mu.Lock()
-	defer mu.Unlock()
-	var lists [3][][]byte
-	for i, addr := range clients {
-		lists[i] = replicaPayloads(t, addr, len(ackOrder)*20)
+	h := w.History()
+	failover := h.FirstAckAfter(killed)
+	var lists [][][]byte
+	for _, addr := range clients {
+		lists = append(lists, replicaPayloads(t, addr, len(h.Order)*faultcheck.MessagesPerSend))
 	}
-	for i := 1; i < 3; i++ {
-		if len(lists[i]) != len(lists[0]) {
-			t.Fatalf("replica %d holds %d messages, replica 0 %d", i, len(lists[i]), len(lists[0]))
-		}
-		for j := range lists[0] {
-			if string(lists[i][j]) != string(lists[0][j]) {
-				t.Fatalf("replica %d differs from replica 0 at offset %d", i, j)
-			}
-		}
+	if v := faultcheck.Check(h, []string{"replica 0", "replica 1", "replica 2"}, lists); !v.OK() {
+		t.Fatalf("%+v", v)
 	}
-	// Every attempt's 20 messages are together, each attempt at most once,
-	// acknowledged ones in order and all present.
-	seen := map[uint64]bool{}
-	var order []uint64
-	for j := 0; j < len(lists[0]); j += 20 {
-		attempt := binary.LittleEndian.Uint64(lists[0][j]) >> 8
-		for k := range 20 {
-			if j+k >= len(lists[0]) || binary.LittleEndian.Uint64(lists[0][j+k]) != attempt<<8|uint64(k) {
-				t.Fatalf("offset %d: attempt %d is not whole", j+k, attempt)
-			}
-		}
-		if seen[attempt] {
-			t.Fatalf("attempt %d stored twice", attempt)
-		}
-		seen[attempt] = true
-		if acked[attempt] {
-			order = append(order, attempt)
-		}
-	}
-	if len(order) != len(ackOrder) {
-		t.Fatalf("%d acknowledged sends, %d of them stored", len(ackOrder), len(order))
-	}
-	for i := range order {
-		if order[i] != ackOrder[i] {
-			t.Fatalf("acknowledged send %d stored out of order", ackOrder[i])
-		}
-	}
+	ackOrder, failures := h.Order, h.Failures
 	t.Logf("%d sends acknowledged (%d before the kill), %d failed around it; first acknowledgement %v after the kill; %d messages identical on all three replicas",
 		len(ackOrder), before, failures, failover.Round(time.Millisecond), len(lists[0]))
 }
@@ -197,7 +120,7 @@ func TestWipedNodeCatchesUpByStateTransfer(t *testing.T) {
 	var want [][]byte
 	send := func(n int) {
 		for i := range n {
-			msgs, payloads := taggedBatch(uint64(len(want)+i) << 8)
+			msgs, payloads := faultcheck.Batch(uint64(len(want) + i))
 			if _, err := c.SendMessages(ctx, wire.ID(0), wire.ID(0), wire.PartitionID(0), msgs); err != nil {
 				t.Fatal(err)
 			}

@@ -16,6 +16,7 @@ import (
 	"iggynode/actors"
 	"iggynode/client"
 	"iggynode/config"
+	"iggynode/internal/faultcheck"
 	replicaplane "iggynode/plane/replica"
 	"iggynode/wire"
 )
@@ -148,7 +149,7 @@ func TestKill9BackupRejoinsByRepair(t *testing.T) {
 				return
 			default:
 			}
-			msgs, payloads := taggedBatch(uint64(i << 8))
+			msgs, payloads := faultcheck.Batch(uint64(i))
 			conf, err := c.SendMessages(ctx, wire.ID(0), wire.ID(0), wire.PartitionID(0), msgs)
 			if err != nil {
 				writeErr <- fmt.Errorf("send %d: %w", i, err)
@@ -208,35 +209,15 @@ func TestKill9BackupRejoinsByRepair(t *testing.T) {
 
 // replicaPayloads reads partition 0 of topic 0 of stream 0 from the node at
 // addr alone (no leader redirect), from offset 0, until it holds at least
-// want messages or 15 s pass, and checks the offsets are contiguous.
+// want messages or 15 s pass (faultcheck.ReadPartition checks the offsets
+// are contiguous).
 func replicaPayloads(t *testing.T, addr string, want int) [][]byte {
 	t.Helper()
 	ctx := ctxT(t)
-	c, err := client.Connect(ctx, client.Options{Address: addr, Username: "iggy", Password: "iggy", StayOnNode: true})
-	if err != nil {
-		t.Fatalf("%s: %v", addr, err)
-	}
-	defer c.Close()
-	var got [][]byte
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		got = got[:0]
-		for off := uint64(0); ; {
-			p, err := c.PollMessages(ctx, wire.SingleConsumer(wire.ID(1)), wire.ID(0), wire.ID(0), wire.Partition(0),
-				wire.OffsetStrategy(off), 1000, false)
-			if err != nil {
-				t.Fatalf("%s poll: %v", addr, err)
-			}
-			msgs := client.Messages(p)
-			if len(msgs) == 0 {
-				break
-			}
-			for _, m := range msgs {
-				if m.Offset != off {
-					t.Fatalf("%s: offset %d where %d was expected", addr, m.Offset, off)
-				}
-				got = append(got, m.Payload)
-				off++
-			}
+		got, err := faultcheck.ReadPartition(ctx, client.Options{Address: addr, Username: "iggy", Password: "iggy"}, wire.ID(0), wire.ID(0))
+		if err != nil {
+			t.Fatalf("%s: %v", addr, err)
 		}
 		if len(got) >= want || time.Now().After(deadline) {
 			return got

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"iggynode/client"
+	"iggynode/internal/faultcheck"
 	"iggynode/wire"
 )
 
@@ -85,20 +85,6 @@ func startHelperProcess(t *testing.T, helper string, env ...string) (*exec.Cmd, 
 	return nil, ""
 }
 
-// taggedBatch is 20 messages of 200 bytes, each starting with tag+j, and
-// their payloads, for the writers of the kill tests.
-func taggedBatch(tag uint64) ([]wire.Message, [][]byte) {
-	msgs := make([]wire.Message, 0, 20)
-	payloads := make([][]byte, 0, 20)
-	for j := range uint64(20) {
-		p := make([]byte, 200)
-		binary.LittleEndian.PutUint64(p, tag|j)
-		payloads = append(payloads, p)
-		msgs = append(msgs, client.NewMessage(p))
-	}
-	return msgs, payloads
-}
-
 // Everything acknowledged survives kill -9 of the node mid-load: every
 // acknowledged batch and offset is there after restart, identical
 // (client-plane issue: storage). Writers keep sending while the process is
@@ -149,7 +135,7 @@ func TestKill9KeepsAcknowledgedWrites(t *testing.T) {
 					return
 				default:
 				}
-				msgs, payloads := taggedBatch(uint64(w<<32 | i<<8))
+				msgs, payloads := faultcheck.Batch(uint64(w<<24 | i))
 				conf, err := c.SendMessages(ctx, wire.ID(0), wire.ID(0), wire.PartitionID(uint32(w)), msgs)
 				if err != nil {
 					return

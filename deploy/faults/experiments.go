@@ -422,9 +422,14 @@ func watchCatchUp(ctx context.Context, c *Cluster, targets []int) func(offset ui
 		cancel()
 		wg.Wait()
 		var worst time.Duration
-		for _, ss := range samples {
+		for k, ss := range samples {
 			i := sort.Search(len(ss), func(i int) bool { return ss[i].offset >= offset })
 			if i == len(ss) {
+				last := "no sample"
+				if len(ss) > 0 {
+					last = fmt.Sprintf("last sample offset %d at %v", ss[len(ss)-1].offset, ss[len(ss)-1].at.Sub(since).Round(time.Millisecond))
+				}
+				c.Logf("catch-up: %s never seen at offset %d (%d samples, %s)", c.Nodes[targets[k]].Service, offset, len(ss), last)
 				return -1
 			}
 			worst = max(worst, ss[i].at.Sub(since))
