@@ -26,7 +26,7 @@ func (m *metadataActor) stats() []byte {
 func (m *metadataActor) snapshot(ctx actor.Context, req *clientRequest) {
 	cfg := m.n.opts.Config
 	env := diag.SnapshotEnv{
-		LogDir:         filepath.Join(cfg.System.Path, cfg.System.Logging.Path),
+		LogDir:         cfg.LogDir(),
 		ConfigPath:     runtimeConfigPath(cfg.System.Path, cfg.System.Runtime.Path),
 		MaxArchiveSize: int(cfg.MessageBus.MaxMessageSize) - wire.HeaderSize,
 	}

@@ -18,6 +18,8 @@
 //     default file is not an error.
 package config
 
+import "path/filepath"
+
 // Config is the whole node configuration.
 type Config struct {
 	System              System              `toml:"system"`
@@ -46,6 +48,16 @@ type System struct {
 
 type PathOnly struct {
 	Path string `toml:"path"`
+}
+
+// LogDir is where the node writes its log file: system.logging.path,
+// relative to system.path unless absolute (server-behaviour.md 11, as the
+// reference server lays out local_data/logs).
+func (c Config) LogDir() string {
+	if filepath.IsAbs(c.System.Logging.Path) {
+		return c.System.Logging.Path
+	}
+	return filepath.Join(c.System.Path, c.System.Logging.Path)
 }
 
 type Logging struct {

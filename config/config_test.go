@@ -161,3 +161,15 @@ func TestParseUnits(t *testing.T) {
 		}
 	}
 }
+
+func TestLogDir(t *testing.T) {
+	c := Default()
+	c.System.Path = "/var/lib/iggy"
+	if got := c.LogDir(); got != "/var/lib/iggy/logs" {
+		t.Fatalf("relative logging path: %s", got)
+	}
+	c.System.Logging.Path = "/telemetry"
+	if got := c.LogDir(); got != "/telemetry" {
+		t.Fatalf("absolute logging path: %s", got)
+	}
+}

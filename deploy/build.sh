@@ -8,5 +8,9 @@ out=deploy/.build
 rm -rf "$out" && mkdir -p "$out/data"
 CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$out/iggynode" ./cmd/node
 CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$out/iggy" ./cmd/iggy
+# The nodes' log folders, bind-mounted by docker-compose.yml: the image
+# runs as uid 10001, which must be able to write them.
+mkdir -p deploy/telemetry/node0 deploy/telemetry/node1 deploy/telemetry/node2
+chmod 0777 deploy/telemetry/node0 deploy/telemetry/node1 deploy/telemetry/node2
 docker build -q -f deploy/Dockerfile -t "$tag" "$out"
 echo "built $tag"

@@ -9,12 +9,14 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	_ "net/http/pprof" // --pprof: profiles for performance work
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -49,19 +51,28 @@ func run(args []string, environ []string) error {
 	if *level != "" {
 		cfg.System.Logging.Level = *level
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: parseLevel(cfg.System.Logging.Level)}))
+	if *fresh {
+		if err := os.RemoveAll(cfg.System.Path); err != nil {
+			return err
+		}
+	}
+	logFile, logErr := openLogFile(cfg.LogDir())
+	out := io.Writer(os.Stderr)
+	if logFile != nil {
+		defer logFile.Close()
+		out = io.MultiWriter(os.Stderr, logFile)
+	}
+	logger := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: parseLevel(cfg.System.Logging.Level)}))
 	slog.SetDefault(logger)
+	if logErr != nil {
+		logger.Warn("logging to standard error only", "err", logErr)
+	}
 	for _, w := range warnings {
 		logger.Warn(w)
 	}
 	user, pass, err := config.RootCredentials(environ)
 	if err != nil {
 		return err
-	}
-	if *fresh {
-		if err := os.RemoveAll(cfg.System.Path); err != nil {
-			return err
-		}
 	}
 	warnExposed(logger, cfg, pass)
 	if *pprofAddr != "" {
@@ -89,6 +100,16 @@ func run(args []string, environ []string) error {
 		}
 	}()
 	return node.Close()
+}
+
+// openLogFile opens dir/iggynode.log for appending, creating dir: the log
+// the GetSnapshot archive collects and a container's users read from a
+// mounted folder. A node that cannot write it logs to standard error only.
+func openLogFile(dir string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(filepath.Join(dir, "iggynode.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 }
 
 // warnExposed warns loudly when a listener is reachable beyond loopback
