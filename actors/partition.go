@@ -50,6 +50,9 @@ type partitionActor struct {
 	// Writes forwarded to the group's primary, by nonce (partition_forward.go).
 	nonce  uint64
 	parked map[uint64]*forwarded
+	// tail is the last committed ops, kept with the applied op so a restart
+	// can rebuild their prepares for repair (tail.go).
+	tail committedTail
 }
 
 // partitionSettings are the topic options a partition acts on.
@@ -356,14 +359,17 @@ func (p *partitionActor) boot() error {
 		}
 		if v, ok, err := st.Get(appliedKey(p.ref.Group)); err != nil {
 			return err
-		} else if ok && len(v) == 32 {
+		} else if ok && len(v) >= 32 {
 			rc.Commit = binary.LittleEndian.Uint64(v)
 			rc.CommitChecksum = wire.U128{Lo: binary.LittleEndian.Uint64(v[8:]), Hi: binary.LittleEndian.Uint64(v[16:])}
 			rc.CommitTimestamp = binary.LittleEndian.Uint64(v[24:])
 			rc.CommitMax = max(rc.CommitMax, rc.Commit)
+			p.tail = decodeCommittedTail(v[32:])
+			rc.Retained = p.tail.frames(func(base uint64) ([]byte, error) { return st.ReadBatch(p.ref.Group, base) })
 		}
 		p.core.Recover(rc)
-		p.log.Info("partition rejoining the cluster", "view", sb.View, "commit", p.core.CommitMin(), "next_offset", p.plog.HighWatermark())
+		p.log.Info("partition rejoining the cluster", "view", sb.View, "commit", p.core.CommitMin(), "next_offset", p.plog.HighWatermark(),
+			"servable_from", p.core.OldestServable())
 	case p.node.opts.PartitionView != nil && len(infos) == 0:
 		if v := p.node.opts.PartitionView(p.ref.Group); v > 0 {
 			p.core.Restore(v, v, 0, wire.U128{}, 0)
@@ -448,6 +454,7 @@ func (p *partitionActor) drive(ctx actor.Context) {
 		p.node.send(rd.Send)
 		for _, c := range rd.Commit {
 			p.apply(ctx, c)
+			p.tail.add(c.Frame, p.tailCap())
 		}
 		if n := len(rd.Commit); n > 0 {
 			p.recordApplied(wire.HeaderOf(rd.Commit[n-1].Frame).Prepare()) // once per Ready, not per op
@@ -540,11 +547,12 @@ func (p *partitionActor) recordApplied(ph wire.PrepareHeader) {
 	if !p.storeAtCommit {
 		return
 	}
-	v := make([]byte, 32)
+	v := make([]byte, 32, 32+p.tail.encodedSize())
 	binary.LittleEndian.PutUint64(v, ph.Op)
 	binary.LittleEndian.PutUint64(v[8:], ph.Checksum.Lo)
 	binary.LittleEndian.PutUint64(v[16:], ph.Checksum.Hi)
 	binary.LittleEndian.PutUint64(v[24:], ph.Timestamp)
+	v = p.tail.appendTo(v)
 	if err := p.node.store.Put(appliedKey(p.ref.Group), v, p.settings.enforceFsync); err != nil {
 		p.log.Error("recording the applied op", "op", ph.Op, "err", err)
 	}

@@ -422,3 +422,61 @@ func TestFloorWindowWithAMissingOpWaits(t *testing.T) {
 		t.Fatalf("after the stall retry: commit %d, refused %d, drops %v", r2.CommitMin(), r2.RepairsRefused, r2.Dropped)
 	}
 }
+
+// A partition replica restarted with its last committed prepares rebuilt
+// by the shell (Recovery.Retained) serves them to repair; a set that does
+// not chain up to the recovered commit point is ignored.
+func TestRecoveredRetainedPreparesAreServed(t *testing.T) {
+	c := newCluster(3)
+	for i := range uint64(5) {
+		submitBatch(t, c.reps[0], i, 100+i)
+		c.settle()
+	}
+	var frames [][]byte
+	for _, cm := range c.committed[0] {
+		frames = append(frames, cm.Frame)
+	}
+	if len(frames) != 5 {
+		t.Fatalf("%d committed", len(frames))
+	}
+	head := wire.HeaderOf(frames[4]).Prepare().Checksum
+	for _, tc := range []struct {
+		name     string
+		retained [][]byte
+		oldest   uint64
+	}{
+		{"chained tail", frames[2:], 3},
+		{"gap", [][]byte{frames[2], frames[4]}, 6},
+		{"does not end at the commit point", frames[1:4], 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := New(Config{Group: 5, Replica: 0, ReplicaCount: 3, Seed: 9})
+			r.Recover(Recovery{View: 0, LogView: 0, CommitMax: 5, Commit: 5, CommitChecksum: head, Retained: tc.retained})
+			if got := r.OldestServable(); got != tc.oldest {
+				t.Fatalf("oldest servable op %d, want %d", got, tc.oldest)
+			}
+			// Past the probe (a recovering replica serves nothing), a
+			// primary-elect asks for ops 4 and 5.
+			for i := 0; i < 2000 && r.Status() == StatusRecovering; i++ {
+				r.Tick()
+				r.Ready()
+			}
+			var rp wire.Header
+			(&wire.RequestPreparesHeader{Replica: 1, FromOp: 4, ToOp: 5, Group: 5, Nonce: wire.U128{Lo: 3}}).Encode(&rp)
+			r.Step(rp[:])
+			var served []uint64
+			for _, e := range r.Ready().Send {
+				if h := wire.HeaderOf(e.Head); h.Command() == wire.CmdRepairPrepare {
+					f := append(append([]byte(nil), e.Head...), e.Body...)
+					if err := wire.VerifyPrepare(f); err != nil {
+						t.Fatal(err)
+					}
+					served = append(served, h.Prepare().Op)
+				}
+			}
+			if want := tc.oldest <= 4; want != (len(served) == 2) {
+				t.Fatalf("served ops %v (status %s)", served, r.Status())
+			}
+		})
+	}
+}

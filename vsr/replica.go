@@ -221,6 +221,14 @@ type Recovery struct {
 	// Incarnation is this boot's random u128 (6.12 rule 2; metadata only,
 	// its low bit is forced to 1): the shell draws it anew at every boot.
 	Incarnation wire.U128
+	// Retained are committed prepares ending at Commit, in op order, that
+	// the shell rebuilt after a restart (a partition group's last ops, from
+	// its segments and stored headers): served to repair, never journaled.
+	// Without them a replica whose memory journal died with it cannot hand
+	// a primary-elect the ops only it had committed (a whole-cluster
+	// restart), and the view changes round until it is the primary itself.
+	// A set that does not chain up to Commit and CommitChecksum is ignored.
+	Retained [][]byte
 }
 
 type entry struct {
@@ -355,6 +363,12 @@ func (r *Replica) Recover(rc Recovery) {
 	r.commitMin, r.sequencer = rc.Commit, rc.Commit
 	r.commitMax = max(rc.CommitMax, rc.Commit)
 	r.lastChecksum, r.committedChecksum, r.lastTimestamp = rc.CommitChecksum, rc.CommitChecksum, rc.CommitTimestamp
+	if retainedChain(rc.Retained, rc.Commit, rc.CommitChecksum) {
+		first := rc.Commit + 1 - uint64(len(rc.Retained))
+		for i, f := range rc.Retained {
+			r.retained.keep(first+uint64(i), f, r.cfg.RetainOps, r.cfg.RetainBytes)
+		}
+	}
 	for _, f := range rc.Journal {
 		ph := wire.HeaderOf(f).Prepare()
 		if ph.Op != r.sequencer+1 || ph.Parent != r.lastChecksum {
@@ -382,6 +396,28 @@ func (r *Replica) Recover(rc Recovery) {
 		r.incarnation.Lo |= 1
 	}
 	r.startProbe()
+}
+
+// retainedChain reports whether frames are verified prepares of
+// consecutive ops, each the parent of the next, the last being commit with
+// checksum head.
+func retainedChain(frames [][]byte, commit uint64, head wire.U128) bool {
+	if len(frames) == 0 || uint64(len(frames)) > commit {
+		return false
+	}
+	op := commit + 1 - uint64(len(frames))
+	var prev wire.U128
+	for i, f := range frames {
+		if wire.VerifyPrepare(f) != nil {
+			return false
+		}
+		ph := wire.HeaderOf(f).Prepare()
+		if ph.Op != op+uint64(i) || (i > 0 && ph.Parent != prev) {
+			return false
+		}
+		prev = ph.Checksum
+	}
+	return prev == head
 }
 
 // Restore sets the recovered durable state of a single-replica group (9.3
