@@ -211,14 +211,17 @@ func (c *Cluster) WaitLeader(ctx context.Context, within time.Duration, skip map
 	}
 }
 
-// Kill sends SIGKILL to node i's container.
-func (c *Cluster) Kill(ctx context.Context, i int) error {
+// onContainer runs docker with args and node i's container id last.
+func (c *Cluster) onContainer(ctx context.Context, i int, args ...string) error {
 	id, err := c.Container(ctx, i)
 	if err == nil {
-		_, err = c.docker(ctx, "kill", id)
+		_, err = c.docker(ctx, append(args, id)...)
 	}
 	return err
 }
+
+// Kill sends SIGKILL to node i's container.
+func (c *Cluster) Kill(ctx context.Context, i int) error { return c.onContainer(ctx, i, "kill") }
 
 // Start starts node i's (stopped) container again, on its volume.
 func (c *Cluster) Start(ctx context.Context, i int) error {
@@ -227,40 +230,20 @@ func (c *Cluster) Start(ctx context.Context, i int) error {
 }
 
 // Pause freezes every process of node i (cgroup freezer).
-func (c *Cluster) Pause(ctx context.Context, i int) error {
-	id, err := c.Container(ctx, i)
-	if err == nil {
-		_, err = c.docker(ctx, "pause", id)
-	}
-	return err
-}
+func (c *Cluster) Pause(ctx context.Context, i int) error { return c.onContainer(ctx, i, "pause") }
 
 // Unpause thaws node i.
-func (c *Cluster) Unpause(ctx context.Context, i int) error {
-	id, err := c.Container(ctx, i)
-	if err == nil {
-		_, err = c.docker(ctx, "unpause", id)
-	}
-	return err
-}
+func (c *Cluster) Unpause(ctx context.Context, i int) error { return c.onContainer(ctx, i, "unpause") }
 
 // Disconnect cuts node i from the compose network: from its peers and from
 // clients alike.
 func (c *Cluster) Disconnect(ctx context.Context, i int) error {
-	id, err := c.Container(ctx, i)
-	if err == nil {
-		_, err = c.docker(ctx, "network", "disconnect", c.Network, id)
-	}
-	return err
+	return c.onContainer(ctx, i, "network", "disconnect", c.Network)
 }
 
 // Connect puts node i back on the network at its own address.
 func (c *Cluster) Connect(ctx context.Context, i int) error {
-	id, err := c.Container(ctx, i)
-	if err == nil {
-		_, err = c.docker(ctx, "network", "connect", "--ip", c.Nodes[i].IP, c.Network, id)
-	}
-	return err
+	return c.onContainer(ctx, i, "network", "connect", "--ip", c.Nodes[i].IP, c.Network)
 }
 
 // RestartAll stops every node (SIGTERM, then SIGKILL after 5 s) and

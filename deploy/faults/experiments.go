@@ -34,49 +34,11 @@ const Failover = 60 * time.Second
 // Experiments are the fault experiments of the deploy issue, in order.
 var Experiments = []Experiment{
 	{"kill-primary", "SIGKILL the leader's container under load, wait for a new leader to take writes, start it again on its volume",
-		func(ctx context.Context, r *Run) error {
-			r.Target(r.Leader)
-			r.Fault()
-			if err := r.C.Kill(ctx, r.Leader); err != nil {
-				return err
-			}
-			if err := r.WaitFailover(ctx); err != nil {
-				return err
-			}
-			err := r.C.Start(ctx, r.Leader)
-			r.Heal()
-			return err
-		}},
+		leaderOut((*Cluster).Kill, (*Cluster).Start)},
 	{"pause-primary", "docker pause the leader past the heartbeat timeout (5 s): the others elect a new leader that takes writes; then unpause it",
-		func(ctx context.Context, r *Run) error {
-			r.Target(r.Leader)
-			r.Fault()
-			if err := r.C.Pause(ctx, r.Leader); err != nil {
-				return err
-			}
-			if err := r.WaitFailover(ctx); err != nil {
-				_ = r.C.Unpause(ctx, r.Leader)
-				return err
-			}
-			err := r.C.Unpause(ctx, r.Leader)
-			r.Heal()
-			return err
-		}},
+		leaderOut((*Cluster).Pause, (*Cluster).Unpause)},
 	{"partition-primary", "disconnect the leader from the compose network (peers and clients) until another leader takes writes, then reconnect it",
-		func(ctx context.Context, r *Run) error {
-			r.Target(r.Leader)
-			r.Fault()
-			if err := r.C.Disconnect(ctx, r.Leader); err != nil {
-				return err
-			}
-			if err := r.WaitFailover(ctx); err != nil {
-				_ = r.C.Connect(ctx, r.Leader)
-				return err
-			}
-			err := r.C.Connect(ctx, r.Leader)
-			r.Heal()
-			return err
-		}},
+		leaderOut((*Cluster).Disconnect, (*Cluster).Connect)},
 	{"restart-all", "restart every container (SIGTERM, SIGKILL after 5 s) under load; the cluster recovers from its volumes",
 		func(ctx context.Context, r *Run) error {
 			r.Target(0, 1, 2)
@@ -94,6 +56,25 @@ var Experiments = []Experiment{
 			r.Heal()
 			return err
 		}},
+}
+
+// leaderOut takes the leader out with cut, waits until the others elect
+// another that takes writes, and brings it back with mend (always, so a
+// failed experiment leaves no container paused or cut off).
+func leaderOut(cut, mend func(*Cluster, context.Context, int) error) func(context.Context, *Run) error {
+	return func(ctx context.Context, r *Run) error {
+		r.Target(r.Leader)
+		r.Fault()
+		err := cut(r.C, ctx, r.Leader)
+		if err == nil {
+			err = r.WaitFailover(ctx)
+		}
+		if mendErr := mend(r.C, ctx, r.Leader); err == nil {
+			err = mendErr
+		}
+		r.Heal()
+		return err
+	}
 }
 
 // Find returns the experiment called name.
