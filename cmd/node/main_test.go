@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"runtime/debug"
 	"path/filepath"
 	"testing"
 )
@@ -25,5 +26,19 @@ func TestOpenLogFileAppends(t *testing.T) {
 	}
 	if _, err := openLogFile(filepath.Join(dir, "iggynode.log", "x")); err == nil {
 		t.Fatal("a folder under a file was accepted")
+	}
+}
+
+// Without GOGC the node collects at 25% heap growth; GOGC, when set, wins.
+func TestGCPercentDefault(t *testing.T) {
+	prev := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(prev)
+	setGCPercent([]string{"HOME=/root"})
+	if got := debug.SetGCPercent(100); got != defaultGCPercent {
+		t.Fatalf("GC percent %d without GOGC, want %d", got, defaultGCPercent)
+	}
+	setGCPercent([]string{"GOGC=80"})
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Fatalf("GOGC in the environment was overridden: %d", got)
 	}
 }
