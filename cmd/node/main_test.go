@@ -2,8 +2,8 @@ package main
 
 import (
 	"os"
-	"runtime/debug"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 )
 
