@@ -13,7 +13,7 @@ import (
 
 func TestReportFiles(t *testing.T) {
 	rep := &Report{Experiment: "kill-primary", Started: time.Unix(0, 0), TimeWithoutLeader: Millis(1500 * time.Millisecond),
-		TimeToCatchUp: -1, Verdict: faultcheck.Verdict{AckedSends: 7, Lost: 0, Duplicates: 1}, NodeLogs: "node0 | hello\n"}
+		TimeToCatchUp: -1, LeaderElected: -1, Verdict: faultcheck.Verdict{AckedSends: 7, Lost: 0, Duplicates: 1}, NodeLogs: "node0 | hello\n"}
 	dir := t.TempDir()
 	if err := rep.Write(dir); err != nil {
 		t.Fatal(err)
@@ -22,6 +22,9 @@ func TestReportFiles(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, "kill-primary.json"))
 	if err != nil || json.Unmarshal(b, &back) != nil {
 		t.Fatalf("json report: %v %s", err, b)
+	}
+	if back["time_to_catch_up_ms"] != nil || back["leader_elected_ms"] != nil {
+		t.Fatalf("figures never reached are not null: %v %v", back["time_to_catch_up_ms"], back["leader_elected_ms"])
 	}
 	if back["time_without_leader_ms"] != 1500.0 || back["acknowledged_sends"] != 7.0 || back["duplicates"] != 1.0 || back["passed"] != false {
 		t.Fatalf("json report %v", back)
