@@ -377,6 +377,10 @@ func (r *run) forgetPending(i int) {
 	}
 }
 
+// retainedTail is how many committed ops a restarted partition replica
+// rebuilds for repair: the node's default partition pipeline depth.
+const retainedTail = 32
+
 // bringUp returns a down replica to the network, restarted from its
 // durable state when crashes lose memory.
 func (r *run) bringUp(i int) {
@@ -398,6 +402,11 @@ func (r *run) bringUp(i int) {
 		if n := len(rp.applied); n > 0 {
 			ph := wire.HeaderOf(rp.applied[n-1].frame).Prepare()
 			rc.Commit, rc.CommitChecksum, rc.CommitTimestamp = ph.Op, ph.Checksum, ph.Timestamp
+			// The shell keeps the last ops' headers with the applied op and
+			// rebuilds their prepares from the segments (actors/tail.go).
+			for _, a := range rp.applied[max(0, n-retainedTail):] {
+				rc.Retained = append(rc.Retained, a.frame)
+			}
 		}
 		rp.amnesiac = true
 		for _, o := range r.reps {
@@ -435,7 +444,7 @@ func (r *run) bringUp(i int) {
 	rp.core.Recover(rc)
 	rp.commit, rp.view, rp.viewChanges, rp.repairs = rp.core.CommitMin(), rp.core.View(), 0, 0
 	r.drive(i)
-	r.event(i, "restarted from durable state (view %d/%d, commit %d, head %d)", rc.View, rc.LogView, rp.core.CommitMin(), rp.core.Op())
+	r.event(i, "restarted from durable state (view %d/%d, commit %d, head %d, serves repair from op %d)", rc.View, rc.LogView, rp.core.CommitMin(), rp.core.Op(), rp.core.OldestServable())
 }
 
 func (r *run) coreConfig(i int) vsr.Config {
