@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -50,9 +51,11 @@ type partitionActor struct {
 	// Writes forwarded to the group's primary, by nonce (partition_forward.go).
 	nonce  uint64
 	parked map[uint64]*forwarded
-	// tail is the last committed ops, kept with the applied op so a restart
-	// can rebuild their prepares for repair (tail.go).
-	tail committedTail
+	// tail is the last committed ops, saved now and then (and at a stop)
+	// so a restart can rebuild their prepares for repair (tail.go).
+	tail        committedTail
+	tailSavedAt time.Time
+	tailDirty   bool
 }
 
 // partitionSettings are the topic options a partition acts on.
@@ -177,6 +180,8 @@ func (p *partitionActor) receive(ctx actor.Context) {
 		if err := p.boot(); err != nil {
 			panic(fmt.Sprintf("partition %d boot: %v", p.ref.Group, err))
 		}
+	case *actor.Stopping:
+		p.saveTail(true)
 	case *partitionSend:
 		p.onSend(ctx, m)
 	case *partitionPoll:
@@ -255,7 +260,7 @@ func (n *Node) dropPartitionData(group uint64, log *slog.Logger) {
 	if err := n.store.DeletePartition(group); err != nil {
 		log.Error("delete partition data", "group", group, "err", err)
 	}
-	for _, k := range []string{watermarkKey(group), appliedKey(group), viewHeadKey(group), installKey(group), creationKey(group), journalHeadKey(group)} {
+	for _, k := range []string{watermarkKey(group), appliedKey(group), viewHeadKey(group), installKey(group), creationKey(group), journalHeadKey(group), tailKey(group)} {
 		_ = n.store.Delete(k)
 	}
 }
@@ -359,17 +364,21 @@ func (p *partitionActor) boot() error {
 		}
 		if v, ok, err := st.Get(appliedKey(p.ref.Group)); err != nil {
 			return err
-		} else if ok && len(v) >= 32 {
+		} else if ok && len(v) == 32 {
 			rc.Commit = binary.LittleEndian.Uint64(v)
 			rc.CommitChecksum = wire.U128{Lo: binary.LittleEndian.Uint64(v[8:]), Hi: binary.LittleEndian.Uint64(v[16:])}
 			rc.CommitTimestamp = binary.LittleEndian.Uint64(v[24:])
 			rc.CommitMax = max(rc.CommitMax, rc.Commit)
-			p.tail = decodeCommittedTail(v[32:])
+		}
+		if v, ok, err := st.Get(tailKey(p.ref.Group)); err != nil {
+			return err
+		} else if ok {
+			p.tail = decodeCommittedTail(v)
 			rc.Retained = p.tail.frames(func(base uint64) ([]byte, error) { return st.ReadBatch(p.ref.Group, base) })
 		}
 		p.core.Recover(rc)
 		p.log.Info("partition rejoining the cluster", "view", sb.View, "commit", p.core.CommitMin(), "next_offset", p.plog.HighWatermark(),
-			"servable_from", p.core.OldestServable())
+			"servable_from", p.core.OldestServable(), "retained", len(rc.Retained))
 	case p.node.opts.PartitionView != nil && len(infos) == 0:
 		if v := p.node.opts.PartitionView(p.ref.Group); v > 0 {
 			p.core.Restore(v, v, 0, wire.U128{}, 0)
@@ -455,9 +464,11 @@ func (p *partitionActor) drive(ctx actor.Context) {
 		for _, c := range rd.Commit {
 			p.apply(ctx, c)
 			p.tail.add(c.Frame, p.tailCap())
+			p.tailDirty = true
 		}
 		if n := len(rd.Commit); n > 0 {
 			p.recordApplied(wire.HeaderOf(rd.Commit[n-1].Frame).Prepare()) // once per Ready, not per op
+			p.saveTail(false)
 		}
 		for _, t := range rd.Canceled {
 			if pd, ok := t.(*pending); ok {
@@ -547,12 +558,11 @@ func (p *partitionActor) recordApplied(ph wire.PrepareHeader) {
 	if !p.storeAtCommit {
 		return
 	}
-	v := make([]byte, 32, 32+p.tail.encodedSize())
+	v := make([]byte, 32)
 	binary.LittleEndian.PutUint64(v, ph.Op)
 	binary.LittleEndian.PutUint64(v[8:], ph.Checksum.Lo)
 	binary.LittleEndian.PutUint64(v[16:], ph.Checksum.Hi)
 	binary.LittleEndian.PutUint64(v[24:], ph.Timestamp)
-	v = p.tail.appendTo(v)
 	if err := p.node.store.Put(appliedKey(p.ref.Group), v, p.settings.enforceFsync); err != nil {
 		p.log.Error("recording the applied op", "op", ph.Op, "err", err)
 	}

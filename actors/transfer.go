@@ -530,7 +530,10 @@ func (p *partitionActor) installPartition(tr *vsr.TransferSession) error {
 		CommitMax: max(p.core.CommitMax(), tr.CommitMax), OffsetFrontier: offsets.NextOffset}, true); err != nil {
 		return err
 	}
-	p.tail = committedTail{} // its ops are not this log's any more
+	p.tail, p.tailDirty = committedTail{}, false // its ops are not this log's any more
+	if err := st.Delete(tailKey(g)); err != nil {
+		return err
+	}
 	p.recordApplied(wire.PrepareHeader{Op: tr.CommitOp})
 	if err := st.Sync(); err != nil { // the batches, offsets and keys above, before the marker goes
 		return err

@@ -402,9 +402,11 @@ func (r *run) bringUp(i int) {
 		if n := len(rp.applied); n > 0 {
 			ph := wire.HeaderOf(rp.applied[n-1].frame).Prepare()
 			rc.Commit, rc.CommitChecksum, rc.CommitTimestamp = ph.Op, ph.Checksum, ph.Timestamp
-			// The shell keeps the last ops' headers with the applied op and
-			// rebuilds their prepares from the segments (actors/tail.go).
-			for _, a := range rp.applied[max(0, n-retainedTail):] {
+			// The shell saves the last ops' headers now and then and
+			// rebuilds their prepares from the segments (actors/tail.go): a
+			// save may be a few ops behind the applied op.
+			end := n - r.rng.IntN(min(n, 4))
+			for _, a := range rp.applied[max(0, end-retainedTail):end] {
 				rc.Retained = append(rc.Retained, a.frame)
 			}
 		}

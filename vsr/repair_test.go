@@ -424,8 +424,9 @@ func TestFloorWindowWithAMissingOpWaits(t *testing.T) {
 }
 
 // A partition replica restarted with its last committed prepares rebuilt
-// by the shell (Recovery.Retained) serves them to repair; a set that does
-// not chain up to the recovered commit point is ignored.
+// by the shell (Recovery.Retained) serves them to repair; a set that is
+// not a chain ending at the commit point with its identity is ignored (one
+// that ends below it would leave ops neither served nor reported evicted).
 func TestRecoveredRetainedPreparesAreServed(t *testing.T) {
 	c := newCluster(3)
 	for i := range uint64(5) {
@@ -439,19 +440,24 @@ func TestRecoveredRetainedPreparesAreServed(t *testing.T) {
 	if len(frames) != 5 {
 		t.Fatalf("%d committed", len(frames))
 	}
-	head := wire.HeaderOf(frames[4]).Prepare().Checksum
+	id := func(op int) wire.U128 { return wire.HeaderOf(frames[op-1]).Prepare().Checksum }
 	for _, tc := range []struct {
 		name     string
+		commit   uint64
+		head     wire.U128
 		retained [][]byte
 		oldest   uint64
+		served   int // of ops 4 and 5
 	}{
-		{"chained tail", frames[2:], 3},
-		{"gap", [][]byte{frames[2], frames[4]}, 6},
-		{"does not end at the commit point", frames[1:4], 6},
+		{"chained tail", 5, id(5), frames[2:], 3, 2},
+		{"saved before the last commit", 5, id(5), frames[1:4], 6, 0},
+		{"gap", 5, id(5), [][]byte{frames[2], frames[4]}, 6, 0},
+		{"passes the commit point", 4, id(4), frames[2:], 5, 0},
+		{"another op at the commit point", 5, id(4), frames[2:], 6, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := New(Config{Group: 5, Replica: 0, ReplicaCount: 3, Seed: 9})
-			r.Recover(Recovery{View: 0, LogView: 0, CommitMax: 5, Commit: 5, CommitChecksum: head, Retained: tc.retained})
+			r.Recover(Recovery{View: 0, LogView: 0, CommitMax: tc.commit, Commit: tc.commit, CommitChecksum: tc.head, Retained: tc.retained})
 			if got := r.OldestServable(); got != tc.oldest {
 				t.Fatalf("oldest servable op %d, want %d", got, tc.oldest)
 			}
@@ -474,8 +480,8 @@ func TestRecoveredRetainedPreparesAreServed(t *testing.T) {
 					served = append(served, h.Prepare().Op)
 				}
 			}
-			if want := tc.oldest <= 4; want != (len(served) == 2) {
-				t.Fatalf("served ops %v (status %s)", served, r.Status())
+			if len(served) != tc.served {
+				t.Fatalf("served ops %v, want %d of them (status %s)", served, tc.served, r.Status())
 			}
 		})
 	}

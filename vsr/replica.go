@@ -221,13 +221,18 @@ type Recovery struct {
 	// Incarnation is this boot's random u128 (6.12 rule 2; metadata only,
 	// its low bit is forced to 1): the shell draws it anew at every boot.
 	Incarnation wire.U128
-	// Retained are committed prepares ending at Commit, in op order, that
-	// the shell rebuilt after a restart (a partition group's last ops, from
-	// its segments and stored headers): served to repair, never journaled.
+	// Retained are committed prepares up to Commit, in op order, that the
+	// shell rebuilt after a restart (a partition group's last ops, from its
+	// segments and stored headers): served to repair, never journaled.
 	// Without them a replica whose memory journal died with it cannot hand
 	// a primary-elect the ops only it had committed (a whole-cluster
 	// restart), and the view changes round until it is the primary itself.
-	// A set that does not chain up to Commit and CommitChecksum is ignored.
+	// A set that is not a verified chain ending at Commit with identity
+	// CommitChecksum is ignored: one saved before the last commit would
+	// leave ops between its end and Commit that this replica neither
+	// serves nor reports evicted (RangeEvicted answers only below the
+	// oldest op held), and a primary-elect asking for them would wait on
+	// it forever instead of turning to state transfer (cmd/sim found it).
 	Retained [][]byte
 }
 
