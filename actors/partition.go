@@ -364,7 +364,7 @@ func (p *partitionActor) boot() error {
 		}
 		if v, ok, err := st.Get(appliedKey(p.ref.Group)); err != nil {
 			return err
-		} else if ok && len(v) == 32 {
+		} else if ok && len(v) >= 32 { // longer: a tail stored with it by an earlier build
 			rc.Commit = binary.LittleEndian.Uint64(v)
 			rc.CommitChecksum = wire.U128{Lo: binary.LittleEndian.Uint64(v[8:]), Hi: binary.LittleEndian.Uint64(v[16:])}
 			rc.CommitTimestamp = binary.LittleEndian.Uint64(v[24:])
