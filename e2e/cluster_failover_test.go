@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -180,4 +181,86 @@ func TestWipedNodeCatchesUpByStateTransfer(t *testing.T) {
 		}
 	}
 	t.Logf("the wiped node is back with %d streams and %d messages", len(wantStreams), len(got))
+}
+
+// Three node processes under load are stopped together (SIGTERM, as a
+// docker-compose restart does) and started again on their data. They
+// probe for a view, elect one, the partition's new primary repairs the
+// ops that only the old one knew to be committed (served from its saved
+// tail), the writer carries on, and every acknowledged send is on all
+// three replicas once, in order (deploy issue: restart the whole cluster).
+//
+// KNOWN ISSUE, so it runs only with E2E_KNOWN_ISSUES=1: about one run in
+// five (here, 1 s heartbeat) never serves again. Every replica restarted
+// with its memory journal gone and a journal head above the common commit
+// point (ops prepared, acknowledged by a backup, not committed); none may
+// nack those ops (vsr.Recovery.JournalHead) and none holds them, so with
+// all three DoViewChanges in, the merge of 6.7 is "deadlocked" in every
+// view. 9.4 rule 6 says such ops are lost with a quorum of processes; the
+// merge should then truncate them. Not fixed yet: it is a safety rule of
+// the core and wants the simulator's whole-cluster crashes to go with it.
+// The compose restart-all experiment (spec timers) has not hit it.
+func TestWholeClusterRestartUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three child processes")
+	}
+	if os.Getenv("E2E_KNOWN_ISSUES") == "" {
+		t.Skip("known issue (see the comment); E2E_KNOWN_ISSUES=1 runs it")
+	}
+	peers, clients := loopbackAddrs(t, 3), loopbackAddrs(t, 3)
+	env := "E2E_CLUSTER_CLIENTS=" + strings.Join(clients, ",")
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	var cmds [3]*exec.Cmd
+	for i := range 3 {
+		cmds[i], _ = startClusterChild(t, dirs[i], i, peers, env)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	admin, err := client.Connect(ctx, client.Options{Address: clients[0], Username: "iggy", Password: "iggy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CreateStream(ctx, "restart", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CreateTopic(ctx, wire.ID(0), "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	_ = admin.Close()
+
+	w := faultcheck.StartWriter(ctx, client.Options{Address: clients[0], Username: "iggy", Password: "iggy",
+		RequestTimeout: 3 * time.Second, Reconnect: client.ReconnectOptions{Retries: -1, Interval: 100 * time.Millisecond}},
+		wire.ID(0), wire.ID(0), time.Millisecond)
+	defer w.Stop()
+	if err := w.WaitAcked(ctx, 50, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cmds {
+		if err := c.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range cmds {
+		_ = c.Wait()
+	}
+	stopped := time.Now()
+	before := w.Acked()
+	for i := range 3 {
+		cmds[i], _ = startClusterChild(t, dirs[i], i, peers, env)
+	}
+	if err := w.WaitAcked(ctx, before+50, 40*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	w.Stop()
+
+	h := w.History()
+	var lists [][][]byte
+	for _, addr := range clients {
+		lists = append(lists, replicaPayloads(t, addr, len(h.Order)*faultcheck.MessagesPerSend))
+	}
+	if v := faultcheck.Check(h, []string{"replica 0", "replica 1", "replica 2"}, lists); !v.OK() {
+		t.Fatalf("%+v", v)
+	}
+	t.Logf("%d sends acknowledged (%d before the stop); first acknowledgement %v after all three stopped; %d messages identical on all three",
+		len(h.Order), before, h.FirstAckAfter(stopped).Round(time.Millisecond), len(lists[0]))
 }
