@@ -463,8 +463,10 @@ func (p *partitionActor) drive(ctx actor.Context) {
 		p.node.send(rd.Send)
 		for _, c := range rd.Commit {
 			p.apply(ctx, c)
-			p.tail.add(c.Frame, p.tailCap())
-			p.tailDirty = true
+			if p.storeAtCommit { // a group of one has no one to repair
+				p.tail.add(c.Frame, p.tailCap())
+				p.tailDirty = true
+			}
 		}
 		if n := len(rd.Commit); n > 0 {
 			p.recordApplied(wire.HeaderOf(rd.Commit[n-1].Frame).Prepare()) // once per Ready, not per op

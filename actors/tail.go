@@ -60,19 +60,23 @@ func (p *partitionActor) tailCap() int {
 	return int(max(p.node.opts.Config.Partition.PrepareQueueDepth, 1))
 }
 
-// add keeps the committed prepare frame, dropping the oldest beyond limit.
+// add keeps the committed prepare frame, dropping the oldest beyond limit;
+// the dropped op's buffers hold the new one, so a full tail allocates
+// nothing per commit.
 func (t *committedTail) add(frame []byte, limit int) {
-	op := tailOp{head: append([]byte(nil), frame[:wire.HeaderSize]...)}
+	var reuse tailOp
+	if len(t.ops) >= limit {
+		reuse = t.ops[0]
+		n := copy(t.ops, t.ops[len(t.ops)-limit+1:])
+		clear(t.ops[n:])
+		t.ops = t.ops[:n]
+	}
+	op := tailOp{head: append(reuse.head[:0], frame[:wire.HeaderSize]...)}
 	body := frame[wire.HeaderSize:]
 	if wire.HeaderOf(frame).Prepare().Operation == wire.OpSendMessages && len(body) >= wire.BatchHeaderSize {
 		op.base = wire.Batch(body).BaseOffset()
 	} else {
-		op.inline, op.body = true, append([]byte(nil), body...)
-	}
-	if len(t.ops) >= limit {
-		n := copy(t.ops, t.ops[len(t.ops)-limit+1:])
-		clear(t.ops[n:])
-		t.ops = t.ops[:n]
+		op.inline, op.body = true, append(reuse.body[:0], body...)
 	}
 	t.ops = append(t.ops, op)
 }

@@ -70,6 +70,10 @@ func TestCommittedTailRoundTrip(t *testing.T) {
 	if d := decodeCommittedTail(enc[:len(enc)-3]); len(d.ops) != 3 {
 		t.Fatalf("a damaged last record left %d ops", len(d.ops))
 	}
+	// Once full, the tail reuses the dropped op's buffers.
+	if allocs := testing.AllocsPerRun(100, func() { tail.add(want[3], 4) }); allocs != 0 {
+		t.Fatalf("a full tail allocates %v times per commit", allocs)
+	}
 }
 
 // 9.4 with 7.2: a partition replica restarted after committing ops can
