@@ -26,31 +26,14 @@ func TestKill9PrimaryFailsOver(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three child processes")
 	}
-	peers, clients := loopbackAddrs(t, 3), loopbackAddrs(t, 3)
-	env := "E2E_CLUSTER_CLIENTS=" + strings.Join(clients, ",")
-	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
-	var cmds [3]*exec.Cmd
-	for i := range 3 {
-		cmds[i], _ = startClusterChild(t, dirs[i], i, peers, env)
-	}
+	pc := startProcCluster(t)
+	clients, cmds := pc.clients, &pc.cmds
 	ctx := ctxT(t)
-	admin, err := client.Connect(ctx, client.Options{Address: clients[1], Username: "iggy", Password: "iggy"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.CreateStream(ctx, "failover", nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.CreateTopic(ctx, wire.ID(0), "t", 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	_ = admin.Close()
+	_ = streamWithTopic(t, ctx, clients[1], "failover", 1).Close()
 
 	// The writer (faultcheck) tags each attempt; a failed one may appear at
 	// most once, an acknowledged one exactly once, in order.
-	writerOpts := client.Options{Address: clients[1], Username: "iggy", Password: "iggy",
-		RequestTimeout: 3 * time.Second, Reconnect: client.ReconnectOptions{Retries: -1, Interval: 100 * time.Millisecond}}
-	w := faultcheck.StartWriter(ctx, writerOpts, wire.ID(0), wire.ID(0), 2*time.Millisecond)
+	w := faultcheck.StartWriter(ctx, writerOptions(clients[1]), wire.ID(0), wire.ID(0), 2*time.Millisecond)
 	defer w.Stop()
 	waitAcks := func(n int, within time.Duration) {
 		t.Helper()
@@ -69,19 +52,13 @@ func TestKill9PrimaryFailsOver(t *testing.T) {
 	waitAcks(before+1, 30*time.Second) // a new primary, found by the SDK
 	waitAcks(before+50, 20*time.Second)
 
-	cmds[0], _ = startClusterChild(t, dirs[0], 0, peers, env) // the old primary rejoins as a backup
+	pc.start(t, 0) // the old primary rejoins as a backup
 	waitAcks(w.Acked()+50, 20*time.Second)
 	w.Stop()
 
 	h := w.History()
 	failover := h.FirstAckAfter(killed)
-	var lists [][][]byte
-	for _, addr := range clients {
-		lists = append(lists, replicaPayloads(t, addr, len(h.Order)*faultcheck.MessagesPerSend))
-	}
-	if v := faultcheck.Check(h, []string{"replica 0", "replica 1", "replica 2"}, lists); !v.OK() {
-		t.Fatalf("%+v", v)
-	}
+	lists := checkReplicas(t, clients, h)
 	ackOrder, failures := h.Order, h.Failures
 	t.Logf("%d sends acknowledged (%d before the kill), %d failed around it; first acknowledgement %v after the kill; %d messages identical on all three replicas",
 		len(ackOrder), before, failures, failover.Round(time.Millisecond), len(lists[0]))
@@ -99,13 +76,8 @@ func TestWipedNodeCatchesUpByStateTransfer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three child processes")
 	}
-	peers, clients := loopbackAddrs(t, 3), loopbackAddrs(t, 3)
-	env := []string{"E2E_CLUSTER_CLIENTS=" + strings.Join(clients, ","), "E2E_CLUSTER_JOURNAL_SLOTS=80"}
-	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
-	var cmds [3]*exec.Cmd
-	for i := range 3 {
-		cmds[i], _ = startClusterChild(t, dirs[i], i, peers, env...)
-	}
+	pc := startProcCluster(t, "E2E_CLUSTER_JOURNAL_SLOTS=80")
+	clients, cmds, dirs := pc.clients, &pc.cmds, pc.dirs
 	ctx := ctxT(t)
 	c, err := client.Connect(ctx, client.Options{Address: clients[0], Username: "iggy", Password: "iggy"})
 	if err != nil {
@@ -142,7 +114,7 @@ func TestWipedNodeCatchesUpByStateTransfer(t *testing.T) {
 		}
 	}
 	send(10)
-	cmds[2], _ = startClusterChild(t, dirs[2], 2, peers, env...)
+	pc.start(t, 2)
 	send(5)
 
 	streams := func(addr string) []string {
@@ -207,30 +179,13 @@ func TestWholeClusterRestartUnderLoad(t *testing.T) {
 	if os.Getenv("E2E_KNOWN_ISSUES") == "" {
 		t.Skip("known issue (see the comment); E2E_KNOWN_ISSUES=1 runs it")
 	}
-	peers, clients := loopbackAddrs(t, 3), loopbackAddrs(t, 3)
-	env := "E2E_CLUSTER_CLIENTS=" + strings.Join(clients, ",")
-	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
-	var cmds [3]*exec.Cmd
-	for i := range 3 {
-		cmds[i], _ = startClusterChild(t, dirs[i], i, peers, env)
-	}
+	pc := startProcCluster(t)
+	clients, cmds := pc.clients, &pc.cmds
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	admin, err := client.Connect(ctx, client.Options{Address: clients[0], Username: "iggy", Password: "iggy"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.CreateStream(ctx, "restart", nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.CreateTopic(ctx, wire.ID(0), "t", 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	_ = admin.Close()
+	_ = streamWithTopic(t, ctx, clients[0], "restart", 1).Close()
 
-	w := faultcheck.StartWriter(ctx, client.Options{Address: clients[0], Username: "iggy", Password: "iggy",
-		RequestTimeout: 3 * time.Second, Reconnect: client.ReconnectOptions{Retries: -1, Interval: 100 * time.Millisecond}},
-		wire.ID(0), wire.ID(0), time.Millisecond)
+	w := faultcheck.StartWriter(ctx, writerOptions(clients[0]), wire.ID(0), wire.ID(0), time.Millisecond)
 	defer w.Stop()
 	if err := w.WaitAcked(ctx, 50, 20*time.Second); err != nil {
 		t.Fatal(err)
@@ -246,7 +201,7 @@ func TestWholeClusterRestartUnderLoad(t *testing.T) {
 	stopped := time.Now()
 	before := w.Acked()
 	for i := range 3 {
-		cmds[i], _ = startClusterChild(t, dirs[i], i, peers, env)
+		pc.start(t, i)
 	}
 	if err := w.WaitAcked(ctx, before+50, 40*time.Second); err != nil {
 		t.Fatal(err)
@@ -254,6 +209,42 @@ func TestWholeClusterRestartUnderLoad(t *testing.T) {
 	w.Stop()
 
 	h := w.History()
+	lists := checkReplicas(t, clients, h)
+	t.Logf("%d sends acknowledged (%d before the stop); first acknowledgement %v after all three stopped; %d messages identical on all three",
+		len(h.Order), before, h.FirstAckAfter(stopped).Round(time.Millisecond), len(lists[0]))
+}
+
+// procCluster is three node processes on loopback whose roster names their
+// client addresses, so the SDK follows the leader among them.
+type procCluster struct {
+	peers, clients, dirs []string
+	env                  []string
+	cmds                 [3]*exec.Cmd
+}
+
+// startProcCluster starts the three, each with env added to the helper's.
+func startProcCluster(t *testing.T, env ...string) *procCluster {
+	t.Helper()
+	pc := &procCluster{peers: loopbackAddrs(t, 3), dirs: []string{t.TempDir(), t.TempDir(), t.TempDir()}}
+	pc.clients = loopbackAddrs(t, 3)
+	pc.env = append([]string{"E2E_CLUSTER_CLIENTS=" + strings.Join(pc.clients, ",")}, env...)
+	for i := range 3 {
+		pc.start(t, i)
+	}
+	return pc
+}
+
+// start (re)starts replica i on its data directory and addresses.
+func (pc *procCluster) start(t *testing.T, i int) {
+	t.Helper()
+	pc.cmds[i], _ = startClusterChild(t, pc.dirs[i], i, pc.peers, pc.env...)
+}
+
+// checkReplicas reads partition 0 from each client address on its own and
+// fails unless faultcheck finds every acknowledged send of h there once,
+// in order, and the copies identical; it returns the copies.
+func checkReplicas(t *testing.T, clients []string, h faultcheck.History) [][][]byte {
+	t.Helper()
 	var lists [][][]byte
 	for _, addr := range clients {
 		lists = append(lists, replicaPayloads(t, addr, len(h.Order)*faultcheck.MessagesPerSend))
@@ -261,6 +252,5 @@ func TestWholeClusterRestartUnderLoad(t *testing.T) {
 	if v := faultcheck.Check(h, []string{"replica 0", "replica 1", "replica 2"}, lists); !v.OK() {
 		t.Fatalf("%+v", v)
 	}
-	t.Logf("%d sends acknowledged (%d before the stop); first acknowledgement %v after all three stopped; %d messages identical on all three",
-		len(h.Order), before, h.FirstAckAfter(stopped).Round(time.Millisecond), len(lists[0]))
+	return lists
 }

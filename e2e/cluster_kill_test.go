@@ -118,17 +118,8 @@ func TestKill9BackupRejoinsByRepair(t *testing.T) {
 		cmds[i], addrs[i] = startClusterChild(t, dirs[i], i, peers)
 	}
 	ctx := ctxT(t)
-	admin, err := client.Connect(ctx, client.Options{Address: addrs[0], Username: "iggy", Password: "iggy"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := streamWithTopic(t, ctx, addrs[0], "kill", 1)
 	defer admin.Close()
-	if _, err := admin.CreateStream(ctx, "kill", nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.CreateTopic(ctx, wire.ID(0), "t", 1, nil); err != nil {
-		t.Fatal(err)
-	}
 
 	var mu sync.Mutex
 	var acked [][]byte // payloads in offset order

@@ -46,6 +46,30 @@ func serveUntilTerminated(n interface {
 	_ = n.Close()
 }
 
+// streamWithTopic logs in as root at addr and creates stream (id 0) with
+// topic "t" (id 0) of partitions partitions; the caller closes the client.
+func streamWithTopic(t *testing.T, ctx context.Context, addr, stream string, partitions uint32) *client.Client {
+	t.Helper()
+	admin, err := client.Connect(ctx, client.Options{Address: addr, Username: "iggy", Password: "iggy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CreateStream(ctx, stream, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CreateTopic(ctx, wire.ID(0), "t", partitions, nil); err != nil {
+		t.Fatal(err)
+	}
+	return admin
+}
+
+// writerOptions are a fault test's writer: a leader-following root client
+// whose requests give up after 3 s and that redials without end.
+func writerOptions(addr string) client.Options {
+	return client.Options{Address: addr, Username: "iggy", Password: "iggy",
+		RequestTimeout: 3 * time.Second, Reconnect: client.ReconnectOptions{Retries: -1, Interval: 100 * time.Millisecond}}
+}
+
 func startChild(t *testing.T, dir string) (*exec.Cmd, string) {
 	t.Helper()
 	return startHelperProcess(t, "TestHelperNodeProcess", "E2E_NODE_DIR="+dir)
@@ -96,16 +120,7 @@ func TestKill9KeepsAcknowledgedWrites(t *testing.T) {
 	dir := t.TempDir()
 	cmd, addr := startChild(t, dir)
 	ctx := ctxT(t)
-	admin, err := client.Connect(ctx, client.Options{Address: addr, Username: "iggy", Password: "iggy"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.CreateStream(ctx, "crash", nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.CreateTopic(ctx, wire.ID(0), "t", 2, nil); err != nil {
-		t.Fatal(err)
-	}
+	admin := streamWithTopic(t, ctx, addr, "crash", 2)
 	if err := admin.StoreConsumerOffset(ctx, wire.SingleConsumer(wire.ID(9)), wire.ID(0), wire.ID(0), wire.Partition(0), 0, wire.AckQuorum); err == nil {
 		t.Fatal("storing an offset on an empty partition must fail (4100)")
 	}
