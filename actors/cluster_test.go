@@ -613,6 +613,16 @@ func oneTopic(t *testing.T, n *Node, stream string) (send func(from, to int)) {
 	}
 }
 
+// createStreams creates streams s0 .. s<n-1> through c.
+func createStreams(t *testing.T, ctx context.Context, c *client.Client, n int) {
+	t.Helper()
+	for i := range n {
+		if _, err := c.CreateStream(ctx, fmt.Sprintf("s%d", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // storedBatches is a partition group's segment bytes on n, and their count.
 func storedBatches(n *Node, group uint64) (rec []byte, batches int) {
 	_ = n.store.ScanBatches(group, 0, func(_ uint64, b []byte) error {
@@ -634,11 +644,7 @@ func TestLateBackupRepairsMetadataFromTheJournal(t *testing.T) {
 	})
 	relink := unlinkReplica2(t, nodes)
 	ctx, c := rootClient(t, nodes[0])
-	for i := range 12 {
-		if _, err := c.CreateStream(ctx, fmt.Sprintf("s%d", i), nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createStreams(t, ctx, c, 12)
 	relink()
 	waitSameMetadata(t, nodes[0], nodes[2])
 	if !strings.Contains(logs.String(), `msg="journal repair started"`) {
@@ -659,11 +665,7 @@ func TestLateBackupCatchesUpByStateTransfer(t *testing.T) {
 	})
 	relink := unlinkReplica2(t, nodes)
 	ctx, c := rootClient(t, nodes[0])
-	for i := range 40 {
-		if _, err := c.CreateStream(ctx, fmt.Sprintf("s%d", i), nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createStreams(t, ctx, c, 40)
 	if _, err := c.CreateTopic(ctx, wire.ID(0), "t", 2, nil); err != nil {
 		t.Fatal(err)
 	}

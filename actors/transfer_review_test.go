@@ -221,11 +221,7 @@ func TestMetadataInstallReplacesPartitionsItsSkippedOpsDeleted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for i := range 40 { // the primary checkpoints past what replica 2 holds
-		if _, err := c.CreateStream(ctx, fmt.Sprintf("s%d", i), nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createStreams(t, ctx, c, 40) // the primary checkpoints past what replica 2 holds
 	opts := clusterNodeOptions(2, 3, dir)
 	opts.ReplicaListen = addr
 	adjust(&opts)
@@ -275,11 +271,7 @@ func TestMetadataInstallKeepsTheTransferredReplyRings(t *testing.T) {
 	nodes := startNodes(t, 3, func(o *Options) { o.Config.Metadata.JournalSlots = 80 })
 	relink := unlinkReplica2(t, nodes)
 	ctx, c := rootClient(t, nodes[0])
-	for i := range 40 {
-		if _, err := c.CreateStream(ctx, fmt.Sprintf("s%d", i), nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createStreams(t, ctx, c, 40)
 	relink()
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		var snaps [][]byte
