@@ -120,20 +120,19 @@ func (c *Cluster) Options(i int) client.Options {
 	return o
 }
 
-// Up starts the cluster from empty volumes and waits until it has a leader
-// that every node names.
-func (c *Cluster) Up(ctx context.Context) error {
+// Up starts the cluster from empty volumes and returns the leader once
+// every node names it.
+func (c *Cluster) Up(ctx context.Context) (int, error) {
 	_ = c.Down(ctx)
 	if _, err := c.compose(ctx, "up", "-d"); err != nil {
-		return err
+		return -1, err
 	}
 	for i := range c.Nodes {
 		if _, err := c.Container(ctx, i); err != nil {
-			return err
+			return -1, err
 		}
 	}
-	_, err := c.WaitLeader(ctx, 60*time.Second, nil)
-	return err
+	return c.WaitLeader(ctx, 60*time.Second, nil)
 }
 
 // Down removes the containers, the network and the volumes.

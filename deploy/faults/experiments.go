@@ -242,11 +242,7 @@ func RunExperiment(ctx context.Context, c *Cluster, e Experiment) *Report {
 		}
 	}()
 
-	if err := c.Up(ctx); err != nil {
-		fail(err)
-		return rep
-	}
-	leader, err := c.WaitLeader(ctx, Failover, nil)
+	leader, err := c.Up(ctx)
 	if err != nil {
 		fail(err)
 		return rep
