@@ -682,7 +682,7 @@ func TestLateBackupCatchesUpByStateTransfer(t *testing.T) {
 	if installed == 0 || partitions != 2 {
 		t.Fatalf("replica 2 installed %d transfers and runs %d partitions", installed, partitions)
 	}
-	if !strings.Contains(logs.String(), `msg="state transfer installed"`) {
+	if !logs.Await(`msg="state transfer installed"`, 5*time.Second) {
 		t.Fatal("the transfer left no log line")
 	}
 }
@@ -715,7 +715,7 @@ func TestLateBackupCatchesUpByPartitionStateTransfer(t *testing.T) {
 			t.Fatalf("replica 2 holds %d bytes of the primary's %d\n%s", len(late), len(primary), logs.String())
 		}
 	}
-	if !strings.Contains(logs.String(), `msg="state transfer installed" partition=0 group=`+fmt.Sprint(group)) {
+	if !logs.Await(`msg="state transfer installed" partition=0 group=`+fmt.Sprint(group), 5*time.Second) {
 		t.Fatalf("no partition state transfer was installed\n%s", logs.String())
 	}
 }
@@ -785,7 +785,7 @@ func TestTransferSurvivesItsServersCrash(t *testing.T) {
 			t.Fatalf("replica 2 holds %d bytes of replica 1's %d\n%s", len(got), len(want), logs.String())
 		}
 	}
-	if !strings.Contains(logs.String(), `msg="state transfer installed" partition=0 group=`+fmt.Sprint(group)+` commit_op=8 commit_max=8 from=1`) {
+	if !logs.Await(`msg="state transfer installed" partition=0 group=`+fmt.Sprint(group)+` commit_op=8 commit_max=8 from=1`, 5*time.Second) {
 		t.Fatalf("the transfer was not completed from the new primary\n%s", logs.String())
 	}
 }

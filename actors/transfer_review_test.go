@@ -113,7 +113,7 @@ func TestCrashInsidePartitionInstallLeavesABootableReplica(t *testing.T) {
 	send(8, 10)
 	group, _ := wire.PartitionGroup(0, 0, 0)
 	waitSameBatches(t, nodes[0], nodes[2], group, "first transfer", &logs)
-	if !strings.Contains(logs.String(), `msg="state transfer installed" partition=0 group=`+fmt.Sprint(group)) {
+	if !logs.Await(`msg="state transfer installed" partition=0 group=`+fmt.Sprint(group), 5*time.Second) {
 		t.Fatalf("setup: no partition state transfer was installed")
 	}
 

@@ -3,7 +3,9 @@ package testutil
 
 import (
 	"bytes"
+	"strings"
 	"sync"
+	"time"
 )
 
 // Buffer is a bytes.Buffer that goroutines may write while a test reads
@@ -23,4 +25,18 @@ func (s *Buffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// Await reports whether the buffer contains substr within the given time.
+// A node logs an outcome after it takes effect, so a test that saw the
+// effect waits for the line rather than reading the buffer once.
+func (s *Buffer) Await(substr string, within time.Duration) bool {
+	for deadline := time.Now().Add(within); ; time.Sleep(10 * time.Millisecond) {
+		if strings.Contains(s.String(), substr) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
 }
