@@ -3,6 +3,8 @@ package actors
 import (
 	"bytes"
 	"crypto/tls"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 	"os"
 	"path/filepath"
 
@@ -59,6 +61,11 @@ type Options struct {
 	// (a superblock wedged past cluster.superblock_wedged_fatal_timeout,
 	// replica-plane.md 6.13 rule 4). Default: log and exit with status 70.
 	FailStop func(reason string)
+	// TracerProvider and MeterProvider receive the node's spans and
+	// metrics (telemetry.Setup builds them from [telemetry]; tests pass
+	// in-memory ones). Nil: no-op providers.
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
 }
 
 // Node is one running iggynode: an actor system, its storage and its
