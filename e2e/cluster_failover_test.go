@@ -162,22 +162,14 @@ func TestWipedNodeCatchesUpByStateTransfer(t *testing.T) {
 // tail), the writer carries on, and every acknowledged send is on all
 // three replicas once, in order (deploy issue: restart the whole cluster).
 //
-// KNOWN ISSUE, so it runs only with E2E_KNOWN_ISSUES=1: about one run in
-// five (here, 1 s heartbeat) never serves again. Every replica restarted
-// with its memory journal gone and a journal head above the common commit
-// point (ops prepared, acknowledged by a backup, not committed); none may
-// nack those ops (vsr.Recovery.JournalHead) and none holds them, so with
-// all three DoViewChanges in, the merge of 6.7 is "deadlocked" in every
-// view. 9.4 rule 6 says such ops are lost with a quorum of processes; the
-// merge should then truncate them. Not fixed yet: it is a safety rule of
-// the core and wants the simulator's whole-cluster crashes to go with it.
-// The compose restart-all experiment (spec timers) has not hit it.
+// It once never served again in about one run of five: every replica
+// restarted with a journal head above the common commit point and none
+// holding those ops, so the merge deadlocked in every view; the merge now
+// drops ops that all replicas cover and none holds (vsr/merge.go,
+// lostEverywhere; 9.4 rule 6), and the simulator crashes whole clusters.
 func TestWholeClusterRestartUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three child processes")
-	}
-	if os.Getenv("E2E_KNOWN_ISSUES") == "" {
-		t.Skip("known issue (see the comment); E2E_KNOWN_ISSUES=1 runs it")
 	}
 	pc := startProcCluster(t)
 	clients, cmds := pc.clients, &pc.cmds

@@ -33,6 +33,12 @@ type Config struct {
 	// replica comes back.
 	CrashProbability   float64
 	RestartProbability float64
+	// ClusterCrashProbability: each tick of the fault phase, every replica
+	// goes down at once (a power cut), beyond what the quorum allows; they
+	// come back one by one at RestartProbability. With CrashLosesMemory a
+	// partition group then loses the ops no replica applied (9.4 rule 6),
+	// which must never include an acknowledged one.
+	ClusterCrashProbability float64
 	// CrashLosesMemory: a replica that comes back restarts from what it
 	// kept durable (11.3 rule 2) instead of resuming with its memory: the
 	// metadata journal, or a partition's applied (segment) ops; pipelines,
@@ -155,6 +161,10 @@ type replica struct {
 	// shell checks each batch against its next offset, so the journal
 	// must never be handed an op above a hole.
 	lastJournaled uint64
+	// journalHead is the shell's durable record of its journal's head
+	// (actors: journalHeadKey): the last op of each Ready that journaled
+	// one, kept across restarts, for vsr.Recovery.JournalHead.
+	journalHead uint64
 }
 
 type call struct {
@@ -351,19 +361,32 @@ func (r *run) crashOrRestart() {
 			live = append(live, i)
 		}
 	}
+	if r.cfg.ClusterCrashProbability > 0 && len(down) < len(r.reps) && r.rng.Float64() < r.cfg.ClusterCrashProbability {
+		r.event(-1, "whole cluster down")
+		for i, rp := range r.reps {
+			if !rp.down {
+				r.crash(i)
+			}
+		}
+		return
+	}
 	maxFaulty := r.cfg.Replicas - vsr.QuorumReplication(r.cfg.Replicas)
 	if len(live) > 0 && faulty < maxFaulty && r.rng.Float64() < r.cfg.CrashProbability {
-		i := live[r.rng.IntN(len(live))]
-		r.reps[i].down = true
-		r.reps[i].headAtCrash = r.reps[i].core.Op()
-		r.res.Crashes++
-		r.event(i, "down (view %d, %s, commit %d)", r.reps[i].core.View(), r.reps[i].core.Status(), r.reps[i].core.CommitMin())
-		if r.cfg.CrashLosesMemory {
-			r.forgetPending(i)
-		}
+		r.crash(live[r.rng.IntN(len(live))])
 	}
 	if len(down) > 0 && r.rng.Float64() < r.cfg.RestartProbability {
 		r.bringUp(down[r.rng.IntN(len(down))])
+	}
+}
+
+// crash takes replica i down.
+func (r *run) crash(i int) {
+	r.reps[i].down = true
+	r.reps[i].headAtCrash = r.reps[i].core.Op()
+	r.res.Crashes++
+	r.event(i, "down (view %d, %s, commit %d)", r.reps[i].core.View(), r.reps[i].core.Status(), r.reps[i].core.CommitMin())
+	if r.cfg.CrashLosesMemory {
+		r.forgetPending(i)
 	}
 }
 
@@ -397,7 +420,7 @@ func (r *run) bringUp(i int) {
 		// The segments hold every applied batch, and the shell recorded
 		// the op it applied last; the journal was memory.
 		rp.core.SetOffsetFrontier(uint64(len(rp.applied)))
-		rc.JournalHead = rp.lastJournaled // the shell records its journal's head, which the memory lost
+		rc.JournalHead = rp.journalHead // the shell records its journal's head, which the memory lost
 		rp.journal, rp.lastJournaled = make(map[uint64][]byte), 0
 		if n := len(rp.applied); n > 0 {
 			ph := wire.HeaderOf(rp.applied[n-1].frame).Prepare()
@@ -580,6 +603,7 @@ func (r *run) drive(i int) {
 			rp.lastJournaled = op
 			rp.journal[op] = f
 			rp.core.Journaled(op, nil)
+			rp.journalHead = op // recorded before the sends below acknowledge it
 		}
 		for _, e := range rd.Send {
 			if r.cfg.dropRepairRequests && wire.HeaderOf(e.Head).Command() == wire.CmdRequestPrepares {

@@ -57,12 +57,27 @@ func (m *mergedLog) header(op uint64) (wire.PrepareHeader, bool) {
 	return wire.PrepareHeader{}, false
 }
 
-// merge runs 6.7 over the recorded DVCs of an n-replica group, with one
-// exception: the op at commit_max is committed, so the merge does not
-// refuse the view when no canonical sender names it or holds its body (a
-// partition replica whose commit point came from the floor rule of 7.5
-// holds neither); the new primary still repairs it if it lacks it, from a
-// replica whose commit covers it.
+// merge runs 6.7 over the recorded DVCs of an n-replica group, with two
+// exceptions:
+//
+//   - The op at commit_max is committed, so the merge does not refuse the
+//     view when no canonical sender names it or holds its body (a
+//     partition replica whose commit point came from the floor rule of 7.5
+//     holds neither); the new primary still repairs it if it lacks it,
+//     from a replica whose commit covers it.
+//   - lostEverywhere: an op above commit_max that all n replicas' DVCs
+//     cover and none holds is truncated, where 6.7 step 4 says Deadlocked.
+//     Only a partition replica restarted without its memory journal says
+//     neither "have" nor "nack" of an op it covers (Recovery.JournalHead:
+//     it may have acknowledged it), and where every replica restarted
+//     so, nobody has the op: 9.4 rule 6 says it is lost, and the group
+//     must go on without it rather than wait forever (upstream's
+//     restarted replicas announce their commit as head, so their heads
+//     nack it instead). It cannot have been committed: a committed
+//     partition op is applied to the segments of the primary that
+//     replied, whose DVC's commit then covers it; a metadata op's journal
+//     is durable. An abstention (a suffix not reaching op) blocks it: that
+//     replica may hold the body.
 
 func merge(ds []*dvcRecord, n int) (*mergedLog, mergeOutcome) {
 	var canonLV uint32
@@ -97,7 +112,7 @@ func merge(ds []*dvcRecord, n int) (*mergedLog, mergeOutcome) {
 	opHead := opHeadMax
 	for op := low; op <= opHeadMax; op++ {
 		canon, conflict := canonicalAt(ds, canonLV, op)
-		nacks, copies := 0, 0
+		nacks, copies, abstentions := 0, 0, 0
 		for _, d := range ds {
 			if d.op < op {
 				nacks++
@@ -106,6 +121,7 @@ func merge(ds []*dvcRecord, n int) (*mergedLog, mergeOutcome) {
 			e := d.at(op)
 			switch {
 			case e == nil:
+				abstentions++
 			case !e.Blank && e.Present && canon != nil && e.Prepare.Checksum == canon.Prepare.Checksum:
 				copies++
 			case e.Nack:
@@ -123,6 +139,13 @@ func merge(ds []*dvcRecord, n int) (*mergedLog, mergeOutcome) {
 		}
 		if op <= commitMax && !conflict {
 			continue // committed: kept whoever can still name it (see below)
+		}
+		if !conflict && copies == 0 && abstentions == 0 && len(ds) == n {
+			// Every replica answered, each covering op, and none holds its
+			// body: it is lost (9.4 rule 6), so it was never committed,
+			// and waiting cannot bring it back. See lostEverywhere.
+			opHead = op - 1
+			break
 		}
 		if conflict || canon == nil || copies == 0 {
 			return nil, undecided

@@ -385,10 +385,10 @@ func TestMergeConflictsAndCopies(t *testing.T) {
 			want: mergeAwaitingRepair,
 		},
 		{
-			name: "canonical header known but no body present, 3 of 3 DVCs: deadlocked",
+			name: "canonical header known but no body present, 3 of 3 DVCs: lost everywhere, truncated",
 			n:    3,
 			ds:   dvcSet(dvc(0, 2, 5, 3, histA, notServable(5)), dvc(1, 2, 5, 3, histA, notServable(5)), dvc(2, 2, 5, 3, histA, notServable(5))),
-			want: mergeDeadlocked,
+			want: mergeReady, opHead: 4, commitMax: 3, log: histA,
 		},
 		{
 			name: "a body present at an older log_view sender with the canonical identity is a copy",
@@ -414,6 +414,74 @@ func TestMergeConflictsAndCopies(t *testing.T) {
 			ds: dvcSet(dvc(0, 2, 5, 3, histA.unsealed(4)), dvc(1, 2, 5, 3, histA.unsealed(4)),
 				dvc(2, 2, 5, 3, histA.unsealed(4))),
 			want: mergeReady, opHead: 5, commitMax: 3, log: histA.unsealed(4),
+		},
+	})
+}
+
+// forgot turns ops' entries into what a partition replica restarted
+// without its memory journal sends for ops up to the head that journal had
+// reached: blank, neither present nor nacked (Recovery.JournalHead).
+func forgot(ops ...uint64) dvcEdit {
+	return func(d *dvcRecord) {
+		for _, op := range ops {
+			d.entries[d.op-op] = wire.SuffixEntry{Header: wire.BlankPrepare(op)}
+		}
+	}
+}
+
+// 9.4 rule 6: a partition op acknowledged by a quorum lives only in memory
+// until flushed; a whole-cluster restart loses the ops above the highest
+// applied one. The merge drops them once every replica has answered
+// without a copy, and only then.
+func TestMergeOpsLostEverywhere(t *testing.T) {
+	runMergeCases(t, []mergeCase{
+		{
+			name: "every replica restarted without its journal: ops above commit_max dropped",
+			n:    3,
+			ds: dvcSet(dvc(0, 2, 6, 3, histA, forgot(4, 5, 6)), dvc(1, 2, 6, 2, histA, forgot(3, 4, 5, 6)),
+				dvc(2, 2, 5, 3, histA, forgot(4, 5))),
+			want: mergeReady, opHead: 3, commitMax: 3, log: histA,
+		},
+		{
+			name: "2 of 3 restarted replicas: the third may hold the ops, awaiting repair",
+			n:    3,
+			ds:   dvcSet(dvc(0, 2, 6, 3, histA, forgot(4, 5, 6)), dvc(1, 2, 6, 3, histA, forgot(4, 5, 6))),
+			want: mergeAwaitingRepair,
+		},
+		{
+			name: "one replica still holds op 4: kept, the ops above it dropped",
+			n:    3,
+			ds: dvcSet(dvc(0, 2, 6, 3, histA, forgot(5, 6)), dvc(1, 2, 6, 3, histA, forgot(4, 5, 6)),
+				dvc(2, 2, 6, 3, histA, forgot(4, 5, 6))),
+			want: mergeReady, opHead: 4, commitMax: 3, log: histA,
+		},
+		{
+			name: "one replica abstains (empty suffix): it may hold the op, deadlocked until its next DVC",
+			n:    3,
+			ds: dvcSet(dvc(0, 2, 6, 3, histA, forgot(4, 5, 6)), dvc(1, 2, 6, 3, histA, forgot(4, 5, 6)),
+				dvc(2, 2, 6, 3, histA, emptySuffix)),
+			want: mergeDeadlocked,
+		},
+		{
+			name: "the drop starts above commit_max: one replica applied op 4, the others forgot it",
+			n:    3,
+			ds: dvcSet(dvc(0, 2, 6, 4, histA, forgot(5, 6)), dvc(1, 2, 6, 3, histA, forgot(4, 5, 6)),
+				dvc(2, 2, 6, 3, histA, forgot(4, 5, 6))),
+			want: mergeReady, opHead: 4, commitMax: 4, log: histA,
+		},
+		{
+			name: "n=5, all five restarted: dropped",
+			n:    5,
+			ds: dvcSet(dvc(0, 2, 5, 3, histA, forgot(4, 5)), dvc(1, 2, 5, 3, histA, forgot(4, 5)), dvc(2, 2, 5, 3, histA, forgot(4, 5)),
+				dvc(3, 2, 5, 3, histA, forgot(4, 5)), dvc(4, 2, 4, 3, histA, forgot(4))),
+			want: mergeReady, opHead: 3, commitMax: 3, log: histA,
+		},
+		{
+			name: "n=5, four of five in: awaiting the fifth",
+			n:    5,
+			ds: dvcSet(dvc(0, 2, 5, 3, histA, forgot(4, 5)), dvc(1, 2, 5, 3, histA, forgot(4, 5)), dvc(2, 2, 5, 3, histA, forgot(4, 5)),
+				dvc(3, 2, 5, 3, histA, forgot(4, 5))),
+			want: mergeAwaitingRepair,
 		},
 	})
 }
