@@ -127,3 +127,30 @@ func TestOffsetAboveTheHighWatermarkIsCaught(t *testing.T) {
 		t.Fatalf("violations %v", res.Violations)
 	}
 }
+
+// Seeds that once broke an invariant, each with the fault the simulator
+// found. They stay here so the fix stays.
+func TestRegressionSeeds(t *testing.T) {
+	for _, c := range []struct {
+		seed     uint64
+		replicas int
+		what     string
+	}{
+		// A primary-elect of view 1 re-proved a repaired op for its merged
+		// log and so lost the proof for log_view 0, in which it had
+		// acknowledged the op; its DVC for view 2 nacked it, the merge of
+		// view 2 truncated a committed op, and a new one took its number.
+		{9538, 5, "a failed view change took the proof of an acknowledged op"},
+		// Whole-cluster crashes with memory lost: the merge deadlocked on
+		// ops every replica had forgotten (vsr/merge.go, lostEverywhere).
+		{2672, 3, "a replica restarted twice forgot the journal head it had recorded"},
+		{2, 3, "whole-cluster crash of a partition group"},
+		{11, 3, "whole-cluster crash of the metadata group"},
+	} {
+		cfg := FaultsFor(c.seed)
+		cfg.Replicas = c.replicas
+		if res := Run(cfg); res.Failed() {
+			t.Errorf("seed %d, %d replicas (%s): %v", c.seed, c.replicas, c.what, res.Violations)
+		}
+	}
+}

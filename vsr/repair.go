@@ -332,7 +332,8 @@ func (r *Replica) proven(op uint64) bool {
 	if e == nil {
 		return op <= r.commitMin
 	}
-	if !e.repaired || e.proven && e.provenView == r.proofView() {
+	pv := r.proofView()
+	if !e.repaired || e.proven && e.provenView == pv || e.mergedProof && e.mergedProofView == pv {
 		return true
 	}
 	ok := false
@@ -344,9 +345,19 @@ func (r *Replica) proven(op uint64) bool {
 		ok = h.Parent == e.hdr.Checksum
 	}
 	if ok {
-		e.proven, e.provenView = true, r.proofView()
+		r.markProven(e)
 	}
 	return ok
+}
+
+// markProven records that e is the op of the log proofView names: the
+// log_view's, or the merged log of the view a primary-elect is starting.
+func (r *Replica) markProven(e *entry) {
+	if r.vc.merged != nil {
+		e.mergedProof, e.mergedProofView = true, r.view
+		return
+	}
+	e.proven, e.provenView = true, r.logView
 }
 
 // refuted reports whether the repaired entry at op is proven not to be

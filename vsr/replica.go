@@ -249,7 +249,13 @@ type entry struct {
 	// by construction.
 	proven     bool
 	provenView uint32
-	tag        any
+	// mergedProof: the same for the log a primary-elect merged for a view
+	// it has not started. Kept apart so that a view change that fails does
+	// not take the proof for log_view with it: the entry was acknowledged
+	// in log_view, and the next DVC must still report it present.
+	mergedProof     bool
+	mergedProofView uint32
+	tag             any
 }
 
 // Replica is one group's VSR state machine. It is not safe for concurrent

@@ -548,7 +548,7 @@ func (r *Replica) reconcile(known func(uint64) (wire.PrepareHeader, bool), head 
 			continue
 		case e != nil && have && e.hdr.Checksum == expect:
 			expect = e.hdr.Parent
-			e.proven, e.provenView = true, r.proofView()
+			r.markProven(e)
 			continue
 		case e != nil && !have && e.repaired:
 			// Repaired above a hole that hides its expected identity: it
@@ -556,7 +556,7 @@ func (r *Replica) reconcile(known func(uint64) (wire.PrepareHeader, bool), head 
 			// not applied before (proven).
 		case e != nil && !have && sameView && !ok && o > trustAbove:
 			expect, have = e.hdr.Parent, true
-			e.proven, e.provenView = true, r.proofView()
+			r.markProven(e)
 			continue
 		case e != nil:
 			lowestBad = o
