@@ -32,7 +32,7 @@ func newStatusBehaviour(normal, electing, recovering actor.ReceiveFunc) *statusB
 
 // follow switches to the behaviour of the core's status and logs each
 // change of status, view or role.
-func (b *statusBehaviour) follow(core *vsr.Replica, log *slog.Logger, group uint64) {
+func (b *statusBehaviour) follow(core *vsr.Replica, log *slog.Logger, group uint64, tr *groupTrace) {
 	status, view, primary := core.Status(), core.View(), core.Leading()
 	if b.started && status == b.status && view == b.view && primary == b.primary {
 		return
@@ -56,6 +56,7 @@ func (b *statusBehaviour) follow(core *vsr.Replica, log *slog.Logger, group uint
 	if primary {
 		role = "primary"
 	}
+	tr.statusChanged(status, view, role)
 	switch status {
 	case vsr.StatusNormal:
 		log.Info("view settled", "group", group, "view", view, "role", role, "commit", core.CommitMin())

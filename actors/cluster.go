@@ -258,6 +258,7 @@ func (m *metadataActor) routePeerFrame(ctx actor.Context, f *peerFrame) {
 		return
 	}
 	if group == wire.MetadataGroup {
+		m.tr.peerFrame(f.from, f.frame)
 		m.core.Step(f.frame)
 		m.drive(ctx)
 	}

@@ -30,6 +30,8 @@ type connection struct {
 	// counts as a heartbeat, client-plane.md 5.6).
 	lastSeenUs uint64
 	clock      func() uint64
+	// req is the request being served, for telemetry.
+	req requestTrace
 }
 
 func (c *connection) Receive(ctx actor.Context) {
@@ -40,6 +42,8 @@ func (c *connection) Receive(ctx actor.Context) {
 		// Also reached when the supervisor stops a failed connection: the
 		// client sees its transport close and reconnects.
 		c.conn.Close()
+		c.node.tel.endRequest(&c.req, nil, c.conn.Transport())
+		c.node.tel.connections[c.conn.Transport()].Add(-1)
 	case *frameIn:
 		c.lastSeenUs = c.clock()
 		if !c.seen {
@@ -78,6 +82,7 @@ const noUser = 0xFFFFFFFF
 
 // deliver sends a reply and applies its effect on the binding.
 func (c *connection) deliver(ctx actor.Context, r *replyOut) {
+	c.node.tel.endRequest(&c.req, r.frame, c.conn.Transport())
 	switch {
 	case r.frame != nil && r.pooled:
 		c.conn.SendPooled(r.frame)
@@ -140,12 +145,13 @@ func (c *connection) handle(ctx actor.Context, buf []byte) *replyOut {
 		c.log.Debug("invalid request header", "conn", c.id, "err", err)
 		return &replyOut{frame: eviction(client, wire.EvictInvalidRequestOperation)}
 	}
+	c.req = c.node.tel.beginRequest(&hdr, len(buf), c.conn.Transport())
 	body := buf[wire.HeaderSize:]
 	commit := c.node.commit.Load()
 	if !hdr.RequestChecksum.IsZero() && hdr.RequestChecksum != wire.RequestChecksum(body) {
 		return &replyOut{frame: denyReply(&hdr, c.id, commit, wire.ErrInvalidFormat)}
 	}
-	req := &clientRequest{conn: ctx.Self(), connID: c.id, hdr: hdr, frame: buf, bound: c.bound, address: c.conn.RemoteAddr()}
+	req := &clientRequest{conn: ctx.Self(), connID: c.id, hdr: hdr, frame: buf, bound: c.bound, address: c.conn.RemoteAddr(), span: c.req.span}
 	switch op := hdr.Operation; {
 	case op == wire.OpNonReplicated:
 		return c.read(ctx, req)

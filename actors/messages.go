@@ -2,8 +2,9 @@ package actors
 
 import (
 	"github.com/asynkron/protoactor-go/actor"
-	"iggynode/metadata"
+	"go.opentelemetry.io/otel/trace"
 
+	"iggynode/metadata"
 	clientplane "iggynode/plane/client"
 	"iggynode/wire"
 )
@@ -45,6 +46,8 @@ type clientRequest struct {
 	bound   *binding // nil before login
 	address string
 	relay   *relay // set when another replica forwarded it (partition_forward.go)
+	// span is the request's span when tracing (its op spans link to it).
+	span trace.Span
 }
 
 // connInfo registers a connection in the node's client list (8.6).

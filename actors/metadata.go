@@ -40,6 +40,7 @@ type metadataActor struct {
 	booted     chan error
 	snapshotOp uint64 // op of the last metadata snapshot
 	repairs    repairWatch
+	tr         *groupTrace // spans and gauges (telemetry.go)
 	// progress is each group's polled and committed offsets per partition
 	// on this node (server-behaviour.md 7.4.5), for cooperative hand-offs.
 	progress map[groupPartition]*groupProgress
@@ -277,6 +278,11 @@ func (m *metadataActor) boot(ctx actor.Context) error {
 	vc.JournalFloor = func() uint64 { return m.snapshotOp + 1 }
 	m.core = vsr.New(vc)
 	m.transfers = newTransferShell(m.n, m.log, wire.MetadataGroup, m.core)
+	if m.tr != nil {
+		m.tr.close() // a restarted actor boots again
+	}
+	m.tr = m.n.refs.tel.group(wire.MetadataGroup)
+	m.transfers.tr = m.tr
 	m.transfers.build = m.metadataOffer
 	m.transfers.install = func(s *vsr.TransferSession) error { return m.installMetadata(ctx, s) }
 	if clustered {
@@ -691,6 +697,7 @@ func (m *metadataActor) submit(ctx actor.Context, req *clientRequest, client wir
 	hdr := &req.hdr
 	frame := make([]byte, wire.HeaderSize+len(p.Body))
 	copy(frame[wire.HeaderSize:], p.Body)
+	m.tr.admit(req)
 	err := m.core.Submit(vsr.Request{Client: client, Request: hdr.Request, RequestChecksum: hdr.RequestChecksum,
 		Operation: p.Operation, Release: hdr.Release, UserID: userID, Frame: frame,
 		Tag: &metaPending{req: req, rawToken: p.RawToken}}, m.n.opts.Clock())
@@ -710,6 +717,7 @@ func (m *metadataActor) drive(ctx actor.Context) {
 		// Truncate before the view state is written: a restart that finds
 		// log_view v trusts its journal as view v's log (vsr reconcile).
 		if rd.Truncate != 0 {
+			m.tr.truncateFrom(rd.Truncate)
 			if err := m.n.store.TruncatePrepares(wire.MetadataGroup, rd.Truncate); err != nil {
 				m.log.Error("metadata journal truncation", "from_op", rd.Truncate, "err", err)
 				if rd.State != nil {
@@ -721,11 +729,13 @@ func (m *metadataActor) drive(ctx actor.Context) {
 		if rd.State != nil && !m.n.persistState(m.log, m.core, wire.MetadataGroup, *rd.State, 0) {
 			rd.Send = nil // 6.13: nothing that advertises the view before it is durable
 		}
+		leading := m.core.Leading()
 		if len(rd.Journal) > 0 {
 			err := m.journal(rd.Journal)
 			for _, f := range rd.Journal {
 				ph := wire.HeaderOf(f).Prepare()
 				if err == nil {
+					m.tr.journaled(ph, leading)
 					// Backups lift their creation-id allocator from the
 					// assignments they journal (replica-plane.md 5.4).
 					m.state.ObservePrepare(ph.Operation, f[wire.HeaderSize:])
@@ -733,9 +743,14 @@ func (m *metadataActor) drive(ctx actor.Context) {
 				m.core.Journaled(ph.Op, err)
 			}
 		}
+		m.tr.sent(rd.Send)
 		m.n.send(rd.Send)
 		for _, c := range rd.Commit {
+			ph := wire.HeaderOf(c.Frame).Prepare()
+			_, replies := c.Tag.(*metaPending)
+			m.tr.committed(ph, leading)
 			m.apply(ctx, c)
+			m.tr.applied(ph.Op, replies)
 		}
 		if m.state.AppliedOp()-m.snapshotOp >= m.checkpointEvery() {
 			m.checkpoint()
@@ -760,9 +775,10 @@ func (m *metadataActor) drive(ctx actor.Context) {
 			}
 		}
 	}
-	m.repairs.observe(m.log, m.core)
+	m.repairs.observe(m.log, m.core, m.tr)
 	m.transfers.maybeStart(ctx)
-	m.beh.follow(m.core, m.log, wire.MetadataGroup)
+	m.beh.follow(m.core, m.log, wire.MetadataGroup, m.tr)
+	m.tr.publish(m.core)
 	if !m.n.metadataCaughtUp.Load() && (m.n.cluster.n == 1 || m.core.Status() == vsr.StatusNormal &&
 		m.core.CommitMin() == m.core.CommitMax() && !m.core.Transferring()) {
 		m.n.metadataCaughtUp.Store(true)

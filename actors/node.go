@@ -33,6 +33,8 @@ type nodeRefs struct {
 	// restarts counts actor restarts and stops after a panic, for tests and
 	// telemetry.
 	restarts atomic.Uint64
+	// tel is the node's instrumentation (telemetry.go).
+	tel *nodeTelemetry
 }
 
 // Options are the parts of a node that tests and cmd/node inject.
@@ -130,6 +132,11 @@ func Start(opts Options) (*Node, error) {
 		store.Close()
 		return nil, err
 	}
+	var peerDrops func() map[uint8]uint64
+	if n.cluster.n > 1 {
+		peerDrops = n.peerDrops
+	}
+	n.refs.tel = newNodeTelemetry(opts, n.cluster.self, n.cluster.id, &n.refs.restarts, peerDrops)
 	if n.opts.ReconnectPeriod == 0 {
 		n.opts.ReconnectPeriod = cfg.MessageBus.ReconnectPeriod.D()
 	}
@@ -260,6 +267,19 @@ func (n *Node) listen() error {
 	return nil
 }
 
+// peerDrops is each replica-plane peer's dropped-frame count (nil links:
+// none yet).
+func (n *Node) peerDrops() map[uint8]uint64 {
+	out := map[uint8]uint64{}
+	if n.cluster == nil || n.cluster.links == nil {
+		return out
+	}
+	for peer, s := range n.cluster.links.Stats() {
+		out[peer] = s.Dropped
+	}
+	return out
+}
+
 // Restarts counts actor failures handled by supervisors.
 func (n *Node) Restarts() uint64 { return n.refs.restarts.Load() }
 
@@ -267,6 +287,7 @@ func (n *Node) Restarts() uint64 { return n.refs.restarts.Load() }
 func (n *Node) Open(c clientplane.Conn) clientplane.Session {
 	id := n.connID.Add(1)
 	conn := &connection{conn: c, id: id, node: n.refs, log: n.log, clock: n.opts.Clock}
+	n.refs.tel.connections[c.Transport()].Add(1)
 	pid := n.conns.Spawn(actor.PropsFromProducer(func() actor.Actor { return conn }))
 	return &session{root: n.system.Root, pid: pid}
 }

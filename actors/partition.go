@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/attribute"
 
 	"iggynode/metadata"
 	"iggynode/partition"
 	clientplane "iggynode/plane/client"
 	"iggynode/storage"
+	"iggynode/telemetry/spanfile"
 	"iggynode/vsr"
 	"iggynode/wire"
 )
@@ -46,6 +48,7 @@ type partitionActor struct {
 	// segment at apply, not at the journal append.
 	storeAtCommit bool
 	repairs       repairWatch
+	tr            *groupTrace // spans and gauges (telemetry.go)
 	transfers     *transferShell
 	beh           *statusBehaviour
 	// Writes forwarded to the group's primary, by nonce (partition_forward.go).
@@ -182,6 +185,9 @@ func (p *partitionActor) receive(ctx actor.Context) {
 		}
 	case *actor.Stopping:
 		p.saveTail(true)
+		if p.tr != nil {
+			p.tr.close()
+		}
 	case *partitionSend:
 		p.onSend(ctx, m)
 	case *partitionPoll:
@@ -211,6 +217,7 @@ func (p *partitionActor) receive(ctx actor.Context) {
 			return
 		}
 		before := dropCount(p.core.Dropped)
+		p.tr.peerFrame(m.from, m.frame)
 		p.core.Step(m.frame)
 		if dropCount(p.core.Dropped) != before && p.log.Enabled(context.Background(), slog.LevelDebug) {
 			p.log.Debug("peer frame dropped by the core", "from", m.from, "command", wire.HeaderOf(m.frame).Command(), "drops", p.core.Dropped)
@@ -339,6 +346,11 @@ func (p *partitionActor) boot() error {
 	cfg := p.node.coreConfig(p.ref.Group, false)
 	p.core = vsr.New(cfg)
 	p.transfers = newTransferShell(p.node, p.log, p.ref.Group, p.core)
+	if p.tr != nil {
+		p.tr.close() // a restarted actor boots again
+	}
+	p.tr = p.node.refs.tel.group(p.ref.Group)
+	p.transfers.tr = p.tr
 	p.transfers.build = p.partitionOffer
 	p.transfers.install = p.installPartition
 	p.storeAtCommit = cfg.ReplicaCount > 1
@@ -411,6 +423,11 @@ func (p *partitionActor) onSend(ctx actor.Context, m *partitionSend) {
 		return
 	}
 	wire.Batch(m.batch).StampPartition(uint64(p.ref.Partition))
+	if req.span != nil {
+		req.span.SetAttributes(attribute.Int64(spanfile.AttrStream, int64(p.ref.Stream)),
+			attribute.Int64(spanfile.AttrTopic, int64(p.ref.Topic)), attribute.Int64(spanfile.AttrPart, int64(p.ref.Partition)))
+	}
+	p.tr.admit(req)
 	// The prepare header goes into the 256 bytes in front of the batch:
 	// the request header and send metadata, already decoded (no copy).
 	at := len(req.frame) - len(m.batch) - wire.HeaderSize
@@ -433,6 +450,9 @@ func (p *partitionActor) drive(ctx actor.Context) {
 		if rd.State != nil && !p.node.persistState(p.log, p.core, p.ref.Group, *rd.State, p.plog.HighWatermark()) {
 			rd.Send = nil // 6.13
 		}
+		if rd.Truncate != 0 {
+			p.tr.truncateFrom(rd.Truncate)
+		}
 		for _, f := range rd.Truncated {
 			// Discarded uncommitted batches give their offsets back.
 			if ph := wire.HeaderOf(f).Prepare(); ph.Operation == wire.OpSendMessages && len(f) >= wire.HeaderSize+wire.BatchHeaderSize {
@@ -440,11 +460,13 @@ func (p *partitionActor) drive(ctx actor.Context) {
 			}
 		}
 		var head uint64
+		leading := p.core.Leading()
 		for _, f := range rd.Journal {
 			ph := wire.HeaderOf(f).Prepare()
 			err := p.journal(ph, f[wire.HeaderSize:])
 			if err == nil {
 				head = ph.Op
+				p.tr.journaled(ph, leading)
 			}
 			p.core.Journaled(ph.Op, err)
 			if err != nil {
@@ -460,9 +482,14 @@ func (p *partitionActor) drive(ctx actor.Context) {
 				p.log.Error("recording the journal head", "op", head, "err", err)
 			}
 		}
+		p.tr.sent(rd.Send)
 		p.node.send(rd.Send)
 		for _, c := range rd.Commit {
+			ph := wire.HeaderOf(c.Frame).Prepare()
+			_, replies := c.Tag.(*pending)
+			p.tr.committed(ph, leading)
 			p.apply(ctx, c)
+			p.tr.applied(ph.Op, replies)
 			if p.storeAtCommit { // a group of one has no one to repair
 				p.tail.add(c.Frame, p.tailCap())
 				p.tailDirty = true
@@ -478,9 +505,10 @@ func (p *partitionActor) drive(ctx actor.Context) {
 			}
 		}
 	}
-	p.repairs.observe(p.log, p.core)
+	p.repairs.observe(p.log, p.core, p.tr)
 	p.transfers.maybeStart(ctx)
-	p.beh.follow(p.core, p.log, p.ref.Group)
+	p.beh.follow(p.core, p.log, p.ref.Group, p.tr)
+	p.tr.publish(p.core)
 }
 
 // journal appends one prepare's body: a SendMessages batch is stamped (at
@@ -802,14 +830,17 @@ func offsetWriteOf(op wire.Operation, body []byte) (*partitionOffsetWrite, bool)
 // what it lacks), so users can follow a replica catching up.
 type repairWatch struct{ sessions, refused uint64 }
 
-func (w *repairWatch) observe(log *slog.Logger, core *vsr.Replica) {
+func (w *repairWatch) observe(log *slog.Logger, core *vsr.Replica, tr *groupTrace) {
+	tr.repairProgress(core.CommitMin())
 	if core.Repairs != w.sessions {
 		w.sessions = core.Repairs
+		tr.repairStarted(core.Primary(), core.CommitMin(), core.CommitMax())
 		log.Info("journal repair started", "commit_min", core.CommitMin(), "commit_max", core.CommitMax(),
 			"from", core.Primary(), "sessions", w.sessions)
 	}
 	if core.RepairsRefused != w.refused {
 		w.refused = core.RepairsRefused
+		tr.endRepair("refused")
 		if core.NeedTransfer >= 0 {
 			log.Info("journal repair refused: the primary compacted the ops this replica lacks; state transfer follows",
 				"commit_min", core.CommitMin(), "commit_max", core.CommitMax())

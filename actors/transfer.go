@@ -70,8 +70,10 @@ type transferShell struct {
 	install func(s *vsr.TransferSession) error
 	// Installed counts installed transfers.
 	Installed uint64
+	tr        *groupTrace // spans (telemetry.go); set by the group actor
 }
 
+// tr, when set, records the shell's transfers as spans.
 func newTransferShell(n *Node, log *slog.Logger, group uint64, core *vsr.Replica) *transferShell {
 	return &transferShell{n: n, log: log, group: group, core: core, offers: map[offerKey]*transferOffer{}}
 }
@@ -122,6 +124,7 @@ func (t *transferShell) onOutcome(ctx actor.Context, msg any) bool {
 		s := m.session
 		if !t.core.Transferring() {
 			t.log.Info("state transfer outdated by a view change; dropped", "group", t.group, "commit_op", s.CommitOp)
+			t.tr.endTransfer("outdated by a view change")
 			return false
 		}
 		if !t.core.InstallAllowed(s.CommitOp) {
@@ -135,6 +138,7 @@ func (t *transferShell) onOutcome(ctx actor.Context, msg any) bool {
 		t.core.Installed(s.CommitOp, s.CommitMax)
 		t.Installed++
 		t.log.Info("state transfer installed", "group", t.group, "commit_op", s.CommitOp, "commit_max", s.CommitMax, "from", s.Peer)
+		t.tr.endTransfer("installed")
 		return true
 	case *transferFailed:
 		if m.child != t.child {
@@ -243,10 +247,12 @@ func (t *transferShell) maybeStart(ctx actor.Context) {
 	t.child = ctx.Spawn(props)
 	t.core.SetTransferring(true)
 	t.log.Info("state transfer started", "group", t.group, "from", peer, "commit_min", t.core.CommitMin(), "commit_max", t.core.CommitMax())
+	t.tr.transferStarted(t.peer, t.core.CommitMin(), t.core.CommitMax())
 }
 
 func (t *transferShell) abandon(err error) {
 	t.log.Warn("state transfer abandoned; back to journal repair", "group", t.group, "err", err)
+	t.tr.endTransfer("abandoned: " + err.Error())
 	t.core.SetTransferring(false)
 }
 

@@ -1,0 +1,559 @@
+package actors
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	clientplane "iggynode/plane/client"
+	"iggynode/telemetry/spanfile"
+	"iggynode/telemetry/traceid"
+	"iggynode/vsr"
+	"iggynode/wire"
+)
+
+// The node's instrumentation (issue 8): the shells record what their
+// cores did, the cores stay free of it. Names and attributes are
+// spanfile's, so the timeline reads a node's trace file and a simulated
+// run alike.
+//
+// Cost: metrics are counters and histograms with attribute sets cached by
+// key, and gauges read at collection from atomics the actors publish; with
+// tracing off (a no-op tracer provider, or one that never samples) every
+// trace hook returns after one boolean test, so the send path allocates
+// nothing more.
+
+// instrumentationName is the tracer and meter name.
+const instrumentationName = "iggynode"
+
+// nodeTelemetry is one node's tracer, instruments and gauge sources.
+type nodeTelemetry struct {
+	tracer  trace.Tracer
+	tracing bool
+	replica uint8
+	cluster wire.U128
+
+	requests   metric.Int64Counter
+	bytesIn    metric.Int64Counter
+	bytesOut   metric.Int64Counter
+	sendLat    metric.Float64Histogram
+	pollLat    metric.Float64Histogram
+	requestLat metric.Float64Histogram
+	commitLat  metric.Float64Histogram
+
+	// attrs caches attribute sets by key (command and status, transport,
+	// group), so a measurement does not build one.
+	attrs sync.Map
+
+	connections [clientplane.TransportWebSocket + 1]atomic.Int64
+
+	mu     sync.Mutex
+	groups map[uint64]*groupGauges
+}
+
+// groupGauges are one consensus group's figures, published by its actor
+// after each drive and read at collection.
+type groupGauges struct {
+	view, pipeline, commitMin, commitMax atomic.Uint64
+}
+
+func newNodeTelemetry(o Options, replica uint8, cluster wire.U128, restarts *atomic.Uint64, peerDrops func() map[uint8]uint64) *nodeTelemetry {
+	tp, mp := o.TracerProvider, o.MeterProvider
+	if tp == nil {
+		tp = tracenoop.NewTracerProvider()
+	}
+	if mp == nil {
+		mp = metricnoop.NewMeterProvider()
+	}
+	t := &nodeTelemetry{tracer: tp.Tracer(instrumentationName), replica: replica, cluster: cluster, groups: map[uint64]*groupGauges{}}
+	// A provider whose sampler drops everything (or the no-op one) gives
+	// non-recording spans: probe once instead of paying per op.
+	_, probe := t.tracer.Start(context.Background(), "probe")
+	t.tracing = probe.IsRecording()
+	probe.End()
+	if !t.tracing {
+		if _, ok := tp.(tracenoop.TracerProvider); !ok {
+			// A ratio sampler may drop the probe and keep others: trace
+			// whenever the provider is a real one.
+			t.tracing = true
+		}
+	}
+	m := mp.Meter(instrumentationName)
+	seconds := metric.WithExplicitBucketBoundaries(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
+	t.requests, _ = m.Int64Counter("iggy.requests", metric.WithDescription("client requests answered, by command and status"))
+	t.bytesIn, _ = m.Int64Counter("iggy.bytes.in", metric.WithUnit("By"), metric.WithDescription("client request bytes, by transport"))
+	t.bytesOut, _ = m.Int64Counter("iggy.bytes.out", metric.WithUnit("By"), metric.WithDescription("client reply bytes, by transport"))
+	t.requestLat, _ = m.Float64Histogram("iggy.request.duration", metric.WithUnit("s"), seconds, metric.WithDescription("request decode to reply, by command"))
+	t.sendLat, _ = m.Float64Histogram("iggy.send.duration", metric.WithUnit("s"), seconds, metric.WithDescription("SendMessages decode to reply"))
+	t.pollLat, _ = m.Float64Histogram("iggy.poll.duration", metric.WithUnit("s"), seconds, metric.WithDescription("PollMessages decode to reply"))
+	t.commitLat, _ = m.Float64Histogram("iggy.vsr.commit.duration", metric.WithUnit("s"), seconds, metric.WithDescription("primary: prepare journaled to committed, by group kind"))
+	_, _ = m.Int64ObservableUpDownCounter("iggy.connections", metric.WithDescription("open client connections, by transport"),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			for _, tr := range []clientplane.Transport{clientplane.TransportTCP, clientplane.TransportQUIC, clientplane.TransportWebSocket} {
+				o.Observe(t.connections[tr].Load(), t.attrSet("transport", tr.String()))
+			}
+			return nil
+		}))
+	_, _ = m.Int64ObservableCounter("iggy.actor.restarts", metric.WithDescription("actors restarted or stopped by their supervisor after a panic"),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(int64(restarts.Load()))
+			return nil
+		}))
+	if peerDrops != nil {
+		_, _ = m.Int64ObservableCounter("iggy.peer.queue.drops", metric.WithDescription("replica-plane frames dropped (full queue or no link), by peer"),
+			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+				for peer, n := range peerDrops() {
+					o.Observe(int64(n), t.attrSet("peer", strconv.Itoa(int(peer))))
+				}
+				return nil
+			}))
+	}
+	groupGauge := func(name, desc string, read func(*groupGauges) int64) {
+		_, _ = m.Int64ObservableGauge(name, metric.WithDescription(desc),
+			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+				t.mu.Lock()
+				defer t.mu.Unlock()
+				for g, gg := range t.groups {
+					o.Observe(read(gg), t.groupAttrs(g))
+				}
+				return nil
+			}))
+	}
+	groupGauge("iggy.vsr.view", "view number, by group", func(g *groupGauges) int64 { return int64(g.view.Load()) })
+	groupGauge("iggy.vsr.pipeline.depth", "prepares in the primary's pipeline, by group", func(g *groupGauges) int64 { return int64(g.pipeline.Load()) })
+	groupGauge("iggy.vsr.commit.lag", "ops this replica knows committed but has not applied (commit_max - commit_min), by group",
+		func(g *groupGauges) int64 {
+			return int64(g.commitMax.Load() - min(g.commitMin.Load(), g.commitMax.Load()))
+		})
+	return t
+}
+
+// attrSet is the cached measurement option for one attribute.
+func (t *nodeTelemetry) attrSet(k, v string) metric.MeasurementOption {
+	key := k + "\x00" + v
+	if o, ok := t.attrs.Load(key); ok {
+		return o.(metric.MeasurementOption)
+	}
+	o := metric.WithAttributeSet(attribute.NewSet(attribute.String(k, v)))
+	t.attrs.Store(key, o)
+	return o
+}
+
+type requestKey struct {
+	name   string
+	status uint32
+}
+
+func (t *nodeTelemetry) requestAttrs(name string, status uint32) metric.MeasurementOption {
+	key := requestKey{name, status}
+	if o, ok := t.attrs.Load(key); ok {
+		return o.(metric.MeasurementOption)
+	}
+	o := metric.WithAttributeSet(attribute.NewSet(attribute.String("command", name), attribute.Int64("status", int64(status))))
+	t.attrs.Store(key, o)
+	return o
+}
+
+type groupKey uint64
+
+func (t *nodeTelemetry) groupAttrs(g uint64) metric.MeasurementOption {
+	if o, ok := t.attrs.Load(groupKey(g)); ok {
+		return o.(metric.MeasurementOption)
+	}
+	o := metric.WithAttributeSet(attribute.NewSet(attribute.Int64(spanfile.AttrGroup, int64(g)), attribute.String("kind", groupKind(g))))
+	t.attrs.Store(groupKey(g), o)
+	return o
+}
+
+func groupKind(g uint64) string {
+	if g == wire.MetadataGroup {
+		return "metadata"
+	}
+	return "partition"
+}
+
+// commandName names a request for metrics and spans: its command code
+// for a NonReplicated request, else its operation.
+func commandName(h *wire.RequestHeader) string {
+	if h.Operation == wire.OpNonReplicated {
+		return h.Code.String()
+	}
+	return h.Operation.String()
+}
+
+// requestTrace is one client request in flight on a connection (they are
+// served one at a time).
+type requestTrace struct {
+	start time.Time
+	name  string
+	size  int
+	span  trace.Span // nil when not tracing
+}
+
+func (t *nodeTelemetry) beginRequest(h *wire.RequestHeader, size int, transport clientplane.Transport) requestTrace {
+	r := requestTrace{start: time.Now(), name: commandName(h), size: size}
+	ctx := context.Background()
+	t.bytesIn.Add(ctx, int64(size), t.attrSet("transport", transport.String()))
+	if t.tracing {
+		_, r.span = t.tracer.Start(ctx, spanfile.SpanRequest, trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithTimestamp(r.start), trace.WithAttributes(
+				attribute.String(spanfile.AttrCommand, r.name),
+				attribute.Int(spanfile.AttrReplica, int(t.replica)),
+				attribute.Int(spanfile.AttrBytesIn, size)))
+	}
+	return r
+}
+
+// endRequest records the reply (nil: the connection closed without one).
+func (t *nodeTelemetry) endRequest(r *requestTrace, reply []byte, transport clientplane.Transport) {
+	if r.name == "" {
+		return
+	}
+	now := time.Now()
+	ctx := context.Background()
+	var status uint32
+	if len(reply) >= wire.HeaderSize {
+		status = wire.HeaderOf(reply).Reply().Status
+		t.bytesOut.Add(ctx, int64(len(reply)), t.attrSet("transport", transport.String()))
+	}
+	d := now.Sub(r.start).Seconds()
+	t.requests.Add(ctx, 1, t.requestAttrs(r.name, status))
+	switch r.name {
+	case wire.CodeSendMessages.String(), wire.OpSendMessages.String():
+		t.sendLat.Record(ctx, d)
+	case wire.CodePollMessages.String():
+		t.pollLat.Record(ctx, d)
+	}
+	t.requestLat.Record(ctx, d, t.attrSet("command", r.name))
+	if r.span != nil {
+		r.span.SetAttributes(attribute.Int64(spanfile.AttrStatus, int64(status)), attribute.Int(spanfile.AttrBytesOut, len(reply)))
+		if status != 0 {
+			r.span.SetStatus(codes.Error, "status "+strconv.FormatUint(uint64(status), 10))
+		}
+		r.span.End(trace.WithTimestamp(now))
+	}
+	*r = requestTrace{}
+}
+
+// groupTrace follows one consensus group on this replica: a span per op
+// (spanfile.SpanOp, trace id derived from cluster, group and op), spans
+// for view changes, recovery, repair and state transfer, and the group's
+// gauges.
+type groupTrace struct {
+	t            *nodeTelemetry
+	group        uint64
+	gauges       *groupGauges
+	ops          map[uint64]*opSpan
+	status       trace.Span // the open view change or recovery
+	repair       trace.Span
+	repairTarget uint64
+	transfer     trace.Span
+	// journaledAt: when recent ops were journaled here (op mod its size),
+	// for the commit latency, kept with tracing off too.
+	journaledAt [256]struct {
+		op uint64
+		at time.Time
+	}
+	// admitted is when the primary last handed a request to its core: the
+	// prepare its next Ready journals is that request's.
+	admitted time.Time
+	link     trace.SpanContext
+}
+
+type opSpan struct {
+	span trace.Span
+}
+
+func (t *nodeTelemetry) group(g uint64) *groupTrace {
+	gg := &groupGauges{}
+	t.mu.Lock()
+	t.groups[g] = gg
+	t.mu.Unlock()
+	return &groupTrace{t: t, group: g, gauges: gg, ops: map[uint64]*opSpan{}}
+}
+
+// close ends the group's open spans and drops its gauges (the actor stops).
+func (g *groupTrace) close() {
+	if g == nil {
+		return
+	}
+	g.t.mu.Lock()
+	if g.t.groups[g.group] == g.gauges {
+		delete(g.t.groups, g.group)
+	}
+	g.t.mu.Unlock()
+	for op, s := range g.ops {
+		s.span.SetAttributes(attribute.String(spanfile.AttrOutcome, "stopped"))
+		s.span.End()
+		delete(g.ops, op)
+	}
+	for _, s := range []trace.Span{g.status, g.repair, g.transfer} {
+		if s != nil {
+			s.SetAttributes(attribute.String(spanfile.AttrOutcome, "stopped"))
+			s.End()
+		}
+	}
+}
+
+// publish stores the core's figures for the gauges.
+func (g *groupTrace) publish(core *vsr.Replica) {
+	if g == nil {
+		return
+	}
+	g.gauges.view.Store(uint64(core.View()))
+	g.gauges.pipeline.Store(uint64(core.PipelineLen()))
+	g.gauges.commitMin.Store(core.CommitMin())
+	g.gauges.commitMax.Store(core.CommitMax())
+}
+
+// admit marks the time a request entered the core (primary), and the
+// request span the op will link to.
+func (g *groupTrace) admit(req *clientRequest) {
+	if g == nil {
+		return
+	}
+	if !g.t.tracing {
+		return
+	}
+	g.admitted = time.Now()
+	g.link = trace.SpanContext{}
+	if req != nil && req.span != nil {
+		g.link = req.span.SpanContext()
+	}
+}
+
+func (g *groupTrace) op(op uint64, view uint32, now time.Time) *opSpan {
+	if s, ok := g.ops[op]; ok {
+		return s
+	}
+	id := spanfile.OpTraceID(g.t.cluster.Lo, g.t.cluster.Hi, g.group, op)
+	ctx := traceid.With(context.Background(), trace.TraceID(id))
+	opts := []trace.SpanStartOption{trace.WithTimestamp(now), trace.WithAttributes(
+		attribute.Int64(spanfile.AttrGroup, int64(g.group)), attribute.Int64(spanfile.AttrOp, int64(op)),
+		attribute.Int64(spanfile.AttrView, int64(view)), attribute.Int(spanfile.AttrReplica, int(g.t.replica)))}
+	if g.link.IsValid() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: g.link}))
+	}
+	_, span := g.t.tracer.Start(ctx, spanfile.SpanOp, opts...)
+	s := &opSpan{span: span}
+	g.ops[op] = s
+	return s
+}
+
+// journaled: this replica's journal holds op; at the primary (leading)
+// that is also the moment the prepare was built.
+func (g *groupTrace) journaled(ph wire.PrepareHeader, leading bool) {
+	if g == nil {
+		return
+	}
+	now := time.Now()
+	if leading {
+		j := &g.journaledAt[ph.Op%uint64(len(g.journaledAt))]
+		j.op, j.at = ph.Op, now
+	}
+	if !g.t.tracing {
+		return
+	}
+	if leading && !g.admitted.IsZero() {
+		s := g.op(ph.Op, ph.View, g.admitted)
+		s.span.AddEvent(spanfile.EventAdmitted, trace.WithTimestamp(g.admitted))
+		g.admitted, g.link = time.Time{}, trace.SpanContext{}
+	}
+	s := g.op(ph.Op, ph.View, now)
+	if leading {
+		s.span.AddEvent(spanfile.EventPrepared, trace.WithTimestamp(now), trace.WithAttributes(
+			attribute.Int64(spanfile.AttrOp, int64(ph.Op)), attribute.Int64(spanfile.AttrView, int64(ph.View))))
+	}
+	s.span.AddEvent(spanfile.EventJournaled, trace.WithTimestamp(now))
+}
+
+// sent notes the prepares among a Ready's sends (the primary's
+// replication, a backup's forward along the chain).
+func (g *groupTrace) sent(envs []vsr.Envelope) {
+	if g == nil {
+		return
+	}
+	if !g.t.tracing {
+		return
+	}
+	for _, e := range envs {
+		h := wire.HeaderOf(e.Head)
+		if h.Command() != wire.CmdPrepare {
+			continue
+		}
+		ph := h.Prepare()
+		if s, ok := g.ops[ph.Op]; ok {
+			s.span.AddEvent(spanfile.EventForwarded, trace.WithAttributes(attribute.Int(spanfile.AttrPeer, int(e.To))))
+		}
+	}
+}
+
+// peerFrame notes a PrepareOk arriving (at the primary).
+func (g *groupTrace) peerFrame(from uint8, frame []byte) {
+	if g == nil {
+		return
+	}
+	if !g.t.tracing {
+		return
+	}
+	h := wire.HeaderOf(frame)
+	if h.Command() != wire.CmdPrepareOk {
+		return
+	}
+	ok := h.PrepareOk()
+	if s, found := g.ops[ok.Op]; found {
+		s.span.AddEvent(spanfile.EventPrepareOK, trace.WithAttributes(attribute.Int(spanfile.AttrPeer, int(from))))
+	}
+}
+
+// committed: the commit point passed op; leading records commit latency.
+func (g *groupTrace) committed(ph wire.PrepareHeader, leading bool) {
+	if g == nil {
+		return
+	}
+	if j := &g.journaledAt[ph.Op%uint64(len(g.journaledAt))]; leading && j.op == ph.Op && !j.at.IsZero() {
+		g.t.commitLat.Record(context.Background(), time.Since(j.at).Seconds(), g.t.attrSet("kind", groupKind(g.group)))
+	}
+	if !g.t.tracing {
+		return
+	}
+	s := g.op(ph.Op, ph.View, time.Now())
+	s.span.AddEvent(spanfile.EventCommitted)
+}
+
+// applied ends a backup's op span; replied (primary) ends the primary's.
+func (g *groupTrace) applied(op uint64, replied bool) {
+	if g == nil {
+		return
+	}
+	if !g.t.tracing {
+		return
+	}
+	s, ok := g.ops[op]
+	if !ok {
+		return
+	}
+	s.span.AddEvent(spanfile.EventApplied)
+	if replied {
+		s.span.AddEvent(spanfile.EventReplied)
+	}
+	s.span.End()
+	delete(g.ops, op)
+}
+
+// truncateFrom ends the spans of discarded ops (from op up).
+func (g *groupTrace) truncateFrom(from uint64) {
+	if g == nil || !g.t.tracing {
+		return
+	}
+	for op, s := range g.ops {
+		if op >= from {
+			s.span.SetAttributes(attribute.String(spanfile.AttrOutcome, "truncated"))
+			s.span.SetStatus(codes.Error, "truncated")
+			s.span.End()
+			delete(g.ops, op)
+		}
+	}
+}
+
+// status follows the core's status: a view change or recovery span runs
+// until the replica is normal again.
+func (g *groupTrace) statusChanged(status vsr.Status, view uint32, role string) {
+	if g == nil || !g.t.tracing {
+		return
+	}
+	if g.status != nil && status == vsr.StatusNormal {
+		g.status.SetAttributes(attribute.Int64(spanfile.AttrView, int64(view)), attribute.String(spanfile.AttrOutcome, "normal as "+role))
+		g.status.End()
+		g.status = nil
+		return
+	}
+	if status == vsr.StatusNormal {
+		return
+	}
+	name, reason := spanfile.SpanViewChange, "view "+strconv.Itoa(int(view))+" began (a timeout, or a higher view seen)"
+	if status == vsr.StatusRecovering {
+		name, reason = spanfile.SpanRecovery, "restarted: probing for the current view"
+	}
+	if g.status != nil {
+		g.status.SetAttributes(attribute.String(spanfile.AttrOutcome, "superseded by view "+strconv.Itoa(int(view))))
+		g.status.End()
+	}
+	_, g.status = g.t.tracer.Start(context.Background(), name, trace.WithAttributes(
+		attribute.Int64(spanfile.AttrGroup, int64(g.group)), attribute.Int64(spanfile.AttrView, int64(view)),
+		attribute.Int(spanfile.AttrReplica, int(g.t.replica)), attribute.String(spanfile.AttrReason, reason)))
+}
+
+// repairStarted opens a repair span; it ends when the commit point reaches
+// target, or the next session or a refusal supersedes it.
+func (g *groupTrace) repairStarted(from uint8, commitMin, target uint64) {
+	if g == nil {
+		return
+	}
+	if !g.t.tracing {
+		return
+	}
+	g.endRepair("superseded")
+	_, g.repair = g.t.tracer.Start(context.Background(), spanfile.SpanRepair, trace.WithAttributes(
+		attribute.Int64(spanfile.AttrGroup, int64(g.group)), attribute.Int(spanfile.AttrReplica, int(g.t.replica)),
+		attribute.Int(spanfile.AttrPeer, int(from)), attribute.Int64("iggy.commit_min", int64(commitMin)),
+		attribute.Int64("iggy.commit_max", int64(target)), attribute.String(spanfile.AttrReason, "commit_min behind commit_max")))
+	g.repairTarget = target
+}
+
+func (g *groupTrace) repairProgress(commitMin uint64) {
+	if g == nil {
+		return
+	}
+	if g.repair != nil && commitMin >= g.repairTarget {
+		g.endRepair("caught up")
+	}
+}
+
+func (g *groupTrace) endRepair(outcome string) {
+	if g == nil {
+		return
+	}
+	if g.repair != nil {
+		g.repair.SetAttributes(attribute.String(spanfile.AttrOutcome, outcome))
+		g.repair.End()
+		g.repair = nil
+	}
+}
+
+func (g *groupTrace) transferStarted(from uint8, commitMin, commitMax uint64) {
+	if g == nil {
+		return
+	}
+	if !g.t.tracing {
+		return
+	}
+	g.endTransfer("superseded")
+	_, g.transfer = g.t.tracer.Start(context.Background(), spanfile.SpanStateTransfer, trace.WithAttributes(
+		attribute.Int64(spanfile.AttrGroup, int64(g.group)), attribute.Int(spanfile.AttrReplica, int(g.t.replica)),
+		attribute.Int(spanfile.AttrPeer, int(from)), attribute.Int64("iggy.commit_min", int64(commitMin)),
+		attribute.Int64("iggy.commit_max", int64(commitMax)), attribute.String(spanfile.AttrReason, "repair refused: the ops are compacted")))
+}
+
+func (g *groupTrace) endTransfer(outcome string) {
+	if g == nil {
+		return
+	}
+	if g.transfer != nil {
+		g.transfer.SetAttributes(attribute.String(spanfile.AttrOutcome, outcome))
+		if outcome != "installed" {
+			g.transfer.SetStatus(codes.Error, outcome)
+		}
+		g.transfer.End()
+		g.transfer = nil
+	}
+}
