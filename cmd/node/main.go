@@ -113,7 +113,11 @@ func run(args []string, environ []string, sig <-chan os.Signal) error {
 		}
 	}
 
-	node, err := actors.Start(actors.Options{Config: cfg, RootUsername: user, RootPassword: pass, Logger: logger,
+	// The metrics token is a secret only the HTTP handler needs: keep it
+	// out of the node's runtime copy of the configuration (11.1.4, 11.2.5).
+	nodeCfg := cfg
+	nodeCfg.HTTP.Metrics.Token = ""
+	node, err := actors.Start(actors.Options{Config: nodeCfg, RootUsername: user, RootPassword: pass, Logger: logger,
 		TracerProvider: tel.TracerProvider(), MeterProvider: tel.MeterProvider()})
 	if err != nil {
 		return err

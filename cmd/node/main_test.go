@@ -107,14 +107,18 @@ func stopNode(t *testing.T, stop chan os.Signal, done chan error) {
 // listener on shutdown.
 func TestRunServesHTTPAndTelemetry(t *testing.T) {
 	dir, stop, done := startNode(t,
-		"IGGY_HTTP_ENABLED=true", "IGGY_HTTP_ADDRESS=127.0.0.1:0",
+		"IGGY_HTTP_ENABLED=true", "IGGY_HTTP_ADDRESS=127.0.0.1:0", "IGGY_HTTP_METRICS_TOKEN=tok-5ecret",
 		"IGGY_TELEMETRY_ENABLED=true", "IGGY_TELEMETRY_TRACES_EXPORTER=file", "IGGY_TELEMETRY_LOGS_EXPORTER=none")
 	line := waitLog(t, dir, "http listening", done)
 	_, rest, _ := strings.Cut(line, "address=")
 	addr, _, _ := strings.Cut(rest, " ")
-	get := func(path string) (int, string) {
+	get := func(path string, header ...string) (int, string) {
 		t.Helper()
-		resp, err := http.Get("http://" + addr + path)
+		req, _ := http.NewRequest("GET", "http://"+addr+path, nil)
+		if len(header) == 2 {
+			req.Header.Set(header[0], header[1])
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +129,10 @@ func TestRunServesHTTPAndTelemetry(t *testing.T) {
 	if code, body := get("/ping"); code != 200 || body != "pong" {
 		t.Errorf("/ping: %d %q", code, body)
 	}
-	if code, body := get("/metrics"); code != 200 || !strings.Contains(body, "target_info") {
+	if code, _ := get("/metrics"); code != 401 {
+		t.Errorf("/metrics without the token: %d, want 401", code)
+	}
+	if code, body := get("/metrics", "Authorization", "Bearer tok-5ecret"); code != 200 || !strings.Contains(body, "target_info") {
 		t.Errorf("/metrics: %d\n%s", code, body)
 	}
 	if code, _ := get("/streams"); code != 404 {
@@ -137,6 +144,10 @@ func TestRunServesHTTPAndTelemetry(t *testing.T) {
 	stopNode(t, stop, done)
 	if _, err := http.Get("http://" + addr + "/ping"); err == nil {
 		t.Error("the HTTP listener outlived the node")
+	}
+	rc, err := os.ReadFile(filepath.Join(dir, "runtime", "current_config.toml"))
+	if err != nil || strings.Contains(string(rc), "tok-5ecret") || !strings.Contains(string(rc), "sample_ratio") {
+		t.Errorf("runtime config (%v) must carry the telemetry keys and not the metrics token:\n%s", err, rc)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "logs", "traces.jsonl")); err != nil {
 		t.Errorf("span file: %v", err)
