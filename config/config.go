@@ -15,7 +15,9 @@
 //     embedded default), not a random password; IGGY_ROOT_USERNAME and
 //     IGGY_ROOT_PASSWORD must be set together;
 //   - the file is named by --config, else IGGY_CONFIG_PATH; a missing
-//     default file is not an error.
+//     default file is not an error;
+//   - the standard OTEL_* variables that package telemetry honours are a
+//     layer between the file and IGGY_*: IGGY_* wins when both are set.
 package config
 
 import "path/filepath"
@@ -106,9 +108,22 @@ type WebSocket struct {
 	TLS                  TLS    `toml:"tls"`
 }
 
+// HTTP is the http section. The node has no REST transport (transports.md
+// 10); when enabled, the listener serves only GET /ping and the Prometheus
+// exposition (server-behaviour.md 13.3, see package telemetry).
 type HTTP struct {
-	Enabled bool   `toml:"enabled"`
-	Address string `toml:"address"`
+	Enabled bool        `toml:"enabled"`
+	Address string      `toml:"address"`
+	Metrics HTTPMetrics `toml:"metrics"`
+}
+
+// HTTPMetrics is http.metrics: the Prometheus route.
+type HTTPMetrics struct {
+	Enabled  bool   `toml:"enabled"`
+	Endpoint string `toml:"endpoint"`
+	// Token is the static bearer token the route requires when the
+	// listener is not on loopback (we issue no JWTs); secret.
+	Token string `toml:"token"`
 }
 
 type Heartbeat struct {
@@ -198,11 +213,6 @@ type Ports struct {
 	TCPReplica uint16 `toml:"tcp_replica"`
 }
 
-type Telemetry struct {
-	Enabled     bool   `toml:"enabled"`
-	ServiceName string `toml:"service_name"`
-}
-
 // Default is the embedded default configuration (server-behaviour.md 11.3):
 // TCP on 8090, QUIC on 8080 and WebSocket on 8092, all on loopback. The HTTP
 // REST transport is not implemented (transports.md 10) and stays off.
@@ -214,7 +224,7 @@ func Default() Config {
 			SendWindow: 64 << 20, ReceiveWindow: 64 << 20, StreamReceiveWindow: 64 << 20,
 			KeepAliveInterval: Duration(10e9), MaxIdleTimeout: Duration(30e9), Certificate: TLS{SelfSigned: true}},
 		WebSocket:           WebSocket{Enabled: true, Address: "127.0.0.1:8092", TLS: TLS{SelfSigned: true, CertFile: "core/certs/iggy_cert.pem", KeyFile: "core/certs/iggy_key.pem"}},
-		HTTP:                HTTP{Address: "127.0.0.1:3000"},
+		HTTP:                HTTP{Address: "127.0.0.1:3000", Metrics: HTTPMetrics{Enabled: true, Endpoint: "/metrics"}},
 		Heartbeat:           Heartbeat{Enabled: true, Interval: Duration(30e9)},
 		ConsumerGroup:       ConsumerGroup{RebalancingTimeout: Duration(30e9)},
 		DataMaintenance:     DataMaintenance{Messages: Cleaner{CleanerEnabled: true, Interval: Duration(60e9)}},
@@ -228,6 +238,6 @@ func Default() Config {
 			ViewChangeStatusTimeout: Duration(5e9), RequestStartViewRetransmitInterval: Duration(1e9),
 			ViewProbeAttemptsMax: 5, RepairRetryInterval: Duration(1e9), RepairChunkMax: 128,
 			SuperblockWedgedFatalTimeout: Duration(120e9)},
-		Telemetry: Telemetry{ServiceName: "iggynode"},
+		Telemetry: defaultTelemetry(),
 	}
 }

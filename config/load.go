@@ -30,9 +30,10 @@ var outsideSchema = map[string]bool{
 
 // Load builds the configuration: defaults, then the TOML file at path (if
 // path is empty, IGGY_CONFIG_PATH from environ; a missing file is an error
-// only when it was named explicitly), then IGGY_* overrides from environ
-// ("KEY=value" strings, as os.Environ returns). It returns warnings for
-// unknown IGGY_* variables.
+// only when it was named explicitly), then the standard OTEL_* variables
+// for telemetry, then IGGY_* overrides from environ ("KEY=value" strings,
+// as os.Environ returns), then validation of the telemetry keys. It
+// returns warnings for unknown IGGY_* variables.
 func Load(path string, environ []string) (Config, []string, error) {
 	cfg := Default()
 	env := envMap(environ)
@@ -60,6 +61,9 @@ func Load(path string, environ []string) (Config, []string, error) {
 			return cfg, nil, fmt.Errorf("%s: %s was relocated or removed; refusing to start", envName(key), key)
 		}
 	}
+	if err := applyOTelEnv(&cfg, env); err != nil {
+		return cfg, nil, err
+	}
 	used := map[string]bool{}
 	if err := applyEnv(reflect.ValueOf(&cfg).Elem(), "IGGY", env, used); err != nil {
 		return cfg, nil, err
@@ -71,6 +75,9 @@ func Load(path string, environ []string) (Config, []string, error) {
 		}
 	}
 	sort.Strings(warnings)
+	if err := validateTelemetry(cfg); err != nil {
+		return cfg, nil, err
+	}
 	return cfg, warnings, nil
 }
 
@@ -182,6 +189,12 @@ func setScalar(fv reflect.Value, raw string) error {
 			return err
 		}
 		fv.SetUint(n)
+	case reflect.Float32, reflect.Float64:
+		f, err := strconv.ParseFloat(raw, fv.Type().Bits())
+		if err != nil {
+			return err
+		}
+		fv.SetFloat(f)
 	default:
 		return fmt.Errorf("unsupported field kind %s", fv.Kind())
 	}

@@ -3,10 +3,16 @@
 // 127.0.0.1:8090, data in ./local_data, root user iggy/iggy.
 //
 // Configuration: --config FILE (or IGGY_CONFIG_PATH) in TOML, overridden
-// by IGGY_* environment variables (server-behaviour.md 11).
+// by IGGY_* environment variables (server-behaviour.md 11). Telemetry
+// (traces, metrics, OTLP logs) and the optional HTTP listener for /ping
+// and /metrics are set up by package telemetry, whose doc lists the keys;
+// by default metrics are collected but nothing is exported and no extra
+// port is bound.
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -20,19 +26,25 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+	"time"
 
 	"iggynode/actors"
 	"iggynode/config"
+	"iggynode/telemetry"
+	"iggynode/wire"
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Environ()); err != nil {
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	if err := run(os.Args[1:], os.Environ(), sig); err != nil {
 		fmt.Fprintln(os.Stderr, "iggynode:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string, environ []string) error {
+// run starts the node and serves until a signal arrives on sig.
+func run(args []string, environ []string, sig <-chan os.Signal) error {
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
 	configPath := fs.String("config", "", "TOML configuration file (default: IGGY_CONFIG_PATH)")
 	fresh := fs.Bool("fresh", false, "delete the data directory before starting")
@@ -86,14 +98,39 @@ func run(args []string, environ []string) error {
 		}()
 	}
 
-	node, err := actors.Start(actors.Options{Config: cfg, RootUsername: user, RootPassword: pass, Logger: logger})
+	tel, err := telemetry.Setup(context.Background(), cfg, cfg.Cluster.ReplicaID, wire.ServerVersion)
 	if err != nil {
 		return err
 	}
+	defer shutdownTelemetry(logger, tel)
+	logger = slog.New(tel.LogHandler(logger.Handler()))
+	slog.SetDefault(logger)
+	logTelemetry(logger, cfg, tel)
+	var httpHandler http.Handler
+	if cfg.HTTP.Enabled {
+		if httpHandler, err = tel.HTTPHandler(cfg.HTTP); err != nil {
+			return err
+		}
+	}
+
+	// The metrics token is a secret only the HTTP handler needs: keep it
+	// out of the node's runtime copy of the configuration (11.1.4, 11.2.5).
+	nodeCfg := cfg
+	nodeCfg.HTTP.Metrics.Token = ""
+	node, err := actors.Start(actors.Options{Config: nodeCfg, RootUsername: user, RootPassword: pass, Logger: logger,
+		TracerProvider: tel.TracerProvider(), MeterProvider: tel.MeterProvider()})
+	if err != nil {
+		return err
+	}
+	var httpServer *telemetry.Server
+	if httpHandler != nil {
+		if httpServer, err = telemetry.Serve(cfg.HTTP.Address, httpHandler); err != nil {
+			return errors.Join(err, node.Close())
+		}
+		logger.Info("http listening", "address", httpServer.Addr().String(), "routes", httpRoutes(cfg, tel))
+	}
 	logger.Info("iggynode serving", "tcp", node.TCPAddr(), "data", cfg.System.Path)
 
-	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	s := <-sig
 	logger.Info("shutting down", "signal", s.String())
 	go func() {
@@ -101,7 +138,66 @@ func run(args []string, environ []string) error {
 			logger.Warn("already shutting down; signal ignored", "signal", s.String())
 		}
 	}()
-	return node.Close()
+	err = node.Close()
+	if httpServer != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		err = errors.Join(err, httpServer.Close(ctx))
+	}
+	return err // the deferred shutdownTelemetry flushes after the node's last spans
+}
+
+// shutdownGrace bounds each of the HTTP listener's drain and the telemetry
+// flush at shutdown: an unreachable collector must not hold the exit.
+const shutdownGrace = 10 * time.Second
+
+func shutdownTelemetry(logger *slog.Logger, tel *telemetry.Telemetry) {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := tel.Shutdown(ctx); err != nil {
+		logger.Warn("telemetry flush at shutdown", "err", err)
+	}
+}
+
+// logTelemetry says at start what is exported where.
+func logTelemetry(logger *slog.Logger, cfg config.Config, tel *telemetry.Telemetry) {
+	t := cfg.Telemetry
+	traces, logs, metrics := "off", "local", "off"
+	if tel.Tracing() {
+		traces = t.Traces.Exporter
+		switch t.Traces.Exporter {
+		case config.ExporterOTLP:
+			traces += " " + t.Traces.Transport + " " + t.Traces.Endpoint
+		case config.ExporterFile:
+			traces += " " + cfg.TracesFile()
+		}
+		traces += fmt.Sprintf(" sample_ratio=%g", t.Traces.SampleRatio)
+	}
+	if t.Enabled && t.Logs.Exporter == config.ExporterOTLP {
+		logs = "local+otlp " + t.Logs.Transport + " " + t.Logs.Endpoint
+	}
+	if t.Metrics.Enabled && t.Metrics.Exporter != config.ExporterNone {
+		metrics = t.Metrics.Exporter
+		switch {
+		case t.Metrics.Exporter == config.ExporterOTLP:
+			metrics += " " + t.Metrics.Transport + " " + t.Metrics.Endpoint
+		case t.Metrics.Exporter == config.ExporterPrometheus && !(cfg.HTTP.Enabled && cfg.HTTP.Metrics.Enabled):
+			metrics += " (collected, not served: http.enabled or http.metrics.enabled is false)"
+		}
+	}
+	logger.Info("telemetry", "service", t.ServiceName, "traces", traces, "logs", logs, "metrics", metrics)
+}
+
+// httpRoutes names what the HTTP listener serves, for the start-up log.
+func httpRoutes(cfg config.Config, tel *telemetry.Telemetry) string {
+	routes := "/ping"
+	if cfg.HTTP.Metrics.Enabled && tel.Handler() != nil {
+		routes += " " + cfg.HTTP.Metrics.Endpoint
+		if cfg.HTTP.Metrics.Token != "" {
+			routes += " (bearer token)"
+		}
+	}
+	return routes
 }
 
 // defaultGCPercent replaces Go's GOGC=100 unless GOGC is set. The node's

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // The log file is created with its folder and appended to across starts.
@@ -40,5 +45,127 @@ func TestGCPercentDefault(t *testing.T) {
 	setGCPercent([]string{"GOGC=80"})
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Fatalf("GOGC in the environment was overridden: %d", got)
+	}
+}
+
+// startNode runs the node on loopback ports chosen by the kernel and
+// returns its log file's path, the signal channel that stops it, and the
+// channel run's result arrives on.
+func startNode(t *testing.T, extraEnv ...string) (dir string, stop chan os.Signal, done chan error) {
+	t.Helper()
+	dir = t.TempDir()
+	env := append([]string{
+		"IGGY_SYSTEM_PATH=" + dir,
+		"IGGY_TCP_ADDRESS=127.0.0.1:0",
+		"IGGY_QUIC_ENABLED=false",
+		"IGGY_WEBSOCKET_ENABLED=false",
+	}, extraEnv...)
+	stop = make(chan os.Signal, 1)
+	done = make(chan error, 1)
+	go func() { done <- run(nil, env, stop) }()
+	waitLog(t, dir, "iggynode serving", done)
+	return dir, stop, done
+}
+
+// waitLog waits for a line containing word in the node's log file and
+// returns it.
+func waitLog(t *testing.T, dir, word string, done chan error) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(filepath.Join(dir, "logs", "iggynode.log"))
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, word) {
+				return line
+			}
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("node stopped before logging %q: %v", word, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("no %q in the log", word)
+	return ""
+}
+
+func stopNode(t *testing.T, stop chan os.Signal, done chan error) {
+	t.Helper()
+	stop <- syscall.SIGTERM
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("node did not stop")
+	}
+}
+
+// With http.enabled the node serves /ping and /metrics on loopback, logs
+// with the telemetry handler, writes its span file, and closes the
+// listener on shutdown.
+func TestRunServesHTTPAndTelemetry(t *testing.T) {
+	dir, stop, done := startNode(t,
+		"IGGY_HTTP_ENABLED=true", "IGGY_HTTP_ADDRESS=127.0.0.1:0", "IGGY_HTTP_METRICS_TOKEN=tok-5ecret",
+		"IGGY_TELEMETRY_ENABLED=true", "IGGY_TELEMETRY_TRACES_EXPORTER=file", "IGGY_TELEMETRY_LOGS_EXPORTER=none")
+	line := waitLog(t, dir, "http listening", done)
+	_, rest, _ := strings.Cut(line, "address=")
+	addr, _, _ := strings.Cut(rest, " ")
+	get := func(path string, header ...string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", "http://"+addr+path, nil)
+		if len(header) == 2 {
+			req.Header.Set(header[0], header[1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/ping"); code != 200 || body != "pong" {
+		t.Errorf("/ping: %d %q", code, body)
+	}
+	if code, _ := get("/metrics"); code != 401 {
+		t.Errorf("/metrics without the token: %d, want 401", code)
+	}
+	if code, body := get("/metrics", "Authorization", "Bearer tok-5ecret"); code != 200 || !strings.Contains(body, "target_info") {
+		t.Errorf("/metrics: %d\n%s", code, body)
+	}
+	if code, _ := get("/streams"); code != 404 {
+		t.Errorf("/streams: %d", code)
+	}
+	if l := waitLog(t, dir, "msg=telemetry", done); !strings.Contains(l, "traces=\"file ") {
+		t.Errorf("start-up line %q", l)
+	}
+	stopNode(t, stop, done)
+	if _, err := http.Get("http://" + addr + "/ping"); err == nil {
+		t.Error("the HTTP listener outlived the node")
+	}
+	rc, err := os.ReadFile(filepath.Join(dir, "runtime", "current_config.toml"))
+	if err != nil || strings.Contains(string(rc), "tok-5ecret") || !strings.Contains(string(rc), "sample_ratio") {
+		t.Errorf("runtime config (%v) must carry the telemetry keys and not the metrics token:\n%s", err, rc)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "logs", "traces.jsonl")); err != nil {
+		t.Errorf("span file: %v", err)
+	}
+}
+
+// By default no HTTP listener starts and a non-loopback metrics route
+// without a token refuses to start.
+func TestRunHTTPDefaultsAndRefusal(t *testing.T) {
+	dir, stop, done := startNode(t)
+	stopNode(t, stop, done)
+	b, _ := os.ReadFile(filepath.Join(dir, "logs", "iggynode.log"))
+	if strings.Contains(string(b), "http listening") {
+		t.Error("an HTTP listener started by default")
+	}
+	err := run(nil, []string{"IGGY_SYSTEM_PATH=" + t.TempDir(), "IGGY_TCP_ADDRESS=127.0.0.1:0", "IGGY_QUIC_ENABLED=false",
+		"IGGY_WEBSOCKET_ENABLED=false", "IGGY_HTTP_ENABLED=true", "IGGY_HTTP_ADDRESS=0.0.0.0:0"}, make(chan os.Signal))
+	if err == nil || !strings.Contains(err.Error(), "http.metrics.token") {
+		t.Fatalf("want a refusal naming http.metrics.token, got %v", err)
 	}
 }
