@@ -65,7 +65,7 @@
 // sits behind a batch span processor; Shutdown drains it. The file
 // exporter appends spanfile records, one finished span per line, and
 // flushes each batch. Root spans started from a context made by
-// ContextWithTraceID take that trace id (spanfile.OpTraceID), so the
+// traceid.With take that trace id (spanfile.OpTraceID), so the
 // ratio sampler decides the same on every replica for one op.
 //
 // Metrics: a real SDK MeterProvider whenever metrics are enabled with an

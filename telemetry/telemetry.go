@@ -37,6 +37,7 @@ import (
 
 	"iggynode/config"
 	"iggynode/telemetry/spanfile"
+	"iggynode/telemetry/traceid"
 )
 
 // scopeName is the instrumentation scope of what this package records
@@ -153,7 +154,7 @@ func newTracerProvider(ctx context.Context, cfg config.Config, res *resource.Res
 	return sdktrace.NewTracerProvider(
 		sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(tr.SampleRatio))),
-		sdktrace.WithIDGenerator(idGenerator{}),
+		sdktrace.WithIDGenerator(traceid.Generator()),
 		sdktrace.WithBatcher(exp, opts...),
 	), nil
 }

@@ -25,6 +25,7 @@ import (
 
 	"iggynode/config"
 	"iggynode/telemetry/spanfile"
+	"iggynode/telemetry/traceid"
 )
 
 func testConfig(t *testing.T) config.Config {
@@ -128,7 +129,7 @@ func grepLines(body, word string) string {
 }
 
 // The file exporter: spans land in the configured file after Shutdown,
-// carrying the resource; ContextWithTraceID sets a root span's trace id.
+// carrying the resource; traceid.With sets a root span's trace id.
 func TestSetupFileExporter(t *testing.T) {
 	c := testConfig(t)
 	c.Telemetry.Enabled = true
@@ -140,7 +141,7 @@ func TestSetupFileExporter(t *testing.T) {
 	}
 	id := trace.TraceID(spanfile.OpTraceID(1, 2, 3, 4))
 	tr := tel.TracerProvider().Tracer("t")
-	ctx, op := tr.Start(ContextWithTraceID(context.Background(), id), spanfile.SpanOp)
+	ctx, op := tr.Start(traceid.With(context.Background(), id), spanfile.SpanOp)
 	_, child := tr.Start(ctx, "child")
 	child.End()
 	op.End()
@@ -191,7 +192,7 @@ func TestSetupSampling(t *testing.T) {
 		for i := 0; i < n; i++ {
 			ctx := context.Background()
 			if ids != nil {
-				ctx = ContextWithTraceID(ctx, ids[i])
+				ctx = traceid.With(ctx, ids[i])
 			}
 			_, s := tr.Start(ctx, "s")
 			decided = append(decided, s.SpanContext().IsSampled())

@@ -11,9 +11,8 @@ package traceid
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/binary"
-	"sync"
+	"math/rand/v2"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -22,60 +21,35 @@ import (
 type key struct{}
 
 // With returns ctx carrying the trace id the next root span started with it
-// gets.
+// gets. An invalid (zero) id is ignored; spans with a parent keep the
+// parent's trace.
 func With(ctx context.Context, id trace.TraceID) context.Context {
 	return context.WithValue(ctx, key{}, id)
 }
 
-// Generator returns an IDGenerator honouring With.
-func Generator() sdktrace.IDGenerator { return &generator{} }
+// Generator returns an IDGenerator honouring With; other ids are random
+// (math/rand/v2's global source, safe for concurrent use, no lock here).
+func Generator() sdktrace.IDGenerator { return generator{} }
 
-type generator struct {
-	mu    sync.Mutex
-	state [2]uint64 // xorshift128+, seeded from crypto/rand once
-	init  bool
-}
-
-func (g *generator) next() uint64 {
-	if !g.init {
-		var b [16]byte
-		_, _ = rand.Read(b[:])
-		g.state[0], g.state[1] = binary.LittleEndian.Uint64(b[:8])|1, binary.LittleEndian.Uint64(b[8:])
-		g.init = true
-	}
-	s1, s0 := g.state[0], g.state[1]
-	g.state[0] = s0
-	s1 ^= s1 << 23
-	g.state[1] = s1 ^ s0 ^ (s1 >> 17) ^ (s0 >> 26)
-	return g.state[1] + s0
-}
-
-func (g *generator) spanID() trace.SpanID {
-	var id trace.SpanID
-	for id == (trace.SpanID{}) {
-		binary.LittleEndian.PutUint64(id[:], g.next())
-	}
-	return id
-}
+type generator struct{}
 
 // NewIDs is a root span's trace and span id.
-func (g *generator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if id, ok := ctx.Value(key{}).(trace.TraceID); ok && id.IsValid() {
-		return id, g.spanID()
-	}
-	var tid trace.TraceID
+func (generator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
+	tid, _ := ctx.Value(key{}).(trace.TraceID)
 	for !tid.IsValid() {
-		binary.LittleEndian.PutUint64(tid[:8], g.next())
-		binary.LittleEndian.PutUint64(tid[8:], g.next())
+		binary.BigEndian.PutUint64(tid[:8], rand.Uint64())
+		binary.BigEndian.PutUint64(tid[8:], rand.Uint64())
 	}
-	return tid, g.spanID()
+	return tid, newSpanID()
 }
 
 // NewSpanID is a child span's id.
-func (g *generator) NewSpanID(context.Context, trace.TraceID) trace.SpanID {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.spanID()
+func (generator) NewSpanID(context.Context, trace.TraceID) trace.SpanID { return newSpanID() }
+
+func newSpanID() trace.SpanID {
+	var sid trace.SpanID
+	for !sid.IsValid() {
+		binary.BigEndian.PutUint64(sid[:], rand.Uint64())
+	}
+	return sid
 }
