@@ -416,8 +416,9 @@ type Filter struct {
 	// is kept if it starts in the window, an interval if it overlaps it.
 	Since, Until int64
 	// Last keeps only the last Last ops of each group (after the other
-	// bounds); intervals are then kept where they overlap those ops' span
-	// of time.
+	// bounds). When ops are cut away, intervals are kept where they
+	// overlap the time of the ops that remain (unbounded on a side where
+	// none was cut).
 	Last int
 }
 
@@ -429,23 +430,30 @@ func (m *Model) Select(f Filter) *Model {
 			continue
 		}
 		ng := &Group{ID: g.ID, Replicas: g.Replicas}
+		var inWindow []*Op
 		for _, o := range g.Ops {
-			if o.Op < f.From || f.To != 0 && o.Op > f.To || o.Start < f.Since || f.Until != 0 && o.Start > f.Until {
-				continue
+			if o.Start >= f.Since && (f.Until == 0 || o.Start <= f.Until) {
+				inWindow = append(inWindow, o)
 			}
-			ng.Ops = append(ng.Ops, o)
 		}
-		since, until := f.Since, f.Until
+		for _, o := range inWindow {
+			if o.Op >= f.From && (f.To == 0 || o.Op <= f.To) {
+				ng.Ops = append(ng.Ops, o)
+			}
+		}
 		if f.Last > 0 && len(ng.Ops) > f.Last {
 			ng.Ops = ng.Ops[len(ng.Ops)-f.Last:]
 		}
-		if f.Last > 0 || f.From > 0 || f.To > 0 {
-			if len(ng.Ops) > 0 {
-				lo, hi := ng.Span()
-				since, until = max(since, lo), hi
-				if f.Until != 0 {
-					until = min(until, f.Until)
-				}
+		// Intervals: those in the time window that overlap the time of the
+		// ops selected, on a side where the op bounds cut ops away.
+		since, until := f.Since, f.Until
+		if n := len(ng.Ops); n > 0 && n < len(inWindow) {
+			lo, hi := ng.Span()
+			if ng.Ops[0] != inWindow[0] {
+				since = max(since, lo)
+			}
+			if ng.Ops[n-1] != inWindow[len(inWindow)-1] && (until == 0 || hi < until) {
+				until = hi
 			}
 		}
 		for _, iv := range g.Intervals {

@@ -119,12 +119,13 @@ func TestViewChangeIntervals(t *testing.T) {
 	tr := &spanfile.Record{Name: spanfile.SpanStateTransfer, StartNs: 60 * msNs, EndNs: 70 * msNs,
 		Resource:   map[string]any{spanfile.AttrReplica: 0},
 		Attributes: map[string]any{spanfile.AttrGroup: 7, spanfile.AttrPeer: 1, spanfile.AttrOutcome: "installed"}}
-	m, err := Load(append(fullOp(t), file(t, vc, tr))...)
+	early := opSpan(1, 4, 0, false, ev(spanfile.EventPrepared, 45, -1), ev(spanfile.EventCommitted, 48, -1))
+	m, err := Load(append(fullOp(t), file(t, vc, tr, early))...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ivs := m.Groups[0].Intervals
-	if len(ivs) != 2 || m.T0 != 50*msNs {
+	if len(ivs) != 2 || m.T0 != 45*msNs {
 		t.Fatalf("intervals %+v, t0 %d", ivs, m.T0)
 	}
 	if iv := ivs[0]; iv.Kind != KindViewChange || iv.Replica != 2 || iv.View != 1 || iv.Reason != "primary_timeout" || iv.Outcome != "normal" {
@@ -133,12 +134,20 @@ func TestViewChangeIntervals(t *testing.T) {
 	if iv := ivs[1]; iv.Kind != KindStateTransfer || iv.Replica != 0 || iv.Peer != 1 || iv.View != -1 {
 		t.Fatalf("transfer %+v", iv)
 	}
-	// Selecting ops after the view change keeps it only if it overlaps them.
-	five := uint64(7)
-	if s := m.Select(Filter{Group: &five, From: 5}); len(s.Groups[0].Intervals) != 0 || len(s.Groups[0].Ops) != 1 {
+	// Selecting ops after the view change (cutting op 4 away) keeps it
+	// only if it overlaps them.
+	seven := uint64(7)
+	if s := m.Select(Filter{Group: &seven, From: 5}); len(s.Groups[0].Intervals) != 0 || len(s.Groups[0].Ops) != 1 {
 		t.Fatalf("select from op 5: %+v", s.Groups[0])
 	}
-	if s := m.Select(Filter{Since: 40 * msNs, Until: 95 * msNs}); len(s.Groups[0].Intervals) != 2 || len(s.Groups[0].Ops) != 0 {
+	// The last op alone: op 4 is cut away, and the intervals before op 5 with it.
+	if s := m.Select(Filter{Last: 1}); len(s.Groups[0].Intervals) != 0 {
+		t.Fatalf("last op: %+v", s.Groups[0])
+	}
+	if s := m.Select(Filter{To: 4}); len(s.Groups[0].Intervals) != 0 || len(s.Groups[0].Ops) != 1 {
+		t.Fatalf("select to op 4: %+v", s.Groups[0])
+	}
+	if s := m.Select(Filter{Since: 40 * msNs, Until: 95 * msNs}); len(s.Groups[0].Intervals) != 2 || len(s.Groups[0].Ops) != 1 {
 		t.Fatalf("select window: %+v", s.Groups[0])
 	}
 }
