@@ -216,22 +216,33 @@ func (l *Loader) add(rec *spanfile.Record) {
 		l.skipped["no "+spanfile.AttrReplica]++
 		return
 	}
-	group, ok := spanfile.Int(rec.Attributes, spanfile.AttrGroup)
+	group, ok := uint64Of(rec.Attributes, spanfile.AttrGroup)
 	if !ok {
 		l.skipped["no "+spanfile.AttrGroup]++
 		return
 	}
-	l.seen(uint64(group), replica)
+	l.seen(group, replica)
 	if isInterval {
-		l.addInterval(uint64(group), kind, replica, rec)
+		l.addInterval(group, kind, replica, rec)
 		return
 	}
-	op, ok := spanfile.Int(rec.Attributes, spanfile.AttrOp)
+	op, ok := uint64Of(rec.Attributes, spanfile.AttrOp)
 	if !ok {
 		l.skipped["op span without "+spanfile.AttrOp]++
 		return
 	}
-	l.addOp(opKey{uint64(group), uint64(op)}, replica, rec)
+	l.addOp(opKey{group, op}, replica, rec)
+}
+
+// uint64Of reads a 64-bit id written unsigned, or as the int64 an
+// OpenTelemetry attribute carries (the metadata group, 1<<63, is then
+// negative).
+func uint64Of(attrs map[string]any, key string) (uint64, bool) {
+	if v, ok := spanfile.Uint(attrs, key); ok {
+		return v, true
+	}
+	v, ok := spanfile.Int(attrs, key)
+	return uint64(v), ok
 }
 
 func (l *Loader) seen(group uint64, replica int) {
