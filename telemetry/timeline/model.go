@@ -14,7 +14,9 @@
 // named by the span attribute iggy.replica, else the resource's. An op
 // seen in several spans of one replica (one per view it was carried in,
 // or a span closed and a late event recorded in another) is merged: each
-// step keeps its first occurrence. Records of the simulator (attribute
+// step keeps its first occurrence. An op span with status "error" is a
+// prepare that did not stand (replaced at its op by a view change) and is
+// counted, not merged. Records of the simulator (attribute
 // sim.tick) carry virtual times, tick * spanfile.TickNs; they read the
 // same way.
 package timeline
@@ -115,10 +117,11 @@ func (o *Op) At(replica int, step string) (int64, bool) {
 	return t, ok
 }
 
-// AckAt is when the primary got replica's PrepareOk, if it did.
+// AckAt is when the op's primary got replica's PrepareOk, if it did (a
+// PrepareOk to a later view's primary is in Acks only).
 func (o *Op) AckAt(replica int) (int64, bool) {
 	for _, h := range o.Acks {
-		if h.From == replica {
+		if h.From == replica && (o.Primary < 0 || h.To == o.Primary) {
 			return h.At, true
 		}
 	}
@@ -229,6 +232,13 @@ func (l *Loader) add(rec *spanfile.Record) {
 	op, ok := uint64Of(rec.Attributes, spanfile.AttrOp)
 	if !ok {
 		l.skipped["op span without "+spanfile.AttrOp]++
+		return
+	}
+	if rec.Status == "error" {
+		// An op span that ended in error is a prepare that does not stand
+		// (truncated, or replaced at its op by a view change): its steps
+		// would date another prepare's.
+		l.skipped["op span with status error (a prepare that did not stand)"]++
 		return
 	}
 	l.addOp(opKey{group, op}, replica, rec)

@@ -162,6 +162,11 @@ func TestMissingAndUnknown(t *testing.T) {
 		{Name: "something.else", Attributes: map[string]any{spanfile.AttrReplica: 1}},
 		{Name: spanfile.SpanOp, Attributes: map[string]any{spanfile.AttrGroup: 7, spanfile.AttrOp: 4}},
 		opSpan(2, 6, 0, false), // no events: says nothing
+		func() *spanfile.Record { // a prepare replaced at op 3 by a view change
+			r := opSpan(2, 3, 0, false, ev(spanfile.EventJournaled, 1, -1))
+			r.Status = "error"
+			return r
+		}(),
 	}
 	m, err := Load(file(t, recs...))
 	if err != nil {
@@ -172,6 +177,9 @@ func TestMissingAndUnknown(t *testing.T) {
 		t.Fatalf("ops %+v", g.Ops)
 	}
 	o := g.Ops[0]
+	if _, ok := o.At(2, spanfile.EventJournaled); ok || o.Start != 9*msNs { // r1's forwarded (peerless) is the first step left
+		t.Fatalf("the replaced prepare's step was merged: start %d", o.Start)
+	}
 	if o.Primary != 1 || o.View != 0 { // the PrepareOk's receiver is the primary
 		t.Fatalf("primary %d view %d", o.Primary, o.View)
 	}
