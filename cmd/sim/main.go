@@ -4,15 +4,22 @@
 //
 //	go run ./cmd/sim --seed 7 --timeline
 //	go run ./cmd/sim --seeds 2000 --loss 0.2 --crash 0.005
+//	go run ./cmd/sim --seed 8 --trace traces/ && go run ./cmd/timeline --html seed8.html traces/
+//
+// --trace DIR writes each run's span files, one per replica
+// (DIR/sim-seed<S>-r<i>.jsonl), in the format the node writes
+// (telemetry/spanfile), for cmd/timeline.
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"iggynode/sim"
+	"iggynode/telemetry/spanfile"
 )
 
 func main() {
@@ -33,6 +40,7 @@ func main() {
 		crash     = flag.Float64("crash", 0.002, "per-tick probability a replica (primary included) goes down")
 		restart   = flag.Float64("restart", 0.01, "per-tick probability a down replica comes back")
 		timeline  = flag.Bool("timeline", false, "print each run's timeline")
+		traceDir  = flag.String("trace", "", "write each run's span files (one per replica) to this directory, for cmd/timeline")
 	)
 	flag.Parse()
 	start := time.Now()
@@ -47,7 +55,19 @@ func main() {
 			cfg.CrashProbability, cfg.RestartProbability = *crash, *restart
 		}
 		cfg.Replicas, cfg.Clients, cfg.FaultTicks, cfg.LivenessTicks = *replicas, *clients, *ticks, *liveness
+		closeTrace := func() error { return nil }
+		if *traceDir != "" {
+			var err error
+			if cfg.Trace, closeTrace, err = traceTo(*traceDir, s, cfg.Replicas); err != nil {
+				fmt.Fprintln(os.Stderr, "sim:", err)
+				os.Exit(1)
+			}
+		}
 		res := sim.Run(cfg)
+		if err := closeTrace(); err != nil {
+			fmt.Fprintln(os.Stderr, "sim:", err)
+			os.Exit(1)
+		}
 		ops += res.Committed
 		repairs += res.Repairs
 		if res.ViewChanges > 0 {
@@ -78,4 +98,38 @@ func main() {
 	if failed > 0 {
 		os.Exit(1)
 	}
+}
+
+// traceTo opens dir/sim-seed<seed>-r<i>.jsonl for each replica; done
+// flushes and closes them all, and reports the first error.
+func traceTo(dir string, seed uint64, replicas int) (w sim.TraceWriters, done func() error, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	files := make([]*os.File, replicas)
+	writers := make([]*spanfile.Writer, replicas)
+	done = func() error {
+		var first error
+		for i, f := range files {
+			if f == nil {
+				continue
+			}
+			if err := writers[i].Flush(); err != nil && first == nil {
+				first = fmt.Errorf("%s: %w", f.Name(), err)
+			}
+			if err := f.Close(); err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	}
+	for i := range files {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("sim-seed%d-r%d.jsonl", seed, i)))
+		if err != nil {
+			done()
+			return nil, nil, err
+		}
+		files[i], writers[i] = f, spanfile.NewWriter(f)
+	}
+	return func(i int) *spanfile.Writer { return writers[i] }, done, nil
 }

@@ -26,6 +26,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 )
 
@@ -123,6 +124,22 @@ func Int(attrs map[string]any, key string) (int64, bool) {
 		return int64(v), true
 	case float64:
 		return int64(v), float64(int64(v)) == v
+	}
+	return 0, false
+}
+
+// Uint is attribute key of attrs as a uint64, if it is a non-negative
+// integer (up to 2^64-1, which Int cannot hold).
+func Uint(attrs map[string]any, key string) (uint64, bool) {
+	switch v := attrs[key].(type) {
+	case json.Number:
+		n, err := strconv.ParseUint(v.String(), 10, 64)
+		return n, err == nil
+	case uint64:
+		return v, true
+	}
+	if n, ok := Int(attrs, key); ok && n >= 0 {
+		return uint64(n), true
 	}
 	return 0, false
 }
