@@ -4,6 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/trace"
 
 	"iggynode/vsr"
 )
@@ -57,12 +58,17 @@ func (b *statusBehaviour) follow(core *vsr.Replica, log *slog.Logger, group uint
 		role = "primary"
 	}
 	tr.statusChanged(status, view, role)
+	var span trace.Span
+	if tr != nil {
+		span = tr.status
+	}
+	ctx := tr.spanContext(span)
 	switch status {
 	case vsr.StatusNormal:
-		log.Info("view settled", "group", group, "view", view, "role", role, "commit", core.CommitMin())
+		log.InfoContext(ctx, "view settled", "group", group, "view", view, "role", role, "commit", core.CommitMin())
 	case vsr.StatusViewChange:
-		log.Info("view change", "group", group, "view", view, "commit", core.CommitMin())
+		log.InfoContext(ctx, "view change", "group", group, "view", view, "commit", core.CommitMin())
 	case vsr.StatusRecovering:
-		log.Info("recovering: probing for the current view", "group", group, "view", view)
+		log.InfoContext(ctx, "recovering: probing for the current view", "group", group, "view", view)
 	}
 }

@@ -75,18 +75,10 @@ func newNodeTelemetry(o Options, replica uint8, cluster wire.U128, restarts *ato
 		mp = metricnoop.NewMeterProvider()
 	}
 	t := &nodeTelemetry{tracer: tp.Tracer(instrumentationName), replica: replica, cluster: cluster, groups: map[uint64]*groupGauges{}}
-	// A provider whose sampler drops everything (or the no-op one) gives
-	// non-recording spans: probe once instead of paying per op.
-	_, probe := t.tracer.Start(context.Background(), "probe")
-	t.tracing = probe.IsRecording()
-	probe.End()
-	if !t.tracing {
-		if _, ok := tp.(tracenoop.TracerProvider); !ok {
-			// A ratio sampler may drop the probe and keep others: trace
-			// whenever the provider is a real one.
-			t.tracing = true
-		}
-	}
+	// telemetry.Setup hands a no-op provider when tracing is off: then
+	// every trace hook returns at once.
+	_, noop := tp.(tracenoop.TracerProvider)
+	t.tracing = !noop
 	m := mp.Meter(instrumentationName)
 	seconds := metric.WithExplicitBucketBoundaries(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
 	t.requests, _ = m.Int64Counter("iggy.requests", metric.WithDescription("client requests answered, by command and status"))
@@ -491,6 +483,16 @@ func (g *groupTrace) statusChanged(status vsr.Status, view uint32, role string) 
 	_, g.status = g.t.tracer.Start(context.Background(), name, trace.WithAttributes(
 		attribute.Int64(spanfile.AttrGroup, int64(g.group)), attribute.Int64(spanfile.AttrView, int64(view)),
 		attribute.Int(spanfile.AttrReplica, int(g.t.replica)), attribute.String(spanfile.AttrReason, reason)))
+}
+
+// spanContext is ctx for log lines about the group's open view change or
+// recovery (or transfer), so they carry its trace and span ids.
+func (g *groupTrace) spanContext(s trace.Span) context.Context {
+	ctx := context.Background()
+	if g != nil && s != nil {
+		ctx = trace.ContextWithSpan(ctx, s)
+	}
+	return ctx
 }
 
 // repairStarted opens a repair span; it ends when the commit point reaches

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/trace"
 
 	"iggynode/metadata"
 	"iggynode/partition"
@@ -246,8 +247,12 @@ func (t *transferShell) maybeStart(ctx actor.Context) {
 	})
 	t.child = ctx.Spawn(props)
 	t.core.SetTransferring(true)
-	t.log.Info("state transfer started", "group", t.group, "from", peer, "commit_min", t.core.CommitMin(), "commit_max", t.core.CommitMax())
 	t.tr.transferStarted(t.peer, t.core.CommitMin(), t.core.CommitMax())
+	var span trace.Span
+	if t.tr != nil {
+		span = t.tr.transfer
+	}
+	t.log.InfoContext(t.tr.spanContext(span), "state transfer started", "group", t.group, "from", peer, "commit_min", t.core.CommitMin(), "commit_max", t.core.CommitMax())
 }
 
 func (t *transferShell) abandon(err error) {
