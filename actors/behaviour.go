@@ -4,7 +4,6 @@ import (
 	"log/slog"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"go.opentelemetry.io/otel/trace"
 
 	"iggynode/vsr"
 )
@@ -58,11 +57,7 @@ func (b *statusBehaviour) follow(core *vsr.Replica, log *slog.Logger, group uint
 		role = "primary"
 	}
 	tr.statusChanged(status, view, role)
-	var span trace.Span
-	if tr != nil {
-		span = tr.status
-	}
-	ctx := tr.spanContext(span)
+	ctx := tr.statusContext()
 	switch status {
 	case vsr.StatusNormal:
 		log.InfoContext(ctx, "view settled", "group", group, "view", view, "role", role, "commit", core.CommitMin())

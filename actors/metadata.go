@@ -278,9 +278,7 @@ func (m *metadataActor) boot(ctx actor.Context) error {
 	vc.JournalFloor = func() uint64 { return m.snapshotOp + 1 }
 	m.core = vsr.New(vc)
 	m.transfers = newTransferShell(m.n, m.log, wire.MetadataGroup, m.core)
-	if m.tr != nil {
-		m.tr.close() // a restarted actor boots again
-	}
+	m.tr.close() // a restarted actor boots again
 	m.tr = m.n.refs.tel.group(wire.MetadataGroup)
 	m.transfers.tr = m.tr
 	m.transfers.build = m.metadataOffer
@@ -746,11 +744,10 @@ func (m *metadataActor) drive(ctx actor.Context) {
 		m.tr.sent(rd.Send)
 		m.n.send(rd.Send)
 		for _, c := range rd.Commit {
-			ph := wire.HeaderOf(c.Frame).Prepare()
 			_, replies := c.Tag.(*metaPending)
-			m.tr.committed(ph, leading)
+			m.tr.committed(c, leading)
 			m.apply(ctx, c)
-			m.tr.applied(ph.Op, replies)
+			m.tr.applied(c.Op, replies)
 		}
 		if m.state.AppliedOp()-m.snapshotOp >= m.checkpointEvery() {
 			m.checkpoint()

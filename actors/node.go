@@ -3,20 +3,19 @@ package actors
 import (
 	"bytes"
 	"crypto/tls"
-	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/trace"
-	"os"
-	"path/filepath"
-
 	"errors"
 	"fmt"
-	"github.com/BurntSushi/toml"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/BurntSushi/toml"
 	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"iggynode/config"
 	"iggynode/diag"

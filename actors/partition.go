@@ -185,9 +185,7 @@ func (p *partitionActor) receive(ctx actor.Context) {
 		}
 	case *actor.Stopping:
 		p.saveTail(true)
-		if p.tr != nil {
-			p.tr.close()
-		}
+		p.tr.close()
 	case *partitionSend:
 		p.onSend(ctx, m)
 	case *partitionPoll:
@@ -346,9 +344,7 @@ func (p *partitionActor) boot() error {
 	cfg := p.node.coreConfig(p.ref.Group, false)
 	p.core = vsr.New(cfg)
 	p.transfers = newTransferShell(p.node, p.log, p.ref.Group, p.core)
-	if p.tr != nil {
-		p.tr.close() // a restarted actor boots again
-	}
+	p.tr.close() // a restarted actor boots again
 	p.tr = p.node.refs.tel.group(p.ref.Group)
 	p.transfers.tr = p.tr
 	p.transfers.build = p.partitionOffer
@@ -485,11 +481,10 @@ func (p *partitionActor) drive(ctx actor.Context) {
 		p.tr.sent(rd.Send)
 		p.node.send(rd.Send)
 		for _, c := range rd.Commit {
-			ph := wire.HeaderOf(c.Frame).Prepare()
 			_, replies := c.Tag.(*pending)
-			p.tr.committed(ph, leading)
+			p.tr.committed(c, leading)
 			p.apply(ctx, c)
-			p.tr.applied(ph.Op, replies)
+			p.tr.applied(c.Op, replies)
 			if p.storeAtCommit { // a group of one has no one to repair
 				p.tail.add(c.Frame, p.tailCap())
 				p.tailDirty = true

@@ -50,9 +50,13 @@ type nodeTelemetry struct {
 	requestLat metric.Float64Histogram
 	commitLat  metric.Float64Histogram
 
-	// attrs caches attribute sets by key (command and status, transport,
-	// group), so a measurement does not build one.
-	attrs sync.Map
+	// Attribute sets, built once, as the option slices the SDK takes: a
+	// measurement allocates nothing.
+	byTransport [clientplane.TransportWebSocket + 1]attrs
+	byKind      [2]attrs // partition, metadata (groupKind)
+	cmdMu       sync.RWMutex
+	byCommand   map[uint32]attrs // commandKey
+	byStatus    map[uint64]attrs // commandKey<<32 | status
 
 	connections [clientplane.TransportWebSocket + 1]atomic.Int64
 
@@ -60,10 +64,26 @@ type nodeTelemetry struct {
 	groups map[uint64]*groupGauges
 }
 
+// attrs is one attribute set as each kind of measurement takes it.
+type attrs struct {
+	add     []metric.AddOption
+	record  []metric.RecordOption
+	observe []metric.ObserveOption
+}
+
+func newAttrs(kv ...attribute.KeyValue) attrs {
+	o := metric.WithAttributeSet(attribute.NewSet(kv...))
+	return attrs{add: []metric.AddOption{o}, record: []metric.RecordOption{o}, observe: []metric.ObserveOption{o}}
+}
+
+// transports are the client transports, for the per-transport series.
+var transports = []clientplane.Transport{clientplane.TransportTCP, clientplane.TransportQUIC, clientplane.TransportWebSocket}
+
 // groupGauges are one consensus group's figures, published by its actor
 // after each drive and read at collection.
 type groupGauges struct {
 	view, pipeline, commitMin, commitMax atomic.Uint64
+	attrs                                attrs
 }
 
 func newNodeTelemetry(o Options, replica uint8, cluster wire.U128, restarts *atomic.Uint64, peerDrops func() map[uint8]uint64) *nodeTelemetry {
@@ -74,11 +94,18 @@ func newNodeTelemetry(o Options, replica uint8, cluster wire.U128, restarts *ato
 	if mp == nil {
 		mp = metricnoop.NewMeterProvider()
 	}
-	t := &nodeTelemetry{tracer: tp.Tracer(instrumentationName), replica: replica, cluster: cluster, groups: map[uint64]*groupGauges{}}
+	t := &nodeTelemetry{tracer: tp.Tracer(instrumentationName), replica: replica, cluster: cluster, groups: map[uint64]*groupGauges{},
+		byCommand: map[uint32]attrs{}, byStatus: map[uint64]attrs{}}
 	// telemetry.Setup hands a no-op provider when tracing is off: then
 	// every trace hook returns at once.
 	_, noop := tp.(tracenoop.TracerProvider)
 	t.tracing = !noop
+	for _, tr := range transports {
+		t.byTransport[tr] = newAttrs(attribute.String("transport", tr.String()))
+	}
+	for _, g := range []uint64{0, wire.MetadataGroup} {
+		t.byKind[kindIndex(g)] = newAttrs(attribute.String("kind", groupKind(g)))
+	}
 	m := mp.Meter(instrumentationName)
 	seconds := metric.WithExplicitBucketBoundaries(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
 	t.requests, _ = m.Int64Counter("iggy.requests", metric.WithDescription("client requests answered, by command and status"))
@@ -90,8 +117,8 @@ func newNodeTelemetry(o Options, replica uint8, cluster wire.U128, restarts *ato
 	t.commitLat, _ = m.Float64Histogram("iggy.vsr.commit.duration", metric.WithUnit("s"), seconds, metric.WithDescription("primary: prepare journaled to committed, by group kind"))
 	_, _ = m.Int64ObservableUpDownCounter("iggy.connections", metric.WithDescription("open client connections, by transport"),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			for _, tr := range []clientplane.Transport{clientplane.TransportTCP, clientplane.TransportQUIC, clientplane.TransportWebSocket} {
-				o.Observe(t.connections[tr].Load(), t.attrSet("transport", tr.String()))
+			for _, tr := range transports {
+				o.Observe(t.connections[tr].Load(), t.byTransport[tr].observe...)
 			}
 			return nil
 		}))
@@ -104,7 +131,7 @@ func newNodeTelemetry(o Options, replica uint8, cluster wire.U128, restarts *ato
 		_, _ = m.Int64ObservableCounter("iggy.peer.queue.drops", metric.WithDescription("replica-plane frames dropped (full queue or no link), by peer"),
 			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 				for peer, n := range peerDrops() {
-					o.Observe(int64(n), t.attrSet("peer", strconv.Itoa(int(peer))))
+					o.Observe(int64(n), metric.WithAttributes(attribute.Int("peer", int(peer))))
 				}
 				return nil
 			}))
@@ -114,8 +141,8 @@ func newNodeTelemetry(o Options, replica uint8, cluster wire.U128, restarts *ato
 			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 				t.mu.Lock()
 				defer t.mu.Unlock()
-				for g, gg := range t.groups {
-					o.Observe(read(gg), t.groupAttrs(g))
+				for _, gg := range t.groups {
+					o.Observe(read(gg), gg.attrs.observe...)
 				}
 				return nil
 			}))
@@ -129,48 +156,27 @@ func newNodeTelemetry(o Options, replica uint8, cluster wire.U128, restarts *ato
 	return t
 }
 
-// attrSet is the cached measurement option for one attribute.
-func (t *nodeTelemetry) attrSet(k, v string) metric.MeasurementOption {
-	key := k + "\x00" + v
-	if o, ok := t.attrs.Load(key); ok {
-		return o.(metric.MeasurementOption)
-	}
-	o := metric.WithAttributeSet(attribute.NewSet(attribute.String(k, v)))
-	t.attrs.Store(key, o)
-	return o
-}
-
-type requestKey struct {
-	name   string
-	status uint32
-}
-
-func (t *nodeTelemetry) requestAttrs(name string, status uint32) metric.MeasurementOption {
-	key := requestKey{name, status}
-	if o, ok := t.attrs.Load(key); ok {
-		return o.(metric.MeasurementOption)
-	}
-	o := metric.WithAttributeSet(attribute.NewSet(attribute.String("command", name), attribute.Int64("status", int64(status))))
-	t.attrs.Store(key, o)
-	return o
-}
-
-type groupKey uint64
-
-func (t *nodeTelemetry) groupAttrs(g uint64) metric.MeasurementOption {
-	if o, ok := t.attrs.Load(groupKey(g)); ok {
-		return o.(metric.MeasurementOption)
-	}
-	o := metric.WithAttributeSet(attribute.NewSet(attribute.Int64(spanfile.AttrGroup, int64(g)), attribute.String("kind", groupKind(g))))
-	t.attrs.Store(groupKey(g), o)
-	return o
-}
-
 func groupKind(g uint64) string {
 	if g == wire.MetadataGroup {
 		return "metadata"
 	}
 	return "partition"
+}
+
+func kindIndex(g uint64) int {
+	if g == wire.MetadataGroup {
+		return 1
+	}
+	return 0
+}
+
+// commandKey tells requests apart for metrics: the command code of a
+// NonReplicated request, else the operation with the top bit set.
+func commandKey(h *wire.RequestHeader) uint32 {
+	if h.Operation == wire.OpNonReplicated {
+		return uint32(h.Code)
+	}
+	return 1<<31 | uint32(h.Operation)
 }
 
 // commandName names a request for metrics and spans: its command code
@@ -182,21 +188,49 @@ func commandName(h *wire.RequestHeader) string {
 	return h.Operation.String()
 }
 
+// commandAttrs are the attribute sets of a command, and of it with a
+// status; built on a command's first request.
+func (t *nodeTelemetry) commandAttrs(r *requestTrace, status uint32) (cmd, withStatus attrs) {
+	key := uint64(r.cmd)<<32 | uint64(status)
+	t.cmdMu.RLock()
+	cmd, ok1 := t.byCommand[r.cmd]
+	withStatus, ok2 := t.byStatus[key]
+	t.cmdMu.RUnlock()
+	if ok1 && ok2 {
+		return cmd, withStatus
+	}
+	t.cmdMu.Lock()
+	defer t.cmdMu.Unlock()
+	if cmd, ok1 = t.byCommand[r.cmd]; !ok1 {
+		cmd = newAttrs(attribute.String("command", r.name))
+		t.byCommand[r.cmd] = cmd
+	}
+	if withStatus, ok2 = t.byStatus[key]; !ok2 {
+		withStatus = newAttrs(attribute.String("command", r.name), attribute.Int64("status", int64(status)))
+		t.byStatus[key] = withStatus
+	}
+	return cmd, withStatus
+}
+
 // requestTrace is one client request in flight on a connection (they are
 // served one at a time).
 type requestTrace struct {
-	start time.Time
+	start time.Time // zero: none in flight
+	cmd   uint32    // commandKey
 	name  string
-	size  int
 	span  trace.Span // nil when not tracing
 }
 
+var (
+	sendKeys = [2]uint32{uint32(wire.CodeSendMessages), 1<<31 | uint32(wire.OpSendMessages)}
+	pollKey  = uint32(wire.CodePollMessages)
+)
+
 func (t *nodeTelemetry) beginRequest(h *wire.RequestHeader, size int, transport clientplane.Transport) requestTrace {
-	r := requestTrace{start: time.Now(), name: commandName(h), size: size}
-	ctx := context.Background()
-	t.bytesIn.Add(ctx, int64(size), t.attrSet("transport", transport.String()))
+	r := requestTrace{start: time.Now(), cmd: commandKey(h), name: commandName(h)}
+	t.bytesIn.Add(context.Background(), int64(size), t.byTransport[transport].add...)
 	if t.tracing {
-		_, r.span = t.tracer.Start(ctx, spanfile.SpanRequest, trace.WithSpanKind(trace.SpanKindServer),
+		_, r.span = t.tracer.Start(context.Background(), spanfile.SpanRequest, trace.WithSpanKind(trace.SpanKindServer),
 			trace.WithTimestamp(r.start), trace.WithAttributes(
 				attribute.String(spanfile.AttrCommand, r.name),
 				attribute.Int(spanfile.AttrReplica, int(t.replica)),
@@ -205,27 +239,35 @@ func (t *nodeTelemetry) beginRequest(h *wire.RequestHeader, size int, transport 
 	return r
 }
 
-// endRequest records the reply (nil: the connection closed without one).
+// endRequest records the reply; nil: the request ended without one (its
+// connection closed, or a reply that only closes it), counted by no
+// status.
 func (t *nodeTelemetry) endRequest(r *requestTrace, reply []byte, transport clientplane.Transport) {
-	if r.name == "" {
+	if r.start.IsZero() {
 		return
 	}
 	now := time.Now()
 	ctx := context.Background()
-	var status uint32
-	if len(reply) >= wire.HeaderSize {
-		status = wire.HeaderOf(reply).Reply().Status
-		t.bytesOut.Add(ctx, int64(len(reply)), t.attrSet("transport", transport.String()))
+	if len(reply) < wire.HeaderSize {
+		if r.span != nil {
+			r.span.SetStatus(codes.Error, "no reply")
+			r.span.End(trace.WithTimestamp(now))
+		}
+		*r = requestTrace{}
+		return
 	}
+	status := wire.HeaderOf(reply).Reply().Status
+	t.bytesOut.Add(ctx, int64(len(reply)), t.byTransport[transport].add...)
+	cmd, withStatus := t.commandAttrs(r, status)
+	t.requests.Add(ctx, 1, withStatus.add...)
 	d := now.Sub(r.start).Seconds()
-	t.requests.Add(ctx, 1, t.requestAttrs(r.name, status))
-	switch r.name {
-	case wire.CodeSendMessages.String(), wire.OpSendMessages.String():
+	switch r.cmd {
+	case sendKeys[0], sendKeys[1]:
 		t.sendLat.Record(ctx, d)
-	case wire.CodePollMessages.String():
+	case pollKey:
 		t.pollLat.Record(ctx, d)
 	}
-	t.requestLat.Record(ctx, d, t.attrSet("command", r.name))
+	t.requestLat.Record(ctx, d, cmd.record...)
 	if r.span != nil {
 		r.span.SetAttributes(attribute.Int64(spanfile.AttrStatus, int64(status)), attribute.Int(spanfile.AttrBytesOut, len(reply)))
 		if status != 0 {
@@ -239,12 +281,12 @@ func (t *nodeTelemetry) endRequest(r *requestTrace, reply []byte, transport clie
 // groupTrace follows one consensus group on this replica: a span per op
 // (spanfile.SpanOp, trace id derived from cluster, group and op), spans
 // for view changes, recovery, repair and state transfer, and the group's
-// gauges.
+// gauges. Its methods are no-ops on nil (an actor before its boot).
 type groupTrace struct {
 	t            *nodeTelemetry
 	group        uint64
 	gauges       *groupGauges
-	ops          map[uint64]*opSpan
+	ops          map[uint64]trace.Span
 	status       trace.Span // the open view change or recovery
 	repair       trace.Span
 	repairTarget uint64
@@ -261,19 +303,19 @@ type groupTrace struct {
 	link     trace.SpanContext
 }
 
-type opSpan struct {
-	span trace.Span
-}
-
 func (t *nodeTelemetry) group(g uint64) *groupTrace {
-	gg := &groupGauges{}
+	gg := &groupGauges{attrs: newAttrs(attribute.Int64(spanfile.AttrGroup, int64(g)), attribute.String("kind", groupKind(g)))}
 	t.mu.Lock()
 	t.groups[g] = gg
 	t.mu.Unlock()
-	return &groupTrace{t: t, group: g, gauges: gg, ops: map[uint64]*opSpan{}}
+	return &groupTrace{t: t, group: g, gauges: gg, ops: map[uint64]trace.Span{}}
 }
 
-// close ends the group's open spans and drops its gauges (the actor stops).
+// tracing reports whether spans are recorded.
+func (g *groupTrace) tracing() bool { return g != nil && g.t.tracing }
+
+// close ends the group's open spans and drops its gauges (the actor stops
+// or boots again).
 func (g *groupTrace) close() {
 	if g == nil {
 		return
@@ -284,16 +326,23 @@ func (g *groupTrace) close() {
 	}
 	g.t.mu.Unlock()
 	for op, s := range g.ops {
-		s.span.SetAttributes(attribute.String(spanfile.AttrOutcome, "stopped"))
-		s.span.End()
+		endSpan(s, "stopped", false)
 		delete(g.ops, op)
 	}
 	for _, s := range []trace.Span{g.status, g.repair, g.transfer} {
 		if s != nil {
-			s.SetAttributes(attribute.String(spanfile.AttrOutcome, "stopped"))
-			s.End()
+			endSpan(s, "stopped", false)
 		}
 	}
+}
+
+// endSpan ends s with an outcome, marked an error when failed.
+func endSpan(s trace.Span, outcome string, failed bool) {
+	s.SetAttributes(attribute.String(spanfile.AttrOutcome, outcome))
+	if failed {
+		s.SetStatus(codes.Error, outcome)
+	}
+	s.End()
 }
 
 // publish stores the core's figures for the gauges.
@@ -310,10 +359,7 @@ func (g *groupTrace) publish(core *vsr.Replica) {
 // admit marks the time a request entered the core (primary), and the
 // request span the op will link to.
 func (g *groupTrace) admit(req *clientRequest) {
-	if g == nil {
-		return
-	}
-	if !g.t.tracing {
+	if !g.tracing() {
 		return
 	}
 	g.admitted = time.Now()
@@ -323,7 +369,8 @@ func (g *groupTrace) admit(req *clientRequest) {
 	}
 }
 
-func (g *groupTrace) op(op uint64, view uint32, now time.Time) *opSpan {
+// op is the open span of op, started at now if there is none.
+func (g *groupTrace) op(op uint64, view uint32, now time.Time) trace.Span {
 	if s, ok := g.ops[op]; ok {
 		return s
 	}
@@ -335,8 +382,7 @@ func (g *groupTrace) op(op uint64, view uint32, now time.Time) *opSpan {
 	if g.link.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: g.link}))
 	}
-	_, span := g.t.tracer.Start(ctx, spanfile.SpanOp, opts...)
-	s := &opSpan{span: span}
+	_, s := g.t.tracer.Start(ctx, spanfile.SpanOp, opts...)
 	g.ops[op] = s
 	return s
 }
@@ -344,7 +390,7 @@ func (g *groupTrace) op(op uint64, view uint32, now time.Time) *opSpan {
 // journaled: this replica's journal holds op; at the primary (leading)
 // that is also the moment the prepare was built.
 func (g *groupTrace) journaled(ph wire.PrepareHeader, leading bool) {
-	if g == nil {
+	if g == nil || !leading && !g.t.tracing {
 		return
 	}
 	now := time.Now()
@@ -356,25 +402,21 @@ func (g *groupTrace) journaled(ph wire.PrepareHeader, leading bool) {
 		return
 	}
 	if leading && !g.admitted.IsZero() {
-		s := g.op(ph.Op, ph.View, g.admitted)
-		s.span.AddEvent(spanfile.EventAdmitted, trace.WithTimestamp(g.admitted))
+		g.op(ph.Op, ph.View, g.admitted).AddEvent(spanfile.EventAdmitted, trace.WithTimestamp(g.admitted))
 		g.admitted, g.link = time.Time{}, trace.SpanContext{}
 	}
 	s := g.op(ph.Op, ph.View, now)
 	if leading {
-		s.span.AddEvent(spanfile.EventPrepared, trace.WithTimestamp(now), trace.WithAttributes(
+		s.AddEvent(spanfile.EventPrepared, trace.WithTimestamp(now), trace.WithAttributes(
 			attribute.Int64(spanfile.AttrOp, int64(ph.Op)), attribute.Int64(spanfile.AttrView, int64(ph.View))))
 	}
-	s.span.AddEvent(spanfile.EventJournaled, trace.WithTimestamp(now))
+	s.AddEvent(spanfile.EventJournaled, trace.WithTimestamp(now))
 }
 
 // sent notes the prepares among a Ready's sends (the primary's
 // replication, a backup's forward along the chain).
 func (g *groupTrace) sent(envs []vsr.Envelope) {
-	if g == nil {
-		return
-	}
-	if !g.t.tracing {
+	if !g.tracing() {
 		return
 	}
 	for _, e := range envs {
@@ -382,90 +424,79 @@ func (g *groupTrace) sent(envs []vsr.Envelope) {
 		if h.Command() != wire.CmdPrepare {
 			continue
 		}
-		ph := h.Prepare()
-		if s, ok := g.ops[ph.Op]; ok {
-			s.span.AddEvent(spanfile.EventForwarded, trace.WithAttributes(attribute.Int(spanfile.AttrPeer, int(e.To))))
+		if s, ok := g.ops[h.Prepare().Op]; ok {
+			s.AddEvent(spanfile.EventForwarded, trace.WithAttributes(attribute.Int(spanfile.AttrPeer, int(e.To))))
 		}
 	}
 }
 
 // peerFrame notes a PrepareOk arriving (at the primary).
 func (g *groupTrace) peerFrame(from uint8, frame []byte) {
-	if g == nil {
-		return
-	}
-	if !g.t.tracing {
+	if !g.tracing() {
 		return
 	}
 	h := wire.HeaderOf(frame)
 	if h.Command() != wire.CmdPrepareOk {
 		return
 	}
-	ok := h.PrepareOk()
-	if s, found := g.ops[ok.Op]; found {
-		s.span.AddEvent(spanfile.EventPrepareOK, trace.WithAttributes(attribute.Int(spanfile.AttrPeer, int(from))))
+	if s, ok := g.ops[h.PrepareOk().Op]; ok {
+		s.AddEvent(spanfile.EventPrepareOK, trace.WithAttributes(attribute.Int(spanfile.AttrPeer, int(from))))
 	}
 }
 
-// committed: the commit point passed op; leading records commit latency.
-func (g *groupTrace) committed(ph wire.PrepareHeader, leading bool) {
+// committed: the commit point passed c; leading records commit latency.
+func (g *groupTrace) committed(c vsr.Committed, leading bool) {
 	if g == nil {
 		return
 	}
-	if j := &g.journaledAt[ph.Op%uint64(len(g.journaledAt))]; leading && j.op == ph.Op && !j.at.IsZero() {
-		g.t.commitLat.Record(context.Background(), time.Since(j.at).Seconds(), g.t.attrSet("kind", groupKind(g.group)))
+	if j := &g.journaledAt[c.Op%uint64(len(g.journaledAt))]; leading && j.op == c.Op && !j.at.IsZero() {
+		g.t.commitLat.Record(context.Background(), time.Since(j.at).Seconds(), g.t.byKind[kindIndex(g.group)].record...)
 	}
 	if !g.t.tracing {
 		return
 	}
-	s := g.op(ph.Op, ph.View, time.Now())
-	s.span.AddEvent(spanfile.EventCommitted)
+	g.op(c.Op, wire.HeaderOf(c.Frame).Prepare().View, time.Now()).AddEvent(spanfile.EventCommitted)
 }
 
 // applied ends a backup's op span; replied (primary) ends the primary's.
 func (g *groupTrace) applied(op uint64, replied bool) {
-	if g == nil {
-		return
-	}
-	if !g.t.tracing {
+	if !g.tracing() {
 		return
 	}
 	s, ok := g.ops[op]
 	if !ok {
 		return
 	}
-	s.span.AddEvent(spanfile.EventApplied)
+	s.AddEvent(spanfile.EventApplied)
 	if replied {
-		s.span.AddEvent(spanfile.EventReplied)
+		s.AddEvent(spanfile.EventReplied)
 	}
-	s.span.End()
+	s.End()
 	delete(g.ops, op)
 }
 
 // truncateFrom ends the spans of discarded ops (from op up).
 func (g *groupTrace) truncateFrom(from uint64) {
-	if g == nil || !g.t.tracing {
+	if !g.tracing() {
 		return
 	}
 	for op, s := range g.ops {
 		if op >= from {
-			s.span.SetAttributes(attribute.String(spanfile.AttrOutcome, "truncated"))
-			s.span.SetStatus(codes.Error, "truncated")
-			s.span.End()
+			endSpan(s, "truncated", true)
 			delete(g.ops, op)
 		}
 	}
 }
 
-// status follows the core's status: a view change or recovery span runs
-// until the replica is normal again.
+// statusChanged follows the core's status: a view change or recovery
+// span runs until the replica is normal again.
 func (g *groupTrace) statusChanged(status vsr.Status, view uint32, role string) {
-	if g == nil || !g.t.tracing {
+	if !g.tracing() {
 		return
 	}
 	if g.status != nil && status == vsr.StatusNormal {
-		g.status.SetAttributes(attribute.Int64(spanfile.AttrView, int64(view)), attribute.String(spanfile.AttrOutcome, "normal as "+role))
-		g.status.End()
+		g.status.SetAttributes(attribute.Int64(spanfile.AttrView, int64(view)))
+		endSpan(g.status, "normal as "+role, false)
 		g.status = nil
 		return
 	}
@@ -477,85 +508,87 @@ func (g *groupTrace) statusChanged(status vsr.Status, view uint32, role string) 
 		name, reason = spanfile.SpanRecovery, "restarted: probing for the current view"
 	}
 	if g.status != nil {
-		g.status.SetAttributes(attribute.String(spanfile.AttrOutcome, "superseded by view "+strconv.Itoa(int(view))))
-		g.status.End()
+		endSpan(g.status, "superseded by view "+strconv.Itoa(int(view)), false)
 	}
 	_, g.status = g.t.tracer.Start(context.Background(), name, trace.WithAttributes(
 		attribute.Int64(spanfile.AttrGroup, int64(g.group)), attribute.Int64(spanfile.AttrView, int64(view)),
 		attribute.Int(spanfile.AttrReplica, int(g.t.replica)), attribute.String(spanfile.AttrReason, reason)))
 }
 
-// spanContext is ctx for log lines about the group's open view change or
-// recovery (or transfer), so they carry its trace and span ids.
-func (g *groupTrace) spanContext(s trace.Span) context.Context {
-	ctx := context.Background()
-	if g != nil && s != nil {
-		ctx = trace.ContextWithSpan(ctx, s)
+// statusContext and transferContext are contexts for log lines about the
+// open view change or recovery, or transfer, so they carry its trace and
+// span ids.
+func (g *groupTrace) statusContext() context.Context {
+	if g == nil {
+		return context.Background()
 	}
-	return ctx
+	return spanContext(g.status)
+}
+
+func (g *groupTrace) transferContext() context.Context {
+	if g == nil {
+		return context.Background()
+	}
+	return spanContext(g.transfer)
+}
+
+func spanContext(s trace.Span) context.Context {
+	if s == nil {
+		return context.Background()
+	}
+	return trace.ContextWithSpan(context.Background(), s)
+}
+
+// interval starts a repair or transfer span, ending the one it replaces.
+func (g *groupTrace) interval(open *trace.Span, name string, from uint8, commitMin, commitMax uint64, reason string) {
+	if *open != nil {
+		endSpan(*open, "superseded", false)
+	}
+	_, *open = g.t.tracer.Start(context.Background(), name, trace.WithAttributes(
+		attribute.Int64(spanfile.AttrGroup, int64(g.group)), attribute.Int(spanfile.AttrReplica, int(g.t.replica)),
+		attribute.Int(spanfile.AttrPeer, int(from)), attribute.Int64("iggy.commit_min", int64(commitMin)),
+		attribute.Int64("iggy.commit_max", int64(commitMax)), attribute.String(spanfile.AttrReason, reason)))
+}
+
+// endInterval ends an open repair or transfer span.
+func endInterval(open *trace.Span, outcome string, failed bool) {
+	if *open != nil {
+		endSpan(*open, outcome, failed)
+		*open = nil
+	}
 }
 
 // repairStarted opens a repair span; it ends when the commit point reaches
 // target, or the next session or a refusal supersedes it.
 func (g *groupTrace) repairStarted(from uint8, commitMin, target uint64) {
-	if g == nil {
+	if !g.tracing() {
 		return
 	}
-	if !g.t.tracing {
-		return
-	}
-	g.endRepair("superseded")
-	_, g.repair = g.t.tracer.Start(context.Background(), spanfile.SpanRepair, trace.WithAttributes(
-		attribute.Int64(spanfile.AttrGroup, int64(g.group)), attribute.Int(spanfile.AttrReplica, int(g.t.replica)),
-		attribute.Int(spanfile.AttrPeer, int(from)), attribute.Int64("iggy.commit_min", int64(commitMin)),
-		attribute.Int64("iggy.commit_max", int64(target)), attribute.String(spanfile.AttrReason, "commit_min behind commit_max")))
+	g.interval(&g.repair, spanfile.SpanRepair, from, commitMin, target, "commit_min behind commit_max")
 	g.repairTarget = target
 }
 
 func (g *groupTrace) repairProgress(commitMin uint64) {
-	if g == nil {
-		return
-	}
-	if g.repair != nil && commitMin >= g.repairTarget {
-		g.endRepair("caught up")
+	if g != nil && g.repair != nil && commitMin >= g.repairTarget {
+		endInterval(&g.repair, "caught up", false)
 	}
 }
 
 func (g *groupTrace) endRepair(outcome string) {
-	if g == nil {
-		return
-	}
-	if g.repair != nil {
-		g.repair.SetAttributes(attribute.String(spanfile.AttrOutcome, outcome))
-		g.repair.End()
-		g.repair = nil
+	if g != nil {
+		endInterval(&g.repair, outcome, false)
 	}
 }
 
 func (g *groupTrace) transferStarted(from uint8, commitMin, commitMax uint64) {
-	if g == nil {
-		return
+	if g.tracing() {
+		g.interval(&g.transfer, spanfile.SpanStateTransfer, from, commitMin, commitMax, "repair refused: the ops are compacted")
 	}
-	if !g.t.tracing {
-		return
-	}
-	g.endTransfer("superseded")
-	_, g.transfer = g.t.tracer.Start(context.Background(), spanfile.SpanStateTransfer, trace.WithAttributes(
-		attribute.Int64(spanfile.AttrGroup, int64(g.group)), attribute.Int(spanfile.AttrReplica, int(g.t.replica)),
-		attribute.Int(spanfile.AttrPeer, int(from)), attribute.Int64("iggy.commit_min", int64(commitMin)),
-		attribute.Int64("iggy.commit_max", int64(commitMax)), attribute.String(spanfile.AttrReason, "repair refused: the ops are compacted")))
 }
 
+// endTransfer ends the transfer span; anything but installed is a failure.
 func (g *groupTrace) endTransfer(outcome string) {
-	if g == nil {
-		return
-	}
-	if g.transfer != nil {
-		g.transfer.SetAttributes(attribute.String(spanfile.AttrOutcome, outcome))
-		if outcome != "installed" {
-			g.transfer.SetStatus(codes.Error, outcome)
-		}
-		g.transfer.End()
-		g.transfer = nil
+	if g != nil {
+		endInterval(&g.transfer, outcome, outcome != "installed")
 	}
 }

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,8 +13,10 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	clientplane "iggynode/plane/client"
 	"iggynode/telemetry/spanfile"
 	"iggynode/telemetry/traceid"
+	"iggynode/vsr"
 	"iggynode/wire"
 )
 
@@ -168,4 +171,25 @@ func attrString(attrs []attribute.KeyValue, key string) string {
 		}
 	}
 	return ""
+}
+
+// DESIGN.md "no per-message allocation": with metrics on (a real SDK
+// meter provider) and tracing off, a request's measurements, its op's
+// journal and commit hooks allocate nothing.
+func TestRequestMetricsAllocateNothing(t *testing.T) {
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	tel := newNodeTelemetry(Options{MeterProvider: mp}, 0, wire.U128{}, new(atomic.Uint64), nil)
+	g := tel.group(5)
+	reply := make([]byte, wire.HeaderSize)
+	for _, h := range []wire.RequestHeader{{Operation: wire.OpSendMessages}, {Operation: wire.OpNonReplicated, Code: wire.CodePollMessages}} {
+		n := testing.AllocsPerRun(200, func() {
+			r := tel.beginRequest(&h, 1000, clientplane.TransportTCP)
+			g.journaled(wire.PrepareHeader{Op: 7}, true)
+			g.committed(vsr.Committed{Op: 7}, true)
+			tel.endRequest(&r, reply, clientplane.TransportTCP)
+		})
+		if n != 0 {
+			t.Errorf("%s: %v allocations per request", commandName(&h), n)
+		}
+	}
 }

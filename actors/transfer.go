@@ -9,7 +9,6 @@ import (
 	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"go.opentelemetry.io/otel/trace"
 
 	"iggynode/metadata"
 	"iggynode/partition"
@@ -74,7 +73,6 @@ type transferShell struct {
 	tr        *groupTrace // spans (telemetry.go); set by the group actor
 }
 
-// tr, when set, records the shell's transfers as spans.
 func newTransferShell(n *Node, log *slog.Logger, group uint64, core *vsr.Replica) *transferShell {
 	return &transferShell{n: n, log: log, group: group, core: core, offers: map[offerKey]*transferOffer{}}
 }
@@ -248,11 +246,7 @@ func (t *transferShell) maybeStart(ctx actor.Context) {
 	t.child = ctx.Spawn(props)
 	t.core.SetTransferring(true)
 	t.tr.transferStarted(t.peer, t.core.CommitMin(), t.core.CommitMax())
-	var span trace.Span
-	if t.tr != nil {
-		span = t.tr.transfer
-	}
-	t.log.InfoContext(t.tr.spanContext(span), "state transfer started", "group", t.group, "from", peer, "commit_min", t.core.CommitMin(), "commit_max", t.core.CommitMax())
+	t.log.InfoContext(t.tr.transferContext(), "state transfer started", "group", t.group, "from", peer, "commit_min", t.core.CommitMin(), "commit_max", t.core.CommitMax())
 }
 
 func (t *transferShell) abandon(err error) {
