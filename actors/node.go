@@ -355,7 +355,7 @@ func (n *Node) writeRuntimeConfig() error {
 		cfg.TCP.Address = n.TCPAddr()
 	}
 	cfg.Cluster.Auth.SharedSecret, cfg.Cluster.Auth.PreviousSharedSecret, cfg.HTTP.Metrics.Token = "", "", ""
-	path := runtimeConfigPath(cfg.System.Path, cfg.System.Runtime.Path)
+	path := cfg.RuntimeConfigPath()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}

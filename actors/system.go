@@ -1,8 +1,6 @@
 package actors
 
 import (
-	"path/filepath"
-
 	"github.com/asynkron/protoactor-go/actor"
 
 	"iggynode/diag"
@@ -27,7 +25,7 @@ func (m *metadataActor) snapshot(ctx actor.Context, req *clientRequest) {
 	cfg := m.n.opts.Config
 	env := diag.SnapshotEnv{
 		LogDir:         cfg.LogDir(),
-		ConfigPath:     runtimeConfigPath(cfg.System.Path, cfg.System.Runtime.Path),
+		ConfigPath:     cfg.RuntimeConfigPath(),
 		MaxArchiveSize: int(cfg.MessageBus.MaxMessageSize) - wire.HeaderSize,
 	}
 	body := req.frame[wire.HeaderSize:]
@@ -37,11 +35,4 @@ func (m *metadataActor) snapshot(ctx actor.Context, req *clientRequest) {
 		archive, code := diag.SnapshotFromBody(body, env)
 		root.Send(req.conn, &replyOut{frame: readReply(&req.hdr, commit, code, archive)})
 	}()
-}
-
-func runtimeConfigPath(system, runtime string) string {
-	if filepath.IsAbs(runtime) {
-		return filepath.Join(runtime, "current_config.toml")
-	}
-	return filepath.Join(system, runtime, "current_config.toml")
 }

@@ -52,14 +52,23 @@ type PathOnly struct {
 	Path string `toml:"path"`
 }
 
-// LogDir is where the node writes its log file: system.logging.path,
-// relative to system.path unless absolute (server-behaviour.md 11, as the
-// reference server lays out local_data/logs).
-func (c Config) LogDir() string {
-	if filepath.IsAbs(c.System.Logging.Path) {
-		return c.System.Logging.Path
+// UnderSystem resolves a configured path: relative to system.path unless
+// absolute, as the reference server lays out local_data/logs and
+// local_data/runtime (server-behaviour.md 11).
+func (c Config) UnderSystem(p string) string {
+	if filepath.IsAbs(p) {
+		return p
 	}
-	return filepath.Join(c.System.Path, c.System.Logging.Path)
+	return filepath.Join(c.System.Path, p)
+}
+
+// LogDir is where the node writes its log file: system.logging.path.
+func (c Config) LogDir() string { return c.UnderSystem(c.System.Logging.Path) }
+
+// RuntimeConfigPath is the node's copy of its effective configuration
+// (server-behaviour.md 11.1.4), in system.runtime.path.
+func (c Config) RuntimeConfigPath() string {
+	return filepath.Join(c.UnderSystem(c.System.Runtime.Path), "current_config.toml")
 }
 
 type Logging struct {

@@ -71,17 +71,13 @@ func defaultTelemetry() Telemetry {
 	}
 }
 
-// TracesFile is where the file exporter writes: telemetry.traces.file,
-// relative to system.path unless absolute; empty means traces.jsonl in
-// LogDir.
+// TracesFile is where the file exporter writes: telemetry.traces.file
+// (UnderSystem); empty means traces.jsonl in LogDir.
 func (c Config) TracesFile() string {
-	switch {
-	case c.Telemetry.Traces.File == "":
+	if c.Telemetry.Traces.File == "" {
 		return filepath.Join(c.LogDir(), "traces.jsonl")
-	case filepath.IsAbs(c.Telemetry.Traces.File):
-		return c.Telemetry.Traces.File
 	}
-	return filepath.Join(c.System.Path, c.Telemetry.Traces.File)
+	return c.UnderSystem(c.Telemetry.Traces.File)
 }
 
 // applyOTelEnv maps the standard OpenTelemetry variables onto cfg. Load

@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	_ "net/http/pprof" // --pprof: profiles for performance work
 	"os"
@@ -113,11 +112,7 @@ func run(args []string, environ []string, sig <-chan os.Signal) error {
 		}
 	}
 
-	// The metrics token is a secret only the HTTP handler needs: keep it
-	// out of the node's runtime copy of the configuration (11.1.4, 11.2.5).
-	nodeCfg := cfg
-	nodeCfg.HTTP.Metrics.Token = ""
-	node, err := actors.Start(actors.Options{Config: nodeCfg, RootUsername: user, RootPassword: pass, Logger: logger,
+	node, err := actors.Start(actors.Options{Config: cfg, RootUsername: user, RootPassword: pass, Logger: logger,
 		TracerProvider: tel.TracerProvider(), MeterProvider: tel.MeterProvider()})
 	if err != nil {
 		return err
@@ -233,12 +228,7 @@ func warnExposed(logger *slog.Logger, cfg config.Config, rootPassword string) {
 	if rootPassword != "iggy" || !cfg.TCP.Enabled {
 		return
 	}
-	host, _, err := net.SplitHostPort(cfg.TCP.Address)
-	if err != nil {
-		return
-	}
-	ip := net.ParseIP(host)
-	if host == "localhost" || (ip != nil && ip.IsLoopback()) {
+	if telemetry.IsLoopback(cfg.TCP.Address) {
 		return
 	}
 	logger.Warn(strings.Repeat("!", 72))
