@@ -56,7 +56,7 @@ type Config struct {
 	// Corrupt, if set, may change a replica's applied frame before the
 	// checks see it; tests use it to prove the checks catch divergence.
 	Corrupt func(replica int, op uint64, frame []byte)
-	// Trace, if set, is where replica i's spans go (trace.go). [trace hook]
+	// Trace, if set, is where replica i's spans go (trace.go).
 	Trace TraceWriters
 	// dropRepairRequests loses every RequestPrepares (tests of the
 	// liveness check).
@@ -216,7 +216,7 @@ type run struct {
 	firstOp  map[requestKey]uint64
 	distinct uint64
 	offers   map[offerKey]*simOffer
-	trace    *tracer // [trace hook] nil unless Config.Trace
+	trace    *tracer // nil unless Config.Trace
 }
 
 // Run simulates one seed and returns what happened. It never panics on a
@@ -227,7 +227,7 @@ func Run(cfg Config) (res Result) {
 		canon: make(map[uint64][]byte), position: make(map[uint64]uint64), firstOp: make(map[requestKey]uint64),
 		offers: make(map[offerKey]*simOffer)}
 	r.res.Seed = cfg.Seed
-	r.trace = newTracer(r) // [trace hook]
+	r.trace = newTracer(r)
 	r.net = newNetwork(cfg.Net, cfg.Replicas, r.rng)
 	for i := 0; i < cfg.Replicas; i++ {
 		r.reps = append(r.reps, &replica{core: vsr.New(r.coreConfig(i)), journal: make(map[uint64][]byte)})
@@ -281,7 +281,7 @@ func Run(cfg Config) (res Result) {
 }
 
 func (r *run) finish() Result {
-	r.trace.close() // [trace hook]
+	r.trace.close()
 	r.res.Ticks = r.now
 	r.res.Net = r.net.stats
 	for _, rp := range r.reps {
@@ -337,7 +337,7 @@ func (r *run) step() {
 		}
 	}
 	r.net.deliver(r.now, r.faults, func(i int) bool { return r.reps[i].down }, func(from, to int, frame []byte) {
-		r.trace.delivered(from, to, frame) // [trace hook]
+		r.trace.delivered(from, to, frame)
 		if c := wire.HeaderOf(frame).Command(); c >= wire.CmdRequestStateTransfer && c <= wire.CmdStateChunk {
 			r.transferFrame(from, to, frame)
 			return
@@ -625,7 +625,7 @@ func (r *run) drive(i int) {
 				cl.pending = false // resubmitted by the client loop
 			}
 		}
-		r.trace.ready(i, rd) // [trace hook]
+		r.trace.ready(i, rd)
 	}
 	r.maybeStartTransfer(i)
 }
@@ -745,7 +745,7 @@ func (r *run) checkAcknowledgedKept() {
 // checkTick: 11.5 rules 1, 2 and 7 (commit and view never go back, no
 // replica beyond the primary), and one primary per view.
 func (r *run) checkTick() {
-	r.trace.observe() // [trace hook]
+	r.trace.observe()
 	primaries := map[uint32]int{}
 	for i, rp := range r.reps {
 		c, v := rp.core.CommitMin(), rp.core.View()

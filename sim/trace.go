@@ -303,7 +303,7 @@ func (t *tracer) observeRepair(i int, rp *replica) {
 	// journal grew past where it stopped and the commit point reached the
 	// commit_max of then.
 	if st.repair != nil && rp.core.Op() > st.repairHead && rp.core.CommitMin() >= st.repairTarget {
-		t.end(i, st.repair, "caught_up", nil)
+		t.end(i, st.repair, "caught up", nil)
 		st.repair = nil
 	}
 }

@@ -50,7 +50,7 @@ func (e *FileExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 		return errExporterClosed
 	}
 	for _, s := range spans {
-		rec := SpanRecord(s)
+		rec := spanRecord(s)
 		if err := e.w.Write(&rec); err != nil {
 			return err
 		}
@@ -69,9 +69,9 @@ func (e *FileExporter) Shutdown(ctx context.Context) error {
 	return errors.Join(e.w.Flush(), e.f.Close())
 }
 
-// SpanRecord converts a finished span to its spanfile form: ids in lowercase
+// spanRecord converts a finished span to its spanfile form: ids in lowercase
 // hex, no parent id for a root span, integers kept as int64.
-func SpanRecord(s sdktrace.ReadOnlySpan) spanfile.Record {
+func spanRecord(s sdktrace.ReadOnlySpan) spanfile.Record {
 	sc := s.SpanContext()
 	r := spanfile.Record{
 		TraceID:       sc.TraceID().String(),

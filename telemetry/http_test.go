@@ -2,13 +2,13 @@ package telemetry
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"iggynode/config"
+	"iggynode/internal/testutil"
 )
 
 // The listener on 127.0.0.1:0 serves /ping and the metrics route without
@@ -30,13 +30,7 @@ func TestServeLoopback(t *testing.T) {
 	base := "http://" + srv.Addr().String()
 	get := func(path string) (int, string) {
 		t.Helper()
-		resp, err := http.Get(base + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return testutil.HTTPGet(t, base+path)
 	}
 	if code, body := get("/ping"); code != 200 || body != "pong" {
 		t.Errorf("/ping: %d %q", code, body)

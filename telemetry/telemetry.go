@@ -54,7 +54,6 @@ type Telemetry struct {
 	tp       *sdktrace.TracerProvider // nil: tracing off
 	mp       *sdkmetric.MeterProvider // nil: metrics off
 	lp       *sdklog.LoggerProvider   // nil: no OTLP log export
-	registry *prometheus.Registry     // nil unless the prometheus exporter
 	promHTTP http.Handler
 	version  string
 }
@@ -170,7 +169,6 @@ func (t *Telemetry) startMetrics(ctx context.Context, m config.TelemetryMetrics,
 			return fmt.Errorf("telemetry.metrics.exporter prometheus: %w", err)
 		}
 		reader = exp
-		t.registry = reg
 		t.promHTTP = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	case config.ExporterOTLP, config.ExporterStdout:
 		var (

@@ -1,7 +1,6 @@
 package telemetry
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -24,6 +23,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"iggynode/config"
+	"iggynode/internal/testutil"
 	"iggynode/telemetry/spanfile"
 	"iggynode/telemetry/traceid"
 )
@@ -227,7 +227,7 @@ func TestSetupSampling(t *testing.T) {
 
 // The stdout exporters write spans and metrics to standard output.
 func TestSetupStdout(t *testing.T) {
-	var buf syncBuffer
+	var buf testutil.Buffer
 	prev := stdout
 	stdout = &buf
 	defer func() { stdout = prev }()
@@ -251,23 +251,6 @@ func TestSetupStdout(t *testing.T) {
 	if !regexp.MustCompile(`"Name":\s*"stdout-span"`).MatchString(out) || !regexp.MustCompile(`"Name":\s*"stdout_counter"`).MatchString(out) {
 		t.Fatalf("stdout exporters wrote:\n%s", out)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // otlpFake is an OTLP/HTTP collector: it keeps the span names and log

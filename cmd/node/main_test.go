@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -10,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"iggynode/internal/testutil"
 )
 
 // The log file is created with its folder and appended to across starts.
@@ -114,17 +115,7 @@ func TestRunServesHTTPAndTelemetry(t *testing.T) {
 	addr, _, _ := strings.Cut(rest, " ")
 	get := func(path string, header ...string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest("GET", "http://"+addr+path, nil)
-		if len(header) == 2 {
-			req.Header.Set(header[0], header[1])
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return testutil.HTTPGet(t, "http://"+addr+path, header...)
 	}
 	if code, body := get("/ping"); code != 200 || body != "pong" {
 		t.Errorf("/ping: %d %q", code, body)

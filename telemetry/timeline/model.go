@@ -198,9 +198,6 @@ func (l *Loader) Read(r io.Reader) error {
 	})
 }
 
-// Add adds one record.
-func (l *Loader) Add(rec *spanfile.Record) { l.add(rec) }
-
 func (l *Loader) add(rec *spanfile.Record) {
 	if _, ok := rec.Attributes[spanfile.AttrSimTick]; ok {
 		l.virtual = true
