@@ -179,13 +179,13 @@ func commandKey(h *wire.RequestHeader) uint32 {
 	return 1<<31 | uint32(h.Operation)
 }
 
-// commandName names a request for metrics and spans: its command code
-// for a NonReplicated request, else its operation.
-func commandName(h *wire.RequestHeader) string {
-	if h.Operation == wire.OpNonReplicated {
-		return h.Code.String()
+// commandName names a commandKey for metrics and spans: the command
+// code's name, or the operation's.
+func commandName(key uint32) string {
+	if key&(1<<31) != 0 {
+		return wire.Operation(key &^ (1 << 31)).String()
 	}
-	return h.Operation.String()
+	return wire.CommandCode(key).String()
 }
 
 // commandAttrs are the attribute sets of a command, and of it with a
@@ -202,11 +202,11 @@ func (t *nodeTelemetry) commandAttrs(r *requestTrace, status uint32) (cmd, withS
 	t.cmdMu.Lock()
 	defer t.cmdMu.Unlock()
 	if cmd, ok1 = t.byCommand[r.cmd]; !ok1 {
-		cmd = newAttrs(attribute.String("command", r.name))
+		cmd = newAttrs(attribute.String("command", commandName(r.cmd)))
 		t.byCommand[r.cmd] = cmd
 	}
 	if withStatus, ok2 = t.byStatus[key]; !ok2 {
-		withStatus = newAttrs(attribute.String("command", r.name), attribute.Int64("status", int64(status)))
+		withStatus = newAttrs(attribute.String("command", commandName(r.cmd)), attribute.Int64("status", int64(status)))
 		t.byStatus[key] = withStatus
 	}
 	return cmd, withStatus
@@ -215,9 +215,8 @@ func (t *nodeTelemetry) commandAttrs(r *requestTrace, status uint32) (cmd, withS
 // requestTrace is one client request in flight on a connection (they are
 // served one at a time).
 type requestTrace struct {
-	start time.Time // zero: none in flight
-	cmd   uint32    // commandKey
-	name  string
+	start time.Time  // zero: none in flight
+	cmd   uint32     // commandKey
 	span  trace.Span // nil when not tracing
 }
 
@@ -227,12 +226,12 @@ var (
 )
 
 func (t *nodeTelemetry) beginRequest(h *wire.RequestHeader, size int, transport clientplane.Transport) requestTrace {
-	r := requestTrace{start: time.Now(), cmd: commandKey(h), name: commandName(h)}
+	r := requestTrace{start: time.Now(), cmd: commandKey(h)}
 	t.bytesIn.Add(context.Background(), int64(size), t.byTransport[transport].add...)
 	if t.tracing {
 		_, r.span = t.tracer.Start(context.Background(), spanfile.SpanRequest, trace.WithSpanKind(trace.SpanKindServer),
 			trace.WithTimestamp(r.start), trace.WithAttributes(
-				attribute.String(spanfile.AttrCommand, r.name),
+				attribute.String(spanfile.AttrCommand, commandName(r.cmd)),
 				attribute.Int(spanfile.AttrReplica, int(t.replica)),
 				attribute.Int(spanfile.AttrBytesIn, size)))
 	}

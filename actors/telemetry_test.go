@@ -189,7 +189,7 @@ func TestRequestMetricsAllocateNothing(t *testing.T) {
 			tel.endRequest(&r, reply, clientplane.TransportTCP)
 		})
 		if n != 0 {
-			t.Errorf("%s: %v allocations per request", commandName(&h), n)
+			t.Errorf("%s: %v allocations per request", commandName(commandKey(&h)), n)
 		}
 	}
 }
