@@ -165,7 +165,7 @@ func (n *Node) startReplicaPlane() error {
 			continue
 		}
 		peer := uint8(id)
-		pid, err := root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &peerActor{n: n, id: peer} }),
+		pid, err := root.SpawnNamed(n.props(func() actor.Actor { return &peerActor{n: n, id: peer} }),
 			"peer-"+strconv.Itoa(id))
 		if err != nil {
 			return err

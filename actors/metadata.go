@@ -438,7 +438,7 @@ func (m *metadataActor) bootstrapRoot() error {
 }
 
 func (m *metadataActor) startPartition(ctx actor.Context, ref metadata.PartitionRef) error {
-	props := actor.PropsFromProducer(newPartitionActor(m.n, ref, m.partitionSettings(ref.Stream, ref.Topic)))
+	props := m.n.props(newPartitionActor(m.n, ref, m.partitionSettings(ref.Stream, ref.Topic)))
 	pid, err := ctx.SpawnNamed(props, "p-"+strconv.FormatUint(ref.Group, 16)+"-"+strconv.FormatUint(ref.CreationID, 10))
 	if err != nil {
 		return err

@@ -93,6 +93,9 @@ type Node struct {
 	// collector answers GetStats with process and host figures.
 	collector *diag.Collector
 
+	// dispatcher runs every actor of the node (dispatcher.go).
+	dispatcher *workerDispatcher
+
 	closeOnce sync.Once
 	stop      chan struct{}
 	cluster   *cluster
@@ -144,12 +147,14 @@ func Start(opts Options) (*Node, error) {
 		store.Close()
 		return nil, err
 	}
+	n.dispatcher = newWorkerDispatcher(dispatchWorkers, 300) // 300: protoactor's default throughput
 	// The metadata actor supervises the partition actors; a panic in it
 	// restarts it from durable state.
 	root := n.system.Root.WithGuardian(restartStrategy(n.refs, opts.Logger))
-	n.refs.metadata, err = root.SpawnNamed(actor.PropsFromProducer(meta.producer(),
+	n.refs.metadata, err = root.SpawnNamed(n.props(meta.producer(),
 		actor.WithSupervisor(restartStrategy(n.refs, opts.Logger))), "metadata")
 	if err != nil {
+		n.dispatcher.close()
 		store.Close()
 		return nil, err
 	}
@@ -279,6 +284,16 @@ func (n *Node) peerDrops() map[uint8]uint64 {
 	return out
 }
 
+// props are the props of one of the node's actors: on its dispatcher.
+func (n *Node) props(producer actor.Producer, opts ...actor.PropsOption) *actor.Props {
+	return actor.PropsFromProducer(producer, append(opts, actor.WithDispatcher(n.dispatcher))...)
+}
+
+// dispatchWorkers is how many goroutines run actor turns: a few per core,
+// enough that a connection's, a partition's and the metadata actor's turns
+// find one idle at once.
+const dispatchWorkers = 16
+
 // Restarts counts actor failures handled by supervisors.
 func (n *Node) Restarts() uint64 { return n.refs.restarts.Load() }
 
@@ -287,7 +302,7 @@ func (n *Node) Open(c clientplane.Conn) clientplane.Session {
 	id := n.connID.Add(1)
 	conn := &connection{conn: c, id: id, node: n.refs, log: n.log, clock: n.opts.Clock}
 	n.refs.tel.connections[c.Transport()].Add(1)
-	pid := n.conns.Spawn(actor.PropsFromProducer(func() actor.Actor { return conn }))
+	pid := n.conns.Spawn(n.props(func() actor.Actor { return conn }))
 	return &session{root: n.system.Root, pid: pid}
 }
 
@@ -325,6 +340,7 @@ func (n *Node) Close() error {
 			}
 		}
 		n.system.Shutdown()
+		n.dispatcher.close()
 		err = errors.Join(err, n.store.Close())
 	})
 	return err

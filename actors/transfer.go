@@ -240,7 +240,7 @@ func (t *transferShell) maybeStart(ctx actor.Context) {
 		return
 	}
 	t.peer = uint8(peer)
-	props := actor.PropsFromProducer(func() actor.Actor {
+	props := t.n.props(func() actor.Actor {
 		return &transferActor{n: t.n, log: t.log, group: t.group, peer: t.peer, partition: t.group != wire.MetadataGroup}
 	})
 	t.child = ctx.Spawn(props)
