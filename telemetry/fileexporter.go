@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"bufio"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -9,22 +10,32 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-
-	"iggynode/telemetry/spanfile"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // FileExporter is an sdktrace.SpanExporter that appends each span as a
 // spanfile.Record line to a file. Each exported batch is flushed to the
 // file; Shutdown flushes and closes it.
+//
+// It writes the JSON itself, straight from the SDK's span, into one
+// reused buffer: building a spanfile.Record (maps of attributes) and
+// encoding it with encoding/json cost 13% of a node's CPU at full tracing
+// (docs/benchmarks.md). A resource's JSON is built once. The round-trip
+// tests read the lines back with spanfile.Read.
 type FileExporter struct {
-	mu     sync.Mutex
-	f      *os.File
-	w      *spanfile.Writer
-	closed bool
+	mu      sync.Mutex
+	f       *os.File
+	w       *bufio.Writer
+	buf     []byte
+	res     *resource.Resource
+	resJSON []byte
+	closed  bool
 }
 
 // NewFileExporter opens path for appending, creating it and its parent
@@ -37,7 +48,7 @@ func NewFileExporter(path string) (*FileExporter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &FileExporter{f: f, w: spanfile.NewWriter(f)}, nil
+	return &FileExporter{f: f, w: bufio.NewWriterSize(f, 64<<10)}, nil
 }
 
 var errExporterClosed = errors.New("telemetry: file exporter is shut down")
@@ -50,8 +61,14 @@ func (e *FileExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 		return errExporterClosed
 	}
 	for _, s := range spans {
-		rec := spanRecord(s)
-		if err := e.w.Write(&rec); err != nil {
+		if res := s.Resource(); res != e.res {
+			e.res, e.resJSON = res, nil
+			if res != nil && res.Len() > 0 {
+				e.resJSON = appendAttrs(nil, res.Attributes())
+			}
+		}
+		e.buf = appendSpan(e.buf[:0], s, e.resJSON)
+		if _, err := e.w.Write(e.buf); err != nil {
 			return err
 		}
 	}
@@ -69,34 +86,80 @@ func (e *FileExporter) Shutdown(ctx context.Context) error {
 	return errors.Join(e.w.Flush(), e.f.Close())
 }
 
-// spanRecord converts a finished span to its spanfile form: ids in lowercase
-// hex, no parent id for a root span, integers kept as int64.
-func spanRecord(s sdktrace.ReadOnlySpan) spanfile.Record {
+// appendSpan appends s as one spanfile line (the fields of
+// spanfile.Record, empty ones left out as its omitempty tags do): ids in
+// lowercase hex, no parent id for a root span, integers exact.
+func appendSpan(b []byte, s sdktrace.ReadOnlySpan, resJSON []byte) []byte {
 	sc := s.SpanContext()
-	r := spanfile.Record{
-		TraceID:       sc.TraceID().String(),
-		SpanID:        sc.SpanID().String(),
-		Name:          s.Name(),
-		StartNs:       s.StartTime().UnixNano(),
-		EndNs:         s.EndTime().UnixNano(),
-		Attributes:    attrMap(s.Attributes()),
-		Status:        statusName(s.Status().Code),
-		StatusMessage: s.Status().Description,
-	}
+	b = append(b, `{"trace_id":"`...)
+	b = appendTraceID(b, sc.TraceID())
+	b = append(b, `","span_id":"`...)
+	b = appendSpanID(b, sc.SpanID())
+	b = append(b, '"')
 	if p := s.Parent(); p.SpanID().IsValid() {
-		r.ParentSpanID = p.SpanID().String()
+		b = append(b, `,"parent_span_id":"`...)
+		b = appendSpanID(b, p.SpanID())
+		b = append(b, '"')
 	}
-	if res := s.Resource(); res != nil {
-		r.Resource = attrMap(res.Attributes())
+	b = append(b, `,"name":`...)
+	b = appendString(b, s.Name())
+	b = append(b, `,"start_ns":`...)
+	b = strconv.AppendInt(b, s.StartTime().UnixNano(), 10)
+	b = append(b, `,"end_ns":`...)
+	b = strconv.AppendInt(b, s.EndTime().UnixNano(), 10)
+	if len(resJSON) > 0 {
+		b = append(b, `,"resource":`...)
+		b = append(b, resJSON...)
 	}
-	for _, ev := range s.Events() {
-		r.Events = append(r.Events, spanfile.Event{Name: ev.Name, TimeNs: ev.Time.UnixNano(), Attributes: attrMap(ev.Attributes)})
+	if attrs := s.Attributes(); len(attrs) > 0 {
+		b = append(b, `,"attributes":`...)
+		b = appendAttrs(b, attrs)
 	}
-	for _, l := range s.Links() {
-		r.Links = append(r.Links, spanfile.Link{TraceID: l.SpanContext.TraceID().String(), SpanID: l.SpanContext.SpanID().String()})
+	if evs := s.Events(); len(evs) > 0 {
+		b = append(b, `,"events":[`...)
+		for i, ev := range evs {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"name":`...)
+			b = appendString(b, ev.Name)
+			b = append(b, `,"time_ns":`...)
+			b = strconv.AppendInt(b, ev.Time.UnixNano(), 10)
+			if len(ev.Attributes) > 0 {
+				b = append(b, `,"attributes":`...)
+				b = appendAttrs(b, ev.Attributes)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
 	}
-	return r
+	if links := s.Links(); len(links) > 0 {
+		b = append(b, `,"links":[`...)
+		for i, l := range links {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"trace_id":"`...)
+			b = appendTraceID(b, l.SpanContext.TraceID())
+			b = append(b, `","span_id":"`...)
+			b = appendSpanID(b, l.SpanContext.SpanID())
+			b = append(b, `"}`...)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"status":"`...)
+	b = append(b, statusName(s.Status().Code)...)
+	b = append(b, '"')
+	if msg := s.Status().Description; msg != "" {
+		b = append(b, `,"status_message":`...)
+		b = appendString(b, msg)
+	}
+	return append(b, '}', '\n')
 }
+
+func appendTraceID(b []byte, id trace.TraceID) []byte { return hex.AppendEncode(b, id[:]) }
+
+func appendSpanID(b []byte, id trace.SpanID) []byte { return hex.AppendEncode(b, id[:]) }
 
 func statusName(c codes.Code) string {
 	switch c {
@@ -108,62 +171,107 @@ func statusName(c codes.Code) string {
 	return "unset"
 }
 
-func attrMap(kvs []attribute.KeyValue) map[string]any {
-	if len(kvs) == 0 {
-		return nil
-	}
-	m := make(map[string]any, len(kvs))
-	for _, kv := range kvs {
-		if v := attrValue(kv.Value); v != nil {
-			m[string(kv.Key)] = v
+// appendAttrs appends kvs as a JSON object (a later duplicate key wins
+// when read, as the SDK keeps only one).
+func appendAttrs(b []byte, kvs []attribute.KeyValue) []byte {
+	b = append(b, '{')
+	for i, kv := range kvs {
+		if i > 0 {
+			b = append(b, ',')
 		}
+		b = appendString(b, string(kv.Key))
+		b = append(b, ':')
+		b = appendValue(b, kv.Value)
 	}
-	return m
+	return append(b, '}')
 }
 
-// attrValue is v as a JSON-encodable value: int64 stays int64 (exact),
-// non-finite floats become strings (JSON has no NaN), bytes become hex.
-func attrValue(v attribute.Value) any {
+// appendValue appends v as JSON: int64 exact, non-finite floats as
+// strings (JSON has no NaN), bytes as hex, slices as arrays, maps as
+// objects; an unknown type as null.
+func appendValue(b []byte, v attribute.Value) []byte {
 	switch v.Type() {
 	case attribute.BOOL:
-		return v.AsBool()
+		return strconv.AppendBool(b, v.AsBool())
 	case attribute.INT64:
-		return v.AsInt64()
+		return strconv.AppendInt(b, v.AsInt64(), 10)
 	case attribute.FLOAT64:
-		return jsonFloat(v.AsFloat64())
+		return appendFloat(b, v.AsFloat64())
 	case attribute.STRING:
-		return v.AsString()
+		return appendString(b, v.AsString())
 	case attribute.BOOLSLICE:
-		return v.AsBoolSlice()
+		return appendArray(b, v.AsBoolSlice(), strconv.AppendBool)
 	case attribute.INT64SLICE:
-		return v.AsInt64Slice()
+		return appendArray(b, v.AsInt64Slice(), func(b []byte, n int64) []byte { return strconv.AppendInt(b, n, 10) })
 	case attribute.FLOAT64SLICE:
-		fs := v.AsFloat64Slice()
-		out := make([]any, len(fs))
-		for i, f := range fs {
-			out[i] = jsonFloat(f)
-		}
-		return out
+		return appendArray(b, v.AsFloat64Slice(), appendFloat)
 	case attribute.STRINGSLICE:
-		return v.AsStringSlice()
+		return appendArray(b, v.AsStringSlice(), appendString)
 	case attribute.BYTESLICE:
-		return hex.EncodeToString(v.AsByteSlice())
+		b = append(b, '"')
+		b = hex.AppendEncode(b, v.AsByteSlice())
+		return append(b, '"')
 	case attribute.SLICE:
-		vs := v.AsSlice()
-		out := make([]any, len(vs))
-		for i, e := range vs {
-			out[i] = attrValue(e)
-		}
-		return out
+		return appendArray(b, v.AsSlice(), appendValue)
 	case attribute.MAP:
-		return attrMap(v.AsMap())
+		return appendAttrs(b, v.AsMap())
 	}
-	return nil
+	return append(b, "null"...)
 }
 
-func jsonFloat(f float64) any {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return strconv.FormatFloat(f, 'g', -1, 64)
+func appendArray[T any](b []byte, xs []T, each func([]byte, T) []byte) []byte {
+	b = append(b, '[')
+	for i, x := range xs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = each(b, x)
 	}
-	return f
+	return append(b, ']')
+}
+
+func appendFloat(b []byte, f float64) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		b = append(b, '"')
+		b = strconv.AppendFloat(b, f, 'g', -1, 64)
+		return append(b, '"')
+	}
+	return strconv.AppendFloat(b, f, 'g', -1, 64)
+}
+
+// appendString appends s as a JSON string: quotes, backslashes and
+// control characters escaped, invalid UTF-8 replaced by U+FFFD (as
+// encoding/json does).
+func appendString(b []byte, s string) []byte {
+	const hexDigits = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, "\\ufffd"...)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
 }

@@ -60,7 +60,8 @@ func TestFileExporterRoundTrip(t *testing.T) {
 		trace.WithAttributes(attribute.Int64(spanfile.AttrOp, 1<<62), attribute.Int64(spanfile.AttrGroup, -7),
 			attribute.String(spanfile.AttrCommand, "send_messages"), attribute.Bool("flag", true),
 			attribute.Float64("ratio", 0.5), attribute.Float64("nan", math.NaN()),
-			attribute.Int64Slice("peers", []int64{1, 2, math.MaxInt64}), attribute.StringSlice("tags", []string{"x", "y"})),
+			attribute.Int64Slice("peers", []int64{1, 2, math.MaxInt64}), attribute.StringSlice("tags", []string{"x", "y"}),
+			attribute.String("text", "q\"b\\s\nl\x01c é\xffx")),
 		trace.WithLinks(trace.Link{SpanContext: linked}))
 	root.AddEvent(spanfile.EventPrepared, trace.WithAttributes(attribute.Int64(spanfile.AttrView, 3)))
 	root.AddEvent(spanfile.EventJournaled)
@@ -113,6 +114,9 @@ func TestFileExporterRoundTrip(t *testing.T) {
 	if r.Attributes["ratio"] != json.Number("0.5") || r.Attributes["nan"] != "NaN" {
 		t.Errorf("floats %v %v", r.Attributes["ratio"], r.Attributes["nan"])
 	}
+	if r.Attributes["text"] != "q\"b\\s\nl\x01c é\uFFFDx" {
+		t.Errorf("string escaping: %q", r.Attributes["text"])
+	}
 	if peers, ok := r.Attributes["peers"].([]any); !ok || len(peers) != 3 || peers[2] != json.Number("9223372036854775807") {
 		t.Errorf("peers %v", r.Attributes["peers"])
 	}
@@ -154,4 +158,26 @@ func TestFileExporterUnsetStatus(t *testing.T) {
 		t.Fatalf("records %+v", recs)
 	}
 	_ = tp.Shutdown(context.Background())
+}
+
+// The hand-written string encoder agrees with encoding/json on every
+// string: what it writes is valid JSON and reads back as what
+// json.Marshal's output reads back as (invalid UTF-8 included).
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "plain", "q\"b\\s\n\r\t\x00\x1f", "é\xff\xfe日本", "\u2028<&>"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var got, want string
+		if err := json.Unmarshal(appendString(nil, s), &got); err != nil {
+			t.Fatalf("%q: invalid JSON %q: %v", s, appendString(nil, s), err)
+		}
+		ref, _ := json.Marshal(s)
+		if err := json.Unmarshal(ref, &want); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("%q: read back %q, encoding/json gives %q", s, got, want)
+		}
+	})
 }
