@@ -42,9 +42,6 @@ type nodeTelemetry struct {
 	replica uint8
 	cluster wire.U128
 
-	requests   metric.Int64Counter
-	bytesIn    metric.Int64Counter
-	bytesOut   metric.Int64Counter
 	sendLat    metric.Float64Histogram
 	pollLat    metric.Float64Histogram
 	requestLat metric.Float64Histogram
@@ -55,10 +52,13 @@ type nodeTelemetry struct {
 	byTransport [clientplane.TransportWebSocket + 1]attrs
 	byKind      [2]attrs // partition, metadata (groupKind)
 	cmdMu       sync.RWMutex
-	byCommand   map[uint32]attrs // commandKey
-	byStatus    map[uint64]attrs // commandKey<<32 | status
+	byCommand   map[uint32]attrs           // commandKey
+	byStatus    map[uint64]*requestCounter // commandKey<<32 | status
 
-	connections [clientplane.TransportWebSocket + 1]atomic.Int64
+	// Counters the hot path bumps with one atomic add; the SDK reads them
+	// at collection (observable counters), so a request pays for no SDK
+	// call but its latency's.
+	connections, bytesIn, bytesOut [clientplane.TransportWebSocket + 1]atomic.Int64
 
 	mu     sync.Mutex
 	groups map[uint64]*groupGauges
@@ -66,18 +66,24 @@ type nodeTelemetry struct {
 
 // attrs is one attribute set as each kind of measurement takes it.
 type attrs struct {
-	add     []metric.AddOption
 	record  []metric.RecordOption
 	observe []metric.ObserveOption
 }
 
 func newAttrs(kv ...attribute.KeyValue) attrs {
 	o := metric.WithAttributeSet(attribute.NewSet(kv...))
-	return attrs{add: []metric.AddOption{o}, record: []metric.RecordOption{o}, observe: []metric.ObserveOption{o}}
+	return attrs{record: []metric.RecordOption{o}, observe: []metric.ObserveOption{o}}
 }
 
 // transports are the client transports, for the per-transport series.
 var transports = []clientplane.Transport{clientplane.TransportTCP, clientplane.TransportQUIC, clientplane.TransportWebSocket}
+
+// requestCounter counts the requests of one command answered with one
+// status.
+type requestCounter struct {
+	n     atomic.Int64
+	attrs attrs
+}
 
 // groupGauges are one consensus group's figures, published by its actor
 // after each drive and read at collection.
@@ -95,7 +101,7 @@ func newNodeTelemetry(o Options, replica uint8, cluster wire.U128, restarts *ato
 		mp = metricnoop.NewMeterProvider()
 	}
 	t := &nodeTelemetry{tracer: tp.Tracer(instrumentationName), replica: replica, cluster: cluster, groups: map[uint64]*groupGauges{},
-		byCommand: map[uint32]attrs{}, byStatus: map[uint64]attrs{}}
+		byCommand: map[uint32]attrs{}, byStatus: map[uint64]*requestCounter{}}
 	// telemetry.Setup hands a no-op provider when tracing is off: then
 	// every trace hook returns at once.
 	_, noop := tp.(tracenoop.TracerProvider)
@@ -108,10 +114,28 @@ func newNodeTelemetry(o Options, replica uint8, cluster wire.U128, restarts *ato
 	}
 	m := mp.Meter(instrumentationName)
 	seconds := metric.WithExplicitBucketBoundaries(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
-	t.requests, _ = m.Int64Counter("iggy.requests", metric.WithDescription("client requests answered, by command and status"))
-	t.bytesIn, _ = m.Int64Counter("iggy.bytes.in", metric.WithUnit("By"), metric.WithDescription("client request bytes, by transport"))
-	t.bytesOut, _ = m.Int64Counter("iggy.bytes.out", metric.WithUnit("By"), metric.WithDescription("client reply bytes, by transport"))
-	t.requestLat, _ = m.Float64Histogram("iggy.request.duration", metric.WithUnit("s"), seconds, metric.WithDescription("request decode to reply, by command"))
+	_, _ = m.Int64ObservableCounter("iggy.requests", metric.WithDescription("client requests answered, by command and status"),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			t.cmdMu.RLock()
+			defer t.cmdMu.RUnlock()
+			for _, c := range t.byStatus {
+				o.Observe(c.n.Load(), c.attrs.observe...)
+			}
+			return nil
+		}))
+	perTransport := func(name, desc string, counts *[clientplane.TransportWebSocket + 1]atomic.Int64) {
+		_, _ = m.Int64ObservableCounter(name, metric.WithUnit("By"), metric.WithDescription(desc),
+			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+				for _, tr := range transports {
+					o.Observe(counts[tr].Load(), t.byTransport[tr].observe...)
+				}
+				return nil
+			}))
+	}
+	perTransport("iggy.bytes.in", "client request bytes, by transport", &t.bytesIn)
+	perTransport("iggy.bytes.out", "client reply bytes, by transport", &t.bytesOut)
+	t.requestLat, _ = m.Float64Histogram("iggy.request.duration", metric.WithUnit("s"), seconds,
+		metric.WithDescription("request decode to reply, by command; SendMessages and PollMessages have their own histograms"))
 	t.sendLat, _ = m.Float64Histogram("iggy.send.duration", metric.WithUnit("s"), seconds, metric.WithDescription("SendMessages decode to reply"))
 	t.pollLat, _ = m.Float64Histogram("iggy.poll.duration", metric.WithUnit("s"), seconds, metric.WithDescription("PollMessages decode to reply"))
 	t.commitLat, _ = m.Float64Histogram("iggy.vsr.commit.duration", metric.WithUnit("s"), seconds, metric.WithDescription("primary: prepare journaled to committed, by group kind"))
@@ -188,16 +212,16 @@ func commandName(key uint32) string {
 	return wire.CommandCode(key).String()
 }
 
-// commandAttrs are the attribute sets of a command, and of it with a
-// status; built on a command's first request.
-func (t *nodeTelemetry) commandAttrs(r *requestTrace, status uint32) (cmd, withStatus attrs) {
+// commandSeries are a command's attribute set and its counter for a
+// status; built on the first such request.
+func (t *nodeTelemetry) commandSeries(r *requestTrace, status uint32) (cmd attrs, count *requestCounter) {
 	key := uint64(r.cmd)<<32 | uint64(status)
 	t.cmdMu.RLock()
 	cmd, ok1 := t.byCommand[r.cmd]
-	withStatus, ok2 := t.byStatus[key]
+	count, ok2 := t.byStatus[key]
 	t.cmdMu.RUnlock()
 	if ok1 && ok2 {
-		return cmd, withStatus
+		return cmd, count
 	}
 	t.cmdMu.Lock()
 	defer t.cmdMu.Unlock()
@@ -205,11 +229,11 @@ func (t *nodeTelemetry) commandAttrs(r *requestTrace, status uint32) (cmd, withS
 		cmd = newAttrs(attribute.String("command", commandName(r.cmd)))
 		t.byCommand[r.cmd] = cmd
 	}
-	if withStatus, ok2 = t.byStatus[key]; !ok2 {
-		withStatus = newAttrs(attribute.String("command", commandName(r.cmd)), attribute.Int64("status", int64(status)))
-		t.byStatus[key] = withStatus
+	if count, ok2 = t.byStatus[key]; !ok2 {
+		count = &requestCounter{attrs: newAttrs(attribute.String("command", commandName(r.cmd)), attribute.Int64("status", int64(status)))}
+		t.byStatus[key] = count
 	}
-	return cmd, withStatus
+	return cmd, count
 }
 
 // requestTrace is one client request in flight on a connection (they are
@@ -227,7 +251,7 @@ var (
 
 func (t *nodeTelemetry) beginRequest(h *wire.RequestHeader, size int, transport clientplane.Transport) requestTrace {
 	r := requestTrace{start: time.Now(), cmd: commandKey(h)}
-	t.bytesIn.Add(context.Background(), int64(size), t.byTransport[transport].add...)
+	t.bytesIn[transport].Add(int64(size))
 	if t.tracing {
 		_, r.span = t.tracer.Start(context.Background(), spanfile.SpanRequest, trace.WithSpanKind(trace.SpanKindServer),
 			trace.WithTimestamp(r.start), trace.WithAttributes(
@@ -256,17 +280,18 @@ func (t *nodeTelemetry) endRequest(r *requestTrace, reply []byte, transport clie
 		return
 	}
 	status := wire.HeaderOf(reply).Reply().Status
-	t.bytesOut.Add(ctx, int64(len(reply)), t.byTransport[transport].add...)
-	cmd, withStatus := t.commandAttrs(r, status)
-	t.requests.Add(ctx, 1, withStatus.add...)
+	t.bytesOut[transport].Add(int64(len(reply)))
+	cmd, count := t.commandSeries(r, status)
+	count.n.Add(1)
 	d := now.Sub(r.start).Seconds()
 	switch r.cmd {
 	case sendKeys[0], sendKeys[1]:
 		t.sendLat.Record(ctx, d)
 	case pollKey:
 		t.pollLat.Record(ctx, d)
+	default:
+		t.requestLat.Record(ctx, d, cmd.record...)
 	}
-	t.requestLat.Record(ctx, d, cmd.record...)
 	if r.span != nil {
 		r.span.SetAttributes(attribute.Int64(spanfile.AttrStatus, int64(status)), attribute.Int(spanfile.AttrBytesOut, len(reply)))
 		if status != 0 {
