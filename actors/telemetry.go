@@ -429,12 +429,13 @@ func (g *groupTrace) journaled(ph wire.PrepareHeader, leading bool) {
 		g.op(ph.Op, ph.View, g.admitted).AddEvent(spanfile.EventAdmitted, trace.WithTimestamp(g.admitted))
 		g.admitted, g.link = time.Time{}, trace.SpanContext{}
 	}
+	// Events at "now" take the SDK's own clock (an explicit timestamp is
+	// an allocation per event); op and view are the span's attributes.
 	s := g.op(ph.Op, ph.View, now)
 	if leading {
-		s.AddEvent(spanfile.EventPrepared, trace.WithTimestamp(now), trace.WithAttributes(
-			attribute.Int64(spanfile.AttrOp, int64(ph.Op)), attribute.Int64(spanfile.AttrView, int64(ph.View))))
+		s.AddEvent(spanfile.EventPrepared)
 	}
-	s.AddEvent(spanfile.EventJournaled, trace.WithTimestamp(now))
+	s.AddEvent(spanfile.EventJournaled)
 }
 
 // sent notes the prepares among a Ready's sends (the primary's
