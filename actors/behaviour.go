@@ -56,8 +56,14 @@ func (b *statusBehaviour) follow(core *vsr.Replica, log *slog.Logger, group uint
 	if primary {
 		role = "primary"
 	}
+	// A line carries the span it is about: the view change or recovery
+	// that begins, or, when the replica settles, the one that ends.
+	ended := tr.statusContext()
 	tr.statusChanged(status, view, role)
 	ctx := tr.statusContext()
+	if status == vsr.StatusNormal {
+		ctx = ended
+	}
 	switch status {
 	case vsr.StatusNormal:
 		log.InfoContext(ctx, "view settled", "group", group, "view", view, "role", role, "commit", core.CommitMin())

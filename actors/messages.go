@@ -2,7 +2,6 @@ package actors
 
 import (
 	"github.com/asynkron/protoactor-go/actor"
-	"go.opentelemetry.io/otel/trace"
 
 	"iggynode/metadata"
 	clientplane "iggynode/plane/client"
@@ -47,7 +46,18 @@ type clientRequest struct {
 	address string
 	relay   *relay // set when another replica forwarded it (partition_forward.go)
 	// span is the request's span when tracing (its op spans link to it).
-	span trace.Span
+	span *spanRecord
+}
+
+// countEntities asks the metadata actor for entityCounts (the entity
+// gauges, read at collection).
+type countEntities struct{}
+
+// entityCounts are the node's streams, topics, partitions, segments,
+// messages and users, and its open client connections.
+type entityCounts struct {
+	totals  metadata.Totals
+	clients int
 }
 
 // connInfo registers a connection in the node's client list (8.6).

@@ -138,6 +138,10 @@ func (m *metadataActor) receive(ctx actor.Context) {
 		m.onInternalLogout(ctx, msg)
 	case *partitionStats:
 		m.state.SetPartitionStats(msg.group, msg.stats)
+	case *countEntities:
+		if m.state != nil {
+			ctx.Respond(&entityCounts{totals: m.state.Totals(), clients: len(m.conns)})
+		}
 	case *connInfo:
 		m.conns[msg.id] = msg
 	case *connBound:

@@ -155,6 +155,7 @@ func Start(opts Options) (*Node, error) {
 		actor.WithSupervisor(restartStrategy(n.refs, opts.Logger))), "metadata")
 	if err != nil {
 		n.dispatcher.close()
+		n.refs.tel.close()
 		store.Close()
 		return nil, err
 	}
@@ -162,6 +163,8 @@ func Start(opts Options) (*Node, error) {
 		n.Close()
 		return nil, err
 	}
+	countEntities := n.countEntities
+	n.refs.tel.entities.Store(&countEntities)
 	// Connections are stopped, never restarted, after a panic: the
 	// transport is closed and the client reconnects (the session state
 	// is not worth resurrecting).
@@ -315,6 +318,17 @@ type session struct {
 func (s *session) Frame(buf []byte) { s.root.Send(s.pid, &frameIn{buf: buf}) }
 func (s *session) Closed()          { s.root.Send(s.pid, &connClosed{}) }
 
+// countEntities asks the metadata actor for the entity counts; nil when
+// it does not answer within a second (stopped, or booting again).
+func (n *Node) countEntities() *entityCounts {
+	res, err := n.root().RequestFuture(n.refs.metadata, &countEntities{}, time.Second).Result()
+	if err != nil {
+		return nil
+	}
+	c, _ := res.(*entityCounts)
+	return c
+}
+
 // Close shuts the node down gracefully: stop accepting, close client
 // connections, stop the actors (the metadata actor flushes partitions on
 // stop), then close storage.
@@ -341,6 +355,7 @@ func (n *Node) Close() error {
 		}
 		n.system.Shutdown()
 		n.dispatcher.close()
+		n.refs.tel.close()
 		err = errors.Join(err, n.store.Close())
 	})
 	return err

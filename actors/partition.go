@@ -10,13 +10,11 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"go.opentelemetry.io/otel/attribute"
 
 	"iggynode/metadata"
 	"iggynode/partition"
 	clientplane "iggynode/plane/client"
 	"iggynode/storage"
-	"iggynode/telemetry/spanfile"
 	"iggynode/vsr"
 	"iggynode/wire"
 )
@@ -420,8 +418,7 @@ func (p *partitionActor) onSend(ctx actor.Context, m *partitionSend) {
 	}
 	wire.Batch(m.batch).StampPartition(uint64(p.ref.Partition))
 	if req.span != nil {
-		req.span.SetAttributes(attribute.Int64(spanfile.AttrStream, int64(p.ref.Stream)),
-			attribute.Int64(spanfile.AttrTopic, int64(p.ref.Topic)), attribute.Int64(spanfile.AttrPart, int64(p.ref.Partition)))
+		req.span.setRef(p.ref.Stream, p.ref.Topic, p.ref.Partition)
 	}
 	p.tr.admit(req)
 	// The prepare header goes into the 256 bytes in front of the batch:

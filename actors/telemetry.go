@@ -28,9 +28,11 @@ import (
 //
 // Cost: metrics are counters and histograms with attribute sets cached by
 // key, and gauges read at collection from atomics the actors publish; with
-// tracing off (a no-op tracer provider, or one that never samples) every
-// trace hook returns after one boolean test, so the send path allocates
-// nothing more.
+// tracing off (a no-op tracer provider) every trace hook returns after one
+// boolean test, so the send path allocates nothing more. With tracing on,
+// request and op spans are records built into SDK spans off the path
+// (spanqueue.go); the rarer view change, recovery, repair and transfer
+// spans are SDK spans directly, so log lines can carry their ids.
 
 // instrumentationName is the tracer and meter name.
 const instrumentationName = "iggynode"
@@ -39,6 +41,7 @@ const instrumentationName = "iggynode"
 type nodeTelemetry struct {
 	tracer  trace.Tracer
 	tracing bool
+	spans   *spanQueue // nil when not tracing
 	replica uint8
 	cluster wire.U128
 
@@ -62,6 +65,10 @@ type nodeTelemetry struct {
 
 	mu     sync.Mutex
 	groups map[uint64]*groupGauges
+
+	// entities reads the entity counts for the entity gauges; set once the
+	// metadata actor runs.
+	entities atomic.Pointer[func() *entityCounts]
 }
 
 // attrs is one attribute set as each kind of measurement takes it.
@@ -102,17 +109,25 @@ func newNodeTelemetry(o Options, replica uint8, cluster wire.U128, restarts *ato
 	}
 	t := &nodeTelemetry{tracer: tp.Tracer(instrumentationName), replica: replica, cluster: cluster, groups: map[uint64]*groupGauges{},
 		byCommand: map[uint32]attrs{}, byStatus: map[uint64]*requestCounter{}}
+	m := mp.Meter(instrumentationName)
 	// telemetry.Setup hands a no-op provider when tracing is off: then
 	// every trace hook returns at once.
 	_, noop := tp.(tracenoop.TracerProvider)
 	t.tracing = !noop
+	if t.tracing {
+		t.spans = newSpanQueue(t.tracer)
+		_, _ = m.Int64ObservableCounter("iggy.telemetry.spans.dropped", metric.WithDescription("request and op spans dropped because the span builder fell behind"),
+			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+				o.Observe(t.spans.dropped.Load())
+				return nil
+			}))
+	}
 	for _, tr := range transports {
 		t.byTransport[tr] = newAttrs(attribute.String("transport", tr.String()))
 	}
 	for _, g := range []uint64{0, wire.MetadataGroup} {
 		t.byKind[kindIndex(g)] = newAttrs(attribute.String("kind", groupKind(g)))
 	}
-	m := mp.Meter(instrumentationName)
 	seconds := metric.WithExplicitBucketBoundaries(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
 	_, _ = m.Int64ObservableCounter("iggy.requests", metric.WithDescription("client requests answered, by command and status"),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
@@ -160,6 +175,7 @@ func newNodeTelemetry(o Options, replica uint8, cluster wire.U128, restarts *ato
 				return nil
 			}))
 	}
+	t.entityGauges(m)
 	groupGauge := func(name, desc string, read func(*groupGauges) int64) {
 		_, _ = m.Int64ObservableGauge(name, metric.WithDescription(desc),
 			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
@@ -178,6 +194,53 @@ func newNodeTelemetry(o Options, replica uint8, cluster wire.U128, restarts *ato
 			return int64(g.commitMax.Load() - min(g.commitMin.Load(), g.commitMax.Load()))
 		})
 	return t
+}
+
+// entityGauges are the reference server's entity gauges under its names
+// (server-behaviour.md 13.3: streams, topics, partitions, segments,
+// messages, users, clients), sampled at collection: one question to the
+// metadata actor per collection, none while the node serves.
+func (t *nodeTelemetry) entityGauges(m metric.Meter) {
+	series := []struct {
+		name, desc string
+		read       func(*entityCounts) int64
+	}{
+		{"streams", "number of streams", func(c *entityCounts) int64 { return int64(c.totals.Streams) }},
+		{"topics", "number of topics", func(c *entityCounts) int64 { return int64(c.totals.Topics) }},
+		{"partitions", "number of partitions", func(c *entityCounts) int64 { return int64(c.totals.Partitions) }},
+		{"segments", "number of segments", func(c *entityCounts) int64 { return int64(c.totals.Segments) }},
+		{"messages", "number of retained messages", func(c *entityCounts) int64 { return int64(c.totals.MessagesCount) }},
+		{"users", "number of users", func(c *entityCounts) int64 { return int64(c.totals.Users) }},
+		{"clients", "number of binary client connections", func(c *entityCounts) int64 { return int64(c.clients) }},
+	}
+	gauges := make([]metric.Int64ObservableGauge, len(series))
+	observables := make([]metric.Observable, len(series))
+	for i, s := range series {
+		gauges[i], _ = m.Int64ObservableGauge(s.name, metric.WithDescription(s.desc))
+		observables[i] = gauges[i]
+	}
+	_, _ = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		read := t.entities.Load()
+		if read == nil {
+			return nil
+		}
+		c := (*read)()
+		if c == nil {
+			return nil // the metadata actor did not answer (stopping, or booting again)
+		}
+		for i, s := range series {
+			o.ObserveInt64(gauges[i], s.read(c))
+		}
+		return nil
+	}, observables...)
+}
+
+// close builds the spans still queued; the node calls it after its
+// actors stopped.
+func (t *nodeTelemetry) close() {
+	if t.spans != nil {
+		t.spans.close()
+	}
 }
 
 func groupKind(g uint64) string {
@@ -239,9 +302,9 @@ func (t *nodeTelemetry) commandSeries(r *requestTrace, status uint32) (cmd attrs
 // requestTrace is one client request in flight on a connection (they are
 // served one at a time).
 type requestTrace struct {
-	start time.Time  // zero: none in flight
-	cmd   uint32     // commandKey
-	span  trace.Span // nil when not tracing
+	start time.Time   // zero: none in flight
+	cmd   uint32      // commandKey
+	span  *spanRecord // nil when not tracing
 }
 
 var (
@@ -253,11 +316,10 @@ func (t *nodeTelemetry) beginRequest(h *wire.RequestHeader, size int, transport 
 	r := requestTrace{start: time.Now(), cmd: commandKey(h)}
 	t.bytesIn[transport].Add(int64(size))
 	if t.tracing {
-		_, r.span = t.tracer.Start(context.Background(), spanfile.SpanRequest, trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithTimestamp(r.start), trace.WithAttributes(
-				attribute.String(spanfile.AttrCommand, commandName(r.cmd)),
-				attribute.Int(spanfile.AttrReplica, int(t.replica)),
-				attribute.Int(spanfile.AttrBytesIn, size)))
+		// Not pooled: a partition actor may still hold it after the
+		// connection gave up on the reply.
+		r.span = &spanRecord{kind: kindRequest, start: r.start, replica: t.replica, cmd: r.cmd, bytesIn: size}
+		r.span.trace, r.span.span = traceid.Random()
 	}
 	return r
 }
@@ -273,8 +335,8 @@ func (t *nodeTelemetry) endRequest(r *requestTrace, reply []byte, transport clie
 	ctx := context.Background()
 	if len(reply) < wire.HeaderSize {
 		if r.span != nil {
-			r.span.SetStatus(codes.Error, "no reply")
-			r.span.End(trace.WithTimestamp(now))
+			r.span.end = now
+			t.spans.finish(r.span)
 		}
 		*r = requestTrace{}
 		return
@@ -293,11 +355,8 @@ func (t *nodeTelemetry) endRequest(r *requestTrace, reply []byte, transport clie
 		t.requestLat.Record(ctx, d, cmd.record...)
 	}
 	if r.span != nil {
-		r.span.SetAttributes(attribute.Int64(spanfile.AttrStatus, int64(status)), attribute.Int(spanfile.AttrBytesOut, len(reply)))
-		if status != 0 {
-			r.span.SetStatus(codes.Error, "status "+strconv.FormatUint(uint64(status), 10))
-		}
-		r.span.End(trace.WithTimestamp(now))
+		r.span.end, r.span.replied, r.span.status, r.span.bytesOut = now, true, status, len(reply)
+		t.spans.finish(r.span)
 	}
 	*r = requestTrace{}
 }
@@ -310,8 +369,8 @@ type groupTrace struct {
 	t            *nodeTelemetry
 	group        uint64
 	gauges       *groupGauges
-	ops          map[uint64]trace.Span
-	status       trace.Span // the open view change or recovery
+	ops          map[uint64]*spanRecord // open op spans
+	status       trace.Span             // the open view change or recovery
 	repair       trace.Span
 	repairTarget uint64
 	transfer     trace.Span
@@ -332,7 +391,7 @@ func (t *nodeTelemetry) group(g uint64) *groupTrace {
 	t.mu.Lock()
 	t.groups[g] = gg
 	t.mu.Unlock()
-	return &groupTrace{t: t, group: g, gauges: gg, ops: map[uint64]trace.Span{}}
+	return &groupTrace{t: t, group: g, gauges: gg, ops: map[uint64]*spanRecord{}}
 }
 
 // tracing reports whether spans are recorded.
@@ -349,9 +408,8 @@ func (g *groupTrace) close() {
 		delete(g.t.groups, g.group)
 	}
 	g.t.mu.Unlock()
-	for op, s := range g.ops {
-		endSpan(s, "stopped", false)
-		delete(g.ops, op)
+	for op := range g.ops {
+		g.endOp(op, "stopped", false)
 	}
 	for _, s := range []trace.Span{g.status, g.repair, g.transfer} {
 		if s != nil {
@@ -389,26 +447,33 @@ func (g *groupTrace) admit(req *clientRequest) {
 	g.admitted = time.Now()
 	g.link = trace.SpanContext{}
 	if req != nil && req.span != nil {
-		g.link = req.span.SpanContext()
+		g.link = req.span.spanContext()
 	}
 }
 
-// op is the open span of op, started at now if there is none.
-func (g *groupTrace) op(op uint64, view uint32, now time.Time) trace.Span {
-	if s, ok := g.ops[op]; ok {
-		return s
+// op is the open span of op, started at now if there is none; its trace
+// id is derived from (cluster, group, op), the same on every replica.
+func (g *groupTrace) op(op uint64, view uint32, now time.Time) *spanRecord {
+	if r, ok := g.ops[op]; ok {
+		return r
 	}
-	id := spanfile.OpTraceID(g.t.cluster.Lo, g.t.cluster.Hi, g.group, op)
-	ctx := traceid.With(context.Background(), trace.TraceID(id))
-	opts := []trace.SpanStartOption{trace.WithTimestamp(now), trace.WithAttributes(
-		attribute.Int64(spanfile.AttrGroup, int64(g.group)), attribute.Int64(spanfile.AttrOp, int64(op)),
-		attribute.Int64(spanfile.AttrView, int64(view)), attribute.Int(spanfile.AttrReplica, int(g.t.replica)))}
-	if g.link.IsValid() {
-		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: g.link}))
+	r := g.t.spans.newOp()
+	r.trace = trace.TraceID(spanfile.OpTraceID(g.t.cluster.Lo, g.t.cluster.Hi, g.group, op))
+	r.start, r.replica, r.group, r.op, r.view, r.link = now, g.t.replica, g.group, op, view, g.link
+	g.ops[op] = r
+	return r
+}
+
+// endOp hands op's record to the builder, ended now with an outcome
+// (empty: applied).
+func (g *groupTrace) endOp(op uint64, outcome string, failed bool) {
+	r, ok := g.ops[op]
+	if !ok {
+		return
 	}
-	_, s := g.t.tracer.Start(ctx, spanfile.SpanOp, opts...)
-	g.ops[op] = s
-	return s
+	delete(g.ops, op)
+	r.end, r.outcome, r.failed = time.Now(), outcome, failed
+	g.t.spans.finish(r)
 }
 
 // journaled: this replica's journal holds op; at the primary (leading)
@@ -426,16 +491,14 @@ func (g *groupTrace) journaled(ph wire.PrepareHeader, leading bool) {
 		return
 	}
 	if leading && !g.admitted.IsZero() {
-		g.op(ph.Op, ph.View, g.admitted).AddEvent(spanfile.EventAdmitted, trace.WithTimestamp(g.admitted))
+		g.op(ph.Op, ph.View, g.admitted).event(spanfile.EventAdmitted, g.admitted, -1)
 		g.admitted, g.link = time.Time{}, trace.SpanContext{}
 	}
-	// Events at "now" take the SDK's own clock (an explicit timestamp is
-	// an allocation per event); op and view are the span's attributes.
-	s := g.op(ph.Op, ph.View, now)
+	r := g.op(ph.Op, ph.View, now)
 	if leading {
-		s.AddEvent(spanfile.EventPrepared)
+		r.event(spanfile.EventPrepared, now, -1)
 	}
-	s.AddEvent(spanfile.EventJournaled)
+	r.event(spanfile.EventJournaled, now, -1)
 }
 
 // sent notes the prepares among a Ready's sends (the primary's
@@ -449,8 +512,8 @@ func (g *groupTrace) sent(envs []vsr.Envelope) {
 		if h.Command() != wire.CmdPrepare {
 			continue
 		}
-		if s, ok := g.ops[h.Prepare().Op]; ok {
-			s.AddEvent(spanfile.EventForwarded, trace.WithAttributes(attribute.Int(spanfile.AttrPeer, int(e.To))))
+		if r, ok := g.ops[h.Prepare().Op]; ok {
+			r.event(spanfile.EventForwarded, time.Now(), int16(e.To))
 		}
 	}
 }
@@ -464,8 +527,8 @@ func (g *groupTrace) peerFrame(from uint8, frame []byte) {
 	if h.Command() != wire.CmdPrepareOk {
 		return
 	}
-	if s, ok := g.ops[h.PrepareOk().Op]; ok {
-		s.AddEvent(spanfile.EventPrepareOK, trace.WithAttributes(attribute.Int(spanfile.AttrPeer, int(from))))
+	if r, ok := g.ops[h.PrepareOk().Op]; ok {
+		r.event(spanfile.EventPrepareOK, time.Now(), int16(from))
 	}
 }
 
@@ -480,7 +543,8 @@ func (g *groupTrace) committed(c vsr.Committed, leading bool) {
 	if !g.t.tracing {
 		return
 	}
-	g.op(c.Op, wire.HeaderOf(c.Frame).Prepare().View, time.Now()).AddEvent(spanfile.EventCommitted)
+	now := time.Now()
+	g.op(c.Op, wire.HeaderOf(c.Frame).Prepare().View, now).event(spanfile.EventCommitted, now, -1)
 }
 
 // applied ends a backup's op span; replied (primary) ends the primary's.
@@ -488,16 +552,16 @@ func (g *groupTrace) applied(op uint64, replied bool) {
 	if !g.tracing() {
 		return
 	}
-	s, ok := g.ops[op]
+	r, ok := g.ops[op]
 	if !ok {
 		return
 	}
-	s.AddEvent(spanfile.EventApplied)
+	now := time.Now()
+	r.event(spanfile.EventApplied, now, -1)
 	if replied {
-		s.AddEvent(spanfile.EventReplied)
+		r.event(spanfile.EventReplied, now, -1)
 	}
-	s.End()
-	delete(g.ops, op)
+	g.endOp(op, "", false)
 }
 
 // truncateFrom ends the spans of discarded ops (from op up).
@@ -505,10 +569,9 @@ func (g *groupTrace) truncateFrom(from uint64) {
 	if !g.tracing() {
 		return
 	}
-	for op, s := range g.ops {
+	for op := range g.ops {
 		if op >= from {
-			endSpan(s, "truncated", true)
-			delete(g.ops, op)
+			g.endOp(op, "truncated", true)
 		}
 	}
 }

@@ -2,6 +2,10 @@ package actors
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,7 +17,10 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"iggynode/config"
+	"iggynode/internal/testutil"
 	clientplane "iggynode/plane/client"
+	"iggynode/telemetry"
 	"iggynode/telemetry/spanfile"
 	"iggynode/telemetry/traceid"
 	"iggynode/vsr"
@@ -105,19 +112,46 @@ func TestReplicatedOpIsTracedOnEveryReplica(t *testing.T) {
 			t.Errorf("backup %d prepared or replied: %v", i, ev)
 		}
 	}
+	// Each span's steps keep the times they happened, in the order the
+	// protocol takes them, inside the span.
+	order := map[string]int{spanfile.EventAdmitted: 0, spanfile.EventPrepared: 1, spanfile.EventJournaled: 2,
+		spanfile.EventCommitted: 4, spanfile.EventApplied: 5, spanfile.EventReplied: 6}
+	for i, s := range spans {
+		last, lastRank := s.StartTime(), -1
+		for _, e := range s.Events() {
+			rank, ordered := order[e.Name]
+			if e.Time.Before(last) || e.Time.After(s.EndTime()) || ordered && rank < lastRank {
+				t.Errorf("replica %d: event %q at %v out of order (span %v..%v, previous at %v)", i, e.Name, e.Time, s.StartTime(), s.EndTime(), last)
+			}
+			if ordered {
+				lastRank = rank
+			}
+			last = e.Time
+		}
+	}
 	// The op links the client request that admitted it, on the primary.
 	links := spans[0].Links()
 	if len(links) != 1 {
 		t.Fatalf("primary's op span has %d links", len(links))
 	}
+	// Spans are built off the request's path: the request span may come
+	// after the op span.
 	var request sdktrace.ReadOnlySpan
-	for _, s := range recs[0].Ended() {
-		if s.Name() == spanfile.SpanRequest && s.SpanContext().SpanID() == links[0].SpanContext.SpanID() {
-			request = s
+	for deadline := time.Now().Add(5 * time.Second); request == nil; time.Sleep(10 * time.Millisecond) {
+		for _, s := range recs[0].Ended() {
+			if s.Name() == spanfile.SpanRequest && s.SpanContext().SpanID() == links[0].SpanContext.SpanID() &&
+				s.SpanContext().TraceID() == links[0].SpanContext.TraceID() {
+				request = s
+			}
+		}
+		if request == nil && time.Now().After(deadline) {
+			t.Fatal("the linked request span was not recorded")
 		}
 	}
-	if request == nil {
-		t.Fatal("the linked request span was not recorded")
+	if admitted := spans[0].Events()[0]; admitted.Name != spanfile.EventAdmitted || admitted.Time.Before(request.StartTime()) ||
+		spans[0].EndTime().After(request.EndTime()) {
+		t.Errorf("the op (%v, %v..%v) is not inside its request (%v..%v)", admitted.Name, admitted.Time, spans[0].EndTime(),
+			request.StartTime(), request.EndTime())
 	}
 	if attrInt(request.Attributes(), spanfile.AttrStatus) != 0 || attrInt(request.Attributes(), spanfile.AttrPart) != 0 ||
 		attrInt(request.Attributes(), spanfile.AttrBytesIn) <= wire.HeaderSize || attrString(request.Attributes(), spanfile.AttrCommand) == "" {
@@ -191,5 +225,100 @@ func TestRequestMetricsAllocateNothing(t *testing.T) {
 		if n != 0 {
 			t.Errorf("%s: %v allocations per request", commandName(commandKey(&h)), n)
 		}
+	}
+}
+
+// The reference server's entity gauges (server-behaviour.md 13.3) count
+// what the node holds, read at collection.
+func TestEntityGaugesCountTheNode(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	nodes := startNodes(t, 1, func(o *Options) {
+		o.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	})
+	send := oneTopic(t, nodes[0], "counted")
+	send(0, 3)
+	gauges := func() map[string]int64 {
+		var rm metricdata.ResourceMetrics
+		if err := reader.Collect(context.Background(), &rm); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int64{}
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				if g, ok := m.Data.(metricdata.Gauge[int64]); ok && len(g.DataPoints) == 1 {
+					out[m.Name] = g.DataPoints[0].Value
+				}
+			}
+		}
+		return out
+	}
+	want := map[string]int64{"streams": 1, "topics": 1, "partitions": 1, "segments": 1, "messages": 3, "users": 1, "clients": 1}
+	// Partition figures reach the metadata actor after the apply.
+	var got map[string]int64
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got = gauges()
+		if got["messages"] == want["messages"] || time.Now().After(deadline) {
+			break
+		}
+	}
+	for name, v := range want {
+		if got[name] != v {
+			t.Errorf("gauge %s = %d, want %d (all: %v)", name, got[name], v, got)
+		}
+	}
+}
+
+// A view change is a span, and the node's log lines about it carry its
+// trace and span ids (through telemetry.LogHandler), so a reader goes
+// from the log to the trace.
+func TestViewChangeLogLinesCarryItsSpan(t *testing.T) {
+	recs := make([]*tracetest.SpanRecorder, 3)
+	logs := make([]*testutil.Buffer, 3)
+	nodes := startClusterWith(t, 3, func(o *Options) {
+		i := o.Config.Cluster.ReplicaID
+		recs[i], logs[i] = tracetest.NewSpanRecorder(), &testutil.Buffer{}
+		o.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(recs[i]), sdktrace.WithIDGenerator(traceid.Generator()))
+		o.Logger = slog.New((*telemetry.Telemetry)(nil).LogHandler(slog.NewTextHandler(logs[i], nil)))
+		o.Config.Cluster.HeartbeatTimeout = config.Duration(time.Second)
+		o.Config.Cluster.CommitBroadcastInterval = config.Duration(100 * time.Millisecond)
+	})
+	// Replica 0 leads the metadata group; without it the others elect.
+	if err := nodes[0].Close(); err != nil {
+		t.Fatal(err)
+	}
+	group := fmt.Sprint(wire.MetadataGroup)
+	line := regexp.MustCompile(`msg="view (change|settled)" actor=metadata group=` + group + ` view=(\d+) .*trace_id=([0-9a-f]{32}) span_id=([0-9a-f]{16})`)
+	if !logs[1].Await(`msg="view settled" actor=metadata group=`+group, 20*time.Second) {
+		t.Fatalf("replica 1 never settled a new view:\n%s", logs[1].String())
+	}
+	// Each view change line names a view change span replica 1 recorded,
+	// and the settled line names the one that ended.
+	spans := map[string]sdktrace.ReadOnlySpan{}
+	for _, s := range recs[1].Ended() {
+		if s.Name() == spanfile.SpanViewChange {
+			spans[s.SpanContext().TraceID().String()+"/"+s.SpanContext().SpanID().String()] = s
+		}
+	}
+	var changes, settled int
+	for _, m := range line.FindAllStringSubmatch(logs[1].String(), -1) {
+		s, ok := spans[m[3]+"/"+m[4]]
+		if !ok {
+			t.Errorf("log line %q names no recorded view change span", m[0])
+			continue
+		}
+		if m[1] == "change" {
+			changes++
+			if v := attrInt(s.Attributes(), spanfile.AttrView); fmt.Sprint(v) != m[2] {
+				t.Errorf("line for view %s names the span of view %d", m[2], v)
+			}
+		} else {
+			settled++
+			if !strings.HasPrefix(attrString(s.Attributes(), spanfile.AttrOutcome), "normal as ") {
+				t.Errorf("settled line names a span that ended %q", attrString(s.Attributes(), spanfile.AttrOutcome))
+			}
+		}
+	}
+	if changes == 0 || settled == 0 {
+		t.Fatalf("%d view change and %d settled lines carry span ids:\n%s", changes, settled, logs[1].String())
 	}
 }

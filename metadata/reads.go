@@ -229,16 +229,17 @@ func (s *State) topicDetails(st *Stream, t *Topic, read bool) wire.TopicDetails 
 	return d
 }
 
-// Totals are the counters GetStats reports from metadata (client-plane.md 7.14).
+// Totals are the counters GetStats reports from metadata (client-plane.md
+// 7.14), and the users the metrics count (server-behaviour.md 13.3).
 type Totals struct {
-	Streams, Topics, Partitions, Segments, ConsumerGroups uint32
-	MessagesCount, SizeBytes                              uint64
+	Streams, Topics, Partitions, Segments, ConsumerGroups, Users uint32
+	MessagesCount, SizeBytes                                     uint64
 }
 
 // Totals sums the state for GetStats; each partition counts at least one
 // segment.
 func (s *State) Totals() Totals {
-	var out Totals
+	out := Totals{Users: uint32(len(s.users))}
 	for _, st := range s.streams {
 		out.Streams++
 		for _, t := range st.topics {

@@ -106,7 +106,7 @@ func TestReads(t *testing.T) {
 		t.Fatalf("GetUsers % x", p)
 	}
 	tot := h.s.Totals()
-	if tot != (Totals{Streams: 1, Topics: 1, Partitions: 2, Segments: 3, MessagesCount: 3, SizeBytes: 100}) {
+	if tot != (Totals{Streams: 1, Topics: 1, Partitions: 2, Segments: 3, Users: 1, MessagesCount: 3, SizeBytes: 100}) {
 		t.Fatalf("totals %+v", tot)
 	}
 }

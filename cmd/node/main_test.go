@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -123,8 +124,17 @@ func TestRunServesHTTPAndTelemetry(t *testing.T) {
 	if code, _ := get("/metrics"); code != 401 {
 		t.Errorf("/metrics without the token: %d, want 401", code)
 	}
-	if code, body := get("/metrics", "Authorization", "Bearer tok-5ecret"); code != 200 || !strings.Contains(body, "target_info") {
+	code, body := get("/metrics", "Authorization", "Bearer tok-5ecret")
+	if code != 200 || !strings.Contains(body, "target_info") {
 		t.Errorf("/metrics: %d\n%s", code, body)
+	}
+	// The reference server's series, under its names (server-behaviour.md
+	// 13.3): a fresh node has the root user and nothing else.
+	for _, series := range []string{"streams 0", "topics 0", "partitions 0", "segments 0", "messages 0", "users 1", "clients 0", "http_requests_total 3"} {
+		name, value, _ := strings.Cut(series, " ")
+		if !regexp.MustCompile(`(?m)^` + name + `(\{[^}]*\})? ` + value + `$`).MatchString(body) {
+			t.Errorf("/metrics lacks %q:\n%s", series, body)
+		}
 	}
 	if code, _ := get("/streams"); code != 404 {
 		t.Errorf("/streams: %d", code)

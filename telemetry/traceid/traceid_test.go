@@ -60,3 +60,26 @@ func TestChosenTraceIDAndRatioSampling(t *testing.T) {
 		}
 	}
 }
+
+// A span built after the fact takes both ids drawn earlier, so a link
+// made in between points at it.
+func TestChosenSpanID(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tr := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithIDGenerator(Generator())).Tracer("test")
+	tid, sid := Random()
+	tid2, sid2 := Random()
+	if !tid.IsValid() || !sid.IsValid() || tid == tid2 || sid == sid2 {
+		t.Fatalf("Random drew %v/%v and %v/%v", tid, sid, tid2, sid2)
+	}
+	_, s := tr.Start(WithSpan(context.Background(), tid, sid), "request")
+	s.End()
+	_, r := tr.Start(WithSpan(context.Background(), tid, trace.SpanID{}), "request")
+	r.End()
+	got := rec.Ended()
+	if got[0].SpanContext().TraceID() != tid || got[0].SpanContext().SpanID() != sid {
+		t.Fatalf("span took %v/%v, want the chosen %v/%v", got[0].SpanContext().TraceID(), got[0].SpanContext().SpanID(), tid, sid)
+	}
+	if got[1].SpanContext().TraceID() != tid || !got[1].SpanContext().SpanID().IsValid() || got[1].SpanContext().SpanID() == sid {
+		t.Fatalf("an unchosen span id was not drawn: %v", got[1].SpanContext().SpanID())
+	}
+}
