@@ -117,10 +117,15 @@ const (
 )
 
 func newSpanQueue(tracer trace.Tracer) *spanQueue {
-	q := &spanQueue{tracer: tracer, wake: make(chan struct{}, 1), full: make(chan struct{}, 1),
-		stop: make(chan struct{}), done: make(chan struct{})}
+	q := idleSpanQueue(tracer)
 	go q.run()
 	return q
+}
+
+// idleSpanQueue is a queue whose builder is not started (tests).
+func idleSpanQueue(tracer trace.Tracer) *spanQueue {
+	return &spanQueue{tracer: tracer, wake: make(chan struct{}, 1), full: make(chan struct{}, 1),
+		stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 // newOp is an empty op record from the pool.
