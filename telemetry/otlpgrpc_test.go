@@ -8,7 +8,6 @@ import (
 	"net"
 	"sync"
 	"testing"
-	"time"
 
 	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	colmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
@@ -109,11 +108,7 @@ func TestSetupOTLPGRPC(t *testing.T) {
 		t.Fatal(err)
 	}
 	counter.Add(ctx, 1)
-	ctx2, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := tel.Shutdown(ctx2); err != nil {
-		t.Fatal(err)
-	}
+	flush(t, tel)
 	fake.mu.Lock()
 	defer fake.mu.Unlock()
 	if len(fake.spans) != 1 || fake.spans[0] != "grpc-span" {

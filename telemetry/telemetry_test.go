@@ -44,6 +44,16 @@ func setup(t *testing.T, c config.Config) *Telemetry {
 	return tel
 }
 
+// flush shuts tel down, which exports what its exporters still hold.
+func flush(t *testing.T, tel *Telemetry) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tel.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func scrape(t *testing.T, h http.Handler, req *http.Request) *httptest.ResponseRecorder {
 	t.Helper()
 	w := httptest.NewRecorder()
@@ -322,11 +332,7 @@ func TestSetupOTLPHTTP(t *testing.T) {
 	ctx, s := tel.TracerProvider().Tracer("t").Start(context.Background(), "otlp-span")
 	logger.InfoContext(ctx, "otlp-log")
 	s.End()
-	ctx2, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := tel.Shutdown(ctx2); err != nil {
-		t.Fatal(err)
-	}
+	flush(t, tel)
 	fake.mu.Lock()
 	defer fake.mu.Unlock()
 	if len(fake.spans) != 1 || fake.spans[0] != "otlp-span" {
