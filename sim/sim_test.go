@@ -146,6 +146,11 @@ func TestRegressionSeeds(t *testing.T) {
 		{2672, 3, "a replica restarted twice forgot the journal head it had recorded"},
 		{2, 3, "whole-cluster crash of a partition group"},
 		{11, 3, "whole-cluster crash of the metadata group"},
+		// The primary of log_view 1 restarted without its memory journal,
+		// so only a log_view 0 replica held committed op 20; its copy was
+		// counted a nack, with the replica that never got op 20 a quorum
+		// of nacks of a committed op, and every merge deadlocked.
+		{114944, 3, "an older log_view's copy of a committed op counted as a nack"},
 	} {
 		cfg := FaultsFor(c.seed)
 		cfg.Replicas = c.replicas

@@ -78,6 +78,14 @@ func (m *mergedLog) header(op uint64) (wire.PrepareHeader, bool) {
 //     replied, whose DVC's commit then covers it; a metadata op's journal
 //     is durable. An abstention (a suffix not reaching op) blocks it: that
 //     replica may hold the body.
+//   - The implicit nack of step 4 for an older log_view's entry where no
+//     canonical sender names the op applies above commit_max only. At or
+//     below it the op is committed, and that entry is the committed op,
+//     maybe its only copy: when the primary of the newest log_view
+//     restarted without its memory journal it names none of its ops, and
+//     counting the copy as a nack, with a replica that never got the op,
+//     made a quorum of nacks of a committed op, so every view refused
+//     (Deadlocked) forever (simulator seed 114944).
 
 func merge(ds []*dvcRecord, n int) (*mergedLog, mergeOutcome) {
 	var canonLV uint32
@@ -126,8 +134,10 @@ func merge(ds []*dvcRecord, n int) (*mergedLog, mergeOutcome) {
 				copies++
 			case e.Nack:
 				nacks++
-			case !e.Blank && d.logView < canonLV && (canon == nil || e.Prepare.Checksum != canon.Prepare.Checksum):
-				nacks++
+			case !e.Blank && d.logView < canonLV && canon != nil && e.Prepare.Checksum != canon.Prepare.Checksum:
+				nacks++ // replaced in a later view
+			case !e.Blank && d.logView < canonLV && canon == nil && op > commitMax:
+				nacks++ // may have been replaced since; see the doc above
 			}
 		}
 		if nacks >= QuorumNack(n) {

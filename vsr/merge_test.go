@@ -573,3 +573,36 @@ func TestMergeCommittedElsewhere(t *testing.T) {
 		},
 	})
 }
+
+// A committed op that no canonical sender names (the primary of the
+// newest log_view restarted without its memory journal) and an older
+// log_view's sender still holds: that copy is no nack of it. Simulator
+// seed 114944 counted it as one, with the replica that never got the op,
+// a quorum of nacks of a committed op: every view change deadlocked.
+func TestMergeCommittedOpHeldOnlyByAnOlderLogView(t *testing.T) {
+	cases := []struct {
+		name string
+		ds   []*dvcRecord
+		want mergeOutcome
+	}{
+		{"all three: ready, the unnamed ops above commit_max dropped", []*dvcRecord{
+			dvc(0, 1, 6, 4, histA, forgot(5, 6)), dvc(1, 2, 5, 4, histA, forgot(4, 5)), dvc(2, 1, 3, 3, histA)}, mergeReady},
+		{"two of three: the third may hold op 5", []*dvcRecord{
+			dvc(0, 1, 6, 4, histA, forgot(5, 6)), dvc(1, 2, 5, 4, histA, forgot(4, 5))}, mergeAwaitingRepair},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rev := slices.Clone(c.ds)
+			slices.Reverse(rev)
+			for _, ds := range [][]*dvcRecord{c.ds, rev} {
+				m, got := merge(ds, 3)
+				if got != c.want {
+					t.Fatalf("outcome %v, want %v", got, c.want)
+				}
+				if got == mergeReady && (m.opHead != 4 || m.commitMax != 4) {
+					t.Fatalf("op_head %d commit_max %d, want 4 and 4", m.opHead, m.commitMax)
+				}
+			}
+		})
+	}
+}
