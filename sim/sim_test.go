@@ -151,6 +151,11 @@ func TestRegressionSeeds(t *testing.T) {
 		// counted a nack, with the replica that never got op 20 a quorum
 		// of nacks of a committed op, and every merge deadlocked.
 		{114944, 3, "an older log_view's copy of a committed op counted as a nack"},
+		// Op 8 reached its quorum with a backup's ack, the backup restarted
+		// and lost it, the primary committed op 8 on that stale ack, and
+		// after a whole-cluster crash a view without the primary reused
+		// op 8 (vsr.forgetAcks).
+		{129056, 3, "a commit counted an ack from before the acker's restart"},
 	} {
 		cfg := FaultsFor(c.seed)
 		cfg.Replicas = c.replicas

@@ -582,11 +582,30 @@ func (r *Replica) onRequestStartView(q wire.RequestStartViewHeader) {
 		r.beginViewChange(r.view + 1) // our primary restarted and cannot lead
 		return
 	}
+	if r.IsPrimary() {
+		r.forgetAcks(q.Replica)
+	}
 	if !r.IsPrimary() || r.ceded || r.logView != r.view {
 		return
 	}
 	head, body := r.startViewFrame(q.Incarnation)
 	r.ready.Send = append(r.ready.Send, Envelope{To: q.Replica, Head: head, Body: body})
+}
+
+// forgetAcks drops the acknowledgements a restarted replica gave to ops
+// not yet committed. Its journal may have been memory (a partition
+// group's, 9.4 rule 1), lost with the restart, so they no longer stand
+// for a copy: counting them let a primary commit an op that only it still
+// held, which a later view without it then discarded (simulator seed
+// 129056). The replica acknowledges again what it journals anew; the
+// prepare timer resends to it.
+func (r *Replica) forgetAcks(replica uint8) {
+	for op := r.commitMax + 1; op <= r.sequencer; op++ {
+		if e := r.log[op]; e != nil && e.acks&(1<<replica) != 0 {
+			e.acks &^= 1 << replica
+			e.quorum = bits.OnesCount32(e.acks) >= QuorumReplication(r.cfg.ReplicaCount)
+		}
+	}
 }
 
 // startProbe is 6.12 rule 3: Recovering until a StartView is adopted.

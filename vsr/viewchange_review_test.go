@@ -545,3 +545,44 @@ func TestRepairNeverJournalsABrokenHashChain(t *testing.T) {
 		t.Fatalf("replica 2 applied %q as op 2", got)
 	}
 }
+
+// A backup that restarts (its RequestStartView reaches the primary) may
+// have lost the memory journal its acknowledgements stood for: the primary
+// forgets its acks of uncommitted ops and commits them only on fresh ones.
+// Simulator seed 129056: op 8 committed on an ack from before the
+// backup's restart; a later view without the primary discarded it.
+func TestRestartedBackupsAcksAreForgotten(t *testing.T) {
+	r := New(Config{Group: 5, Replica: 0, ReplicaCount: 3, Seed: 1})
+	var preps [3]wire.PrepareHeader
+	for op := uint64(1); op <= 2; op++ {
+		submitBatch(t, r, op-1, 100+op)
+		rd := r.Ready()
+		preps[op] = wire.HeaderOf(rd.Journal[0]).Prepare()
+		r.Journaled(op, nil)
+		r.Ready()
+	}
+	ack := func(replica uint8, op uint64) {
+		p := preps[op]
+		var h wire.Header
+		(&wire.PrepareOkHeader{View: 0, Replica: replica, Parent: p.Parent, PrepareChecksum: p.Checksum, Op: op,
+			Timestamp: p.Timestamp, Operation: p.Operation, Group: 5}).Encode(&h)
+		r.Step(h[:])
+		r.Ready()
+	}
+	ack(2, 2) // op 2 has its quorum; op 1 not yet, so nothing commits
+	if r.CommitMax() != 0 {
+		t.Fatalf("commit_max %d before op 1 has a quorum", r.CommitMax())
+	}
+	var rsv wire.Header
+	(&wire.RequestStartViewHeader{View: 0, Replica: 2, Group: 5, Incarnation: wire.U128{Lo: 9}}).Encode(&rsv)
+	r.Step(rsv[:]) // replica 2 restarted
+	r.Ready()
+	ack(1, 1)
+	if r.CommitMax() != 1 {
+		t.Fatalf("commit_max %d, want 1: op 2's only backup ack came from before replica 2's restart", r.CommitMax())
+	}
+	ack(1, 2)
+	if r.CommitMax() != 2 {
+		t.Fatalf("commit_max %d after a fresh ack of op 2, want 2", r.CommitMax())
+	}
+}
