@@ -471,6 +471,7 @@ func (p *partitionActor) drive(ctx actor.Context) {
 			// restart the core must not nack what it may have acknowledged
 			// (vsr.Recovery.JournalHead). Written before the sends of this
 			// Ready, whose PrepareOks acknowledge these ops.
+			head = p.core.JournalHeadAfter(head)
 			if err := p.node.store.Put(journalHeadKey(p.ref.Group), binary.LittleEndian.AppendUint64(nil, head), false); err != nil {
 				p.log.Error("recording the journal head", "op", head, "err", err)
 			}

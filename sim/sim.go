@@ -609,7 +609,7 @@ func (r *run) drive(i int) {
 			rp.lastJournaled = op
 			rp.journal[op] = f
 			rp.core.Journaled(op, nil)
-			rp.journalHead = op // recorded before the sends below acknowledge it
+			rp.journalHead = rp.core.JournalHeadAfter(op) // recorded before the sends below acknowledge it
 		}
 		for _, e := range rd.Send {
 			if r.cfg.dropRepairRequests && wire.HeaderOf(e.Head).Command() == wire.CmdRequestPrepares {

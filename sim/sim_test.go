@@ -156,6 +156,10 @@ func TestRegressionSeeds(t *testing.T) {
 		// after a whole-cluster crash a view without the primary reused
 		// op 8 (vsr.forgetAcks).
 		{129056, 3, "a commit counted an ack from before the acker's restart"},
+		// A replica restarted twice recorded a lower journal head after its
+		// first restart, forgot it had acknowledged committed op 12, and
+		// nacked it: every merge deadlocked (vsr.JournalHeadAfter).
+		{125576, 3, "a second restart forgot what the first incarnation acknowledged"},
 	} {
 		cfg := FaultsFor(c.seed)
 		cfg.Replicas = c.replicas

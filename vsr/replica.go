@@ -864,6 +864,14 @@ func (r *Replica) onPrepare(frame []byte) {
 	r.ready.Journal = append(r.ready.Journal, frame)
 }
 
+// JournalHeadAfter is what a shell whose journal is memory records as its
+// journal head (for Recovery.JournalHead) once it journaled op: op, or
+// the head a previous incarnation's journal reached while that still
+// matters (no view adopted since the restart). Recording op alone let a
+// replica restarted twice forget ops its first incarnation acknowledged
+// and nack one its primary had committed (simulator seed 125576).
+func (r *Replica) JournalHeadAfter(op uint64) uint64 { return max(op, r.faultyHead) }
+
 // ackHeld answers a prepare at or below commit_min. 5.6 step 3 drops it;
 // here, when this replica still holds that op with the same identity, it
 // acknowledges it again (5.7's condition holds: the journal contains it).

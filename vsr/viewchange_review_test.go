@@ -586,3 +586,28 @@ func TestRestartedBackupsAcksAreForgotten(t *testing.T) {
 		t.Fatalf("commit_max %d after a fresh ack of op 2, want 2", r.CommitMax())
 	}
 }
+
+// The journal head a memory-journal shell records stays at what an
+// earlier incarnation's journal reached until a view is adopted: a
+// replica restarted twice must not nack ops its first incarnation
+// acknowledged (simulator seed 125576: it nacked an op the primary had
+// committed on its ack, and with another replica behind, every merge
+// deadlocked on a quorum of nacks of a committed op).
+func TestJournalHeadOutlivesASecondRestart(t *testing.T) {
+	r := New(Config{Group: 5, Replica: 2, ReplicaCount: 3, Seed: 3})
+	r.Recover(Recovery{JournalHead: 4}) // the first incarnation journaled up to op 4
+	if got := r.JournalHeadAfter(2); got != 4 {
+		t.Fatalf("after journaling op 2 anew the shell would record %d, want 4", got)
+	}
+	// What the shell recorded comes back at the second restart: the DVC
+	// still covers op 4 and nacks none of ops 1..4.
+	again := New(Config{Group: 5, Replica: 2, ReplicaCount: 3, Seed: 3})
+	again.Recover(Recovery{JournalHead: r.JournalHeadAfter(2)})
+	h, s := again.ownDVC()
+	if h.Op != 4 || !s.Nack.IsZero() {
+		t.Fatalf("DVC op %d nacks %v, want op 4 and no nack", h.Op, s.Nack)
+	}
+	if got := New(Config{Group: 5, Replica: 2, ReplicaCount: 3}).JournalHeadAfter(7); got != 7 {
+		t.Fatalf("a replica with no earlier incarnation records %d, want 7", got)
+	}
+}
