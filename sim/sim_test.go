@@ -160,6 +160,10 @@ func TestRegressionSeeds(t *testing.T) {
 		// first restart, forgot it had acknowledged committed op 12, and
 		// nacked it: every merge deadlocked (vsr.JournalHeadAfter).
 		{125576, 3, "a second restart forgot what the first incarnation acknowledged"},
+		// A primary whose head came by state transfer builds on a zero
+		// parent, the spec's unsealed link (the check accepts it now).
+		{332384, 3, "a zero parent after a state transfer"},
+		{405416, 5, "a zero parent after a state transfer, 5 replicas"},
 	} {
 		cfg := FaultsFor(c.seed)
 		cfg.Replicas = c.replicas
