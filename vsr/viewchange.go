@@ -55,6 +55,11 @@ import (
 //   - A partition replica restarted without its in-memory journal
 //     announces the head that journal had reached (Recovery.JournalHead)
 //     and nacks nothing up to it: it may have acknowledged those ops.
+//     Its shell keeps recording that head (Replica.JournalHeadAfter)
+//     until a view is adopted, so a second restart remembers it too.
+//   - A primary receiving a RequestStartView forgets the sender's acks of
+//     ops above commit_max (forgetAcks): the restart may have lost the
+//     journal they stood for; 6.12 says nothing of them.
 //   - A DVC's op is its suffix top, max(head, adopted view head): after a
 //     StartView whose ops are not all journaled yet, head < top (6.5.2's
 //     note), and 6.5.3 rule 3 numbers entries from the header's op.
