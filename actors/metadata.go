@@ -140,7 +140,7 @@ func (m *metadataActor) receive(ctx actor.Context) {
 		m.state.SetPartitionStats(msg.group, msg.stats)
 	case *countEntities:
 		if m.state != nil {
-			ctx.Respond(&entityCounts{totals: m.state.Totals(), clients: len(m.conns)})
+			ctx.Respond(m.entityCounts())
 		}
 	case *connInfo:
 		m.conns[msg.id] = msg

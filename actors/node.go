@@ -163,8 +163,8 @@ func Start(opts Options) (*Node, error) {
 		n.Close()
 		return nil, err
 	}
-	countEntities := n.countEntities
-	n.refs.tel.entities.Store(&countEntities)
+	read := n.readEntityCounts
+	n.refs.tel.entities.Store(&read)
 	// Connections are stopped, never restarted, after a panic: the
 	// transport is closed and the client reconnects (the session state
 	// is not worth resurrecting).
@@ -318,9 +318,9 @@ type session struct {
 func (s *session) Frame(buf []byte) { s.root.Send(s.pid, &frameIn{buf: buf}) }
 func (s *session) Closed()          { s.root.Send(s.pid, &connClosed{}) }
 
-// countEntities asks the metadata actor for the entity counts; nil when
-// it does not answer within a second (stopped, or booting again).
-func (n *Node) countEntities() *entityCounts {
+// readEntityCounts asks the metadata actor for the entity counts; nil
+// when it does not answer within a second (stopped, or booting again).
+func (n *Node) readEntityCounts() *entityCounts {
 	res, err := n.root().RequestFuture(n.refs.metadata, &countEntities{}, time.Second).Result()
 	if err != nil {
 		return nil

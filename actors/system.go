@@ -10,13 +10,19 @@ import (
 // stats is GetStats (7.14): process and host figures from diag, counters
 // from metadata and the connection list.
 func (m *metadataActor) stats() []byte {
-	t := m.state.Totals()
+	c := m.entityCounts()
+	t := c.totals
 	s := m.n.collector.Collect(diag.Counters{
 		MessagesSizeBytes: t.SizeBytes, StreamsCount: t.Streams, TopicsCount: t.Topics,
 		PartitionsCount: t.Partitions, SegmentsCount: t.Segments, MessagesCount: t.MessagesCount,
-		ClientsCount: uint32(len(m.conns)), ConsumerGroupsCount: t.ConsumerGroups,
+		ClientsCount: uint32(c.clients), ConsumerGroupsCount: t.ConsumerGroups,
 	})
 	return s.AppendTo(nil)
+}
+
+// entityCounts are the counters GetStats and the entity gauges report.
+func (m *metadataActor) entityCounts() *entityCounts {
+	return &entityCounts{totals: m.state.Totals(), clients: len(m.conns)}
 }
 
 // snapshot builds the GetSnapshot archive off the actor's mailbox (it
