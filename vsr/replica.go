@@ -917,7 +917,7 @@ func (r *Replica) onPrepareOk(ok wire.PrepareOkHeader) {
 		return
 	}
 	e.acks |= 1 << ok.Replica
-	if e.quorum || bits.OnesCount32(e.acks) < QuorumReplication(r.cfg.ReplicaCount) {
+	if e.quorum || !r.replicated(e.acks) {
 		return
 	}
 	e.quorum = true
@@ -932,6 +932,12 @@ func (r *Replica) onPrepareOk(ok wire.PrepareOkHeader) {
 	if advanced {
 		r.commitPipeline()
 	}
+}
+
+// replicated reports whether acks (a bit per replica) are a replication
+// quorum.
+func (r *Replica) replicated(acks uint32) bool {
+	return bits.OnesCount32(acks) >= QuorumReplication(r.cfg.ReplicaCount)
 }
 
 // learnCommit takes a backup's commit_max from its PrepareOk of this view

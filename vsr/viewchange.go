@@ -608,7 +608,7 @@ func (r *Replica) forgetAcks(replica uint8) {
 	for op := r.commitMax + 1; op <= r.sequencer; op++ {
 		if e := r.log[op]; e != nil && e.acks&(1<<replica) != 0 {
 			e.acks &^= 1 << replica
-			e.quorum = bits.OnesCount32(e.acks) >= QuorumReplication(r.cfg.ReplicaCount)
+			e.quorum = r.replicated(e.acks)
 		}
 	}
 }
