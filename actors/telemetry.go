@@ -634,8 +634,8 @@ func (g *groupTrace) interval(open *trace.Span, name string, from uint8, commitM
 	}
 	_, *open = g.t.tracer.Start(context.Background(), name, trace.WithAttributes(
 		attribute.Int64(spanfile.AttrGroup, int64(g.group)), attribute.Int(spanfile.AttrReplica, int(g.t.replica)),
-		attribute.Int(spanfile.AttrPeer, int(from)), attribute.Int64("iggy.commit_min", int64(commitMin)),
-		attribute.Int64("iggy.commit_max", int64(commitMax)), attribute.String(spanfile.AttrReason, reason)))
+		attribute.Int(spanfile.AttrPeer, int(from)), attribute.Int64(spanfile.AttrCommitMin, int64(commitMin)),
+		attribute.Int64(spanfile.AttrCommitMax, int64(commitMax)), attribute.String(spanfile.AttrReason, reason)))
 }
 
 // endInterval ends an open repair or transfer span.

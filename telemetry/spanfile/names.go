@@ -59,6 +59,9 @@ const (
 	AttrBytesOut = "iggy.bytes_out"
 	AttrReason   = "iggy.reason"  // why a view change, repair or transfer began
 	AttrOutcome  = "iggy.outcome" // how it ended
+	// A repair or state transfer span's commit point and target when it began.
+	AttrCommitMin = "iggy.commit_min"
+	AttrCommitMax = "iggy.commit_max"
 	// AttrSimTick marks records the simulator wrote: times are virtual
 	// (tick * TickNs from zero).
 	AttrSimTick = "sim.tick"
