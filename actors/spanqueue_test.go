@@ -14,11 +14,17 @@ import (
 	"iggynode/wire"
 )
 
+// recordingProvider is a tracer provider that records every span in rec
+// and honours chosen ids, as the node's does (telemetry.Setup).
+func recordingProvider(rec *tracetest.SpanRecorder) *sdktrace.TracerProvider {
+	return sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithIDGenerator(traceid.Generator()))
+}
+
 // A record becomes an SDK span with the times the actors took, not the
 // time it was built, and the ids drawn for it.
 func TestSpanQueueBuildsRecordsAsTheyHappened(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
-	q := newSpanQueue(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithIDGenerator(traceid.Generator())).Tracer("t"))
+	q := newSpanQueue(recordingProvider(rec).Tracer("t"))
 	t0 := time.Now().Add(-time.Hour)
 	at := func(us int) time.Time { return t0.Add(time.Duration(us) * time.Microsecond) }
 

@@ -22,7 +22,6 @@ import (
 	clientplane "iggynode/plane/client"
 	"iggynode/telemetry"
 	"iggynode/telemetry/spanfile"
-	"iggynode/telemetry/traceid"
 	"iggynode/vsr"
 	"iggynode/wire"
 )
@@ -37,7 +36,7 @@ func TestReplicatedOpIsTracedOnEveryReplica(t *testing.T) {
 	nodes := startClusterWith(t, 3, func(o *Options) {
 		i := o.Config.Cluster.ReplicaID
 		recs[i], readers[i] = tracetest.NewSpanRecorder(), sdkmetric.NewManualReader()
-		o.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(recs[i]), sdktrace.WithIDGenerator(traceid.Generator()))
+		o.TracerProvider = recordingProvider(recs[i])
 		o.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(readers[i]))
 	})
 	send := oneTopic(t, nodes[0], "traced")
@@ -277,7 +276,7 @@ func TestViewChangeLogLinesCarryItsSpan(t *testing.T) {
 	nodes := startClusterWith(t, 3, func(o *Options) {
 		i := o.Config.Cluster.ReplicaID
 		recs[i], logs[i] = tracetest.NewSpanRecorder(), &testutil.Buffer{}
-		o.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(recs[i]), sdktrace.WithIDGenerator(traceid.Generator()))
+		o.TracerProvider = recordingProvider(recs[i])
 		o.Logger = slog.New((*telemetry.Telemetry)(nil).LogHandler(slog.NewTextHandler(logs[i], nil)))
 		o.Config.Cluster.HeartbeatTimeout = config.Duration(time.Second)
 		o.Config.Cluster.CommitBroadcastInterval = config.Duration(100 * time.Millisecond)
