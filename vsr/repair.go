@@ -107,10 +107,10 @@ func (r *Replica) frameAt(op uint64) []byte {
 // maybeRepair opens a session when the commit walk is stuck on a hole
 // below commit_max (7.2 rule 2).
 func (r *Replica) maybeRepair() {
-	target := max(r.commitMax, r.knownHead)
-	if r.transferring || r.repair.open || r.repairBackoff > 0 || r.status != StatusNormal || r.IsPrimary() || r.sequencer >= target && r.commitMin >= r.commitMax {
+	if !r.repairWanted() {
 		return
 	}
+	target := max(r.commitMax, r.knownHead)
 	r.emitRepaired()  // entries held from a closed session are journaled first
 	r.commitJournal() // the periodic backstop of 5.9
 	if r.sequencer >= target || r.log[r.sequencer+1] != nil {

@@ -69,6 +69,12 @@ type Config struct {
 	JournalFloor func() uint64
 	// Seed makes the retransmission jitter deterministic.
 	Seed uint64
+	// Quiesce lets the group go quiet when nothing is in flight
+	// (quiesce.go); partition groups of a cluster enable it.
+	Quiesce bool
+	// Live reports whether a replica's node is heard by the node-level
+	// heartbeat (Liveness); nil: every replica is live.
+	Live func(replica uint8) bool
 }
 
 func (c *Config) setDefaults() {
@@ -175,6 +181,9 @@ type Ready struct {
 	// partition shell rolls its next offset back to the first batch).
 	Truncate  uint64
 	Truncated [][]byte
+	// Quiet holds quiescence entries for the node-level heartbeat to carry
+	// (quiesce.go); like Send, they wait for State to be durable.
+	Quiet []QuietEntry
 }
 
 // State is a group's durable VSR state (9.2): written before a
@@ -302,6 +311,10 @@ type Replica struct {
 	ceded         bool
 	incarnation   wire.U128
 	probeAttempts int
+	// probing: the other replicas heard probing (RSV) since this replica's
+	// probe began, and the highest view they named.
+	probing        uint32
+	probingViewMax uint32
 	// durable is the (view, log_view) the shell was asked to persist;
 	// persisted what it last confirmed. stateBackoff holds sends back
 	// after a failed write (6.13 rule 3).
@@ -320,6 +333,7 @@ type Replica struct {
 
 	repair   repairSession
 	retained retained
+	q        quiescence
 	// repairBackoff counts down the ticks before a refused repair may
 	// open again; refusedInARow doubles it.
 	repairBackoff, refusedInARow int
@@ -353,6 +367,7 @@ func New(cfg Config) *Replica {
 	r.rsvTimer.after = cfg.RequestStartViewTicks
 	r.vc.dvcs = make([]*dvcRecord, cfg.ReplicaCount)
 	r.enterNormal()
+	r.startQuiet()
 	return r
 }
 
@@ -444,6 +459,7 @@ func (r *Replica) Restore(view, logView uint32, head uint64, headChecksum wire.U
 }
 
 func (r *Replica) enterNormal() {
+	r.leaveQuiet()
 	r.status = StatusNormal
 	if r.IsPrimary() && !r.ceded {
 		r.heartbeatTimer.stop()
@@ -498,7 +514,7 @@ func (r *Replica) Ready() Ready {
 			rd.State = &cur
 			r.durable = cur
 		} else {
-			rd.Send = ungated(rd.Send)
+			rd.Send, rd.Quiet = ungated(rd.Send), nil
 		}
 	}
 	return rd
@@ -538,7 +554,7 @@ func ungated(sends []Envelope) []Envelope {
 
 // HasReady reports whether outputs are pending.
 func (r *Replica) HasReady() bool {
-	return len(r.ready.Journal)+len(r.ready.Send)+len(r.ready.Commit)+len(r.ready.Canceled) > 0 ||
+	return len(r.ready.Journal)+len(r.ready.Send)+len(r.ready.Commit)+len(r.ready.Canceled)+len(r.ready.Quiet) > 0 ||
 		r.ready.Truncate != 0 || (r.stateBackoff == 0 && r.stateChanged())
 }
 
@@ -558,6 +574,7 @@ func (r *Replica) Submit(req Request, nowUs uint64) error {
 	if len(req.Frame) < wire.HeaderSize {
 		return fmt.Errorf("vsr: request frame shorter than a header")
 	}
+	r.wake()
 	r.nowUs = max(r.nowUs, nowUs)
 	switch {
 	case r.PipelineLen() < r.cfg.PrepareQueueDepth && len(r.queue) == 0:
@@ -730,6 +747,9 @@ func (r *Replica) Step(frame []byte) {
 	if len(frame) < wire.HeaderSize {
 		r.drop("short frame")
 		return
+	}
+	if r.q.quiet && !r.idleCommit(frame) {
+		r.wake() // any input wakes a quiet group (quiesce.go rule 3)
 	}
 	h := wire.HeaderOf(frame)
 	switch h.Command() {
@@ -1046,7 +1066,9 @@ func (r *Replica) onCommit(c wire.CommitHeader) {
 	if c.TimestampMonotonic > r.primaryBeat {
 		r.primaryBeat = c.TimestampMonotonic
 		r.heartbeat = max(r.heartbeat, c.TimestampMonotonic)
-		r.heartbeatTimer.start()
+		if !r.q.quiet {
+			r.heartbeatTimer.start()
+		}
 	}
 	r.commitMax = max(r.commitMax, c.Commit)
 	r.commitJournal()
@@ -1062,11 +1084,10 @@ func (r *Replica) Tick() {
 		r.onCommitTimeout()
 	}
 	if r.heartbeatTimer.tick() && r.status == StatusNormal && (!r.IsPrimary() || r.ceded) {
-		// A silent primary (6.2 rule 1).
-		if r.observedNewerView > r.view {
-			r.startProbe()
+		if r.mayNapAgain() {
+			r.nap() // its primary is quiet, not gone (quiesce.go rule 4)
 		} else {
-			r.beginViewChange(r.view + 1)
+			r.primaryGone()
 		}
 	}
 	r.tickViewChange()
@@ -1078,6 +1099,15 @@ func (r *Replica) Tick() {
 	}
 	if r.stateFailures > 0 {
 		r.stateFailingTicks++
+	}
+}
+
+// primaryGone is 6.2 rule 1: a silent primary.
+func (r *Replica) primaryGone() {
+	if r.observedNewerView > r.view {
+		r.startProbe()
+	} else {
+		r.beginViewChange(r.view + 1)
 	}
 }
 
@@ -1114,6 +1144,9 @@ func (r *Replica) onCommitTimeout() {
 	if r.observedNewerView > r.view {
 		r.startProbe() // 5.10 rule 1: a newer view exists; this primary is stale
 		return
+	}
+	if r.idle() && r.quiesceOrNotify() {
+		return // quiet: no heartbeat (quiesce.go rule 1)
 	}
 	r.commitTimer.start()
 	r.heartbeat++

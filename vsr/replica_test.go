@@ -139,6 +139,9 @@ type cluster struct {
 	// journaled, if set, sees each Ready's truncation and every frame
 	// handed to a journal, in order, before it is reported Journaled.
 	journaled func(i int, truncate uint64, frame []byte)
+	// loseQuiet loses quiescence entries, if set; quietSent counts them.
+	loseQuiet func(q QuietEntry) bool
+	quietSent int
 }
 
 func newCluster(n int) *cluster { return newClusterWith(n, nil) }
@@ -187,6 +190,13 @@ func (c *cluster) settle() {
 				for _, e := range rd.Send {
 					if !c.down[e.To] && (c.lose == nil || !c.lose(e)) {
 						c.reps[e.To].Step(append(append([]byte(nil), e.Head...), e.Body...))
+					}
+				}
+				for _, q := range rd.Quiet {
+					// The node-level heartbeat, without its interval.
+					c.quietSent++
+					if !c.down[q.To] && (c.loseQuiet == nil || !c.loseQuiet(q)) {
+						c.reps[q.To].OnQuiet(uint8(i), q.Kind, q.View, q.Commit)
 					}
 				}
 			}

@@ -76,6 +76,7 @@ type viewChange struct {
 
 // beginViewChange is 6.3: enter a view change at v.
 func (r *Replica) beginViewChange(v uint32) {
+	r.leaveQuiet()
 	r.view, r.status = v, StatusViewChange
 	r.resetViewChange()
 	r.vc.sentSVC, r.vc.svc = true, 1<<r.cfg.Replica
@@ -580,7 +581,15 @@ func (r *Replica) reconcile(known func(uint64) (wire.PrepareHeader, bool), head 
 
 // onRequestStartView is 6.12 rule 6.
 func (r *Replica) onRequestStartView(q wire.RequestStartViewHeader) {
-	if r.status != StatusNormal || q.Replica == r.cfg.Replica || int(q.Replica) >= r.cfg.ReplicaCount {
+	if q.Replica == r.cfg.Replica || int(q.Replica) >= r.cfg.ReplicaCount {
+		return
+	}
+	if r.status == StatusRecovering {
+		r.probing |= 1 << q.Replica // another prober: see recoveringQuorum
+		r.probingViewMax = max(r.probingViewMax, q.View)
+		return
+	}
+	if r.status != StatusNormal {
 		return
 	}
 	if q.Replica == r.Primary() && q.View == r.view {
@@ -589,6 +598,7 @@ func (r *Replica) onRequestStartView(q wire.RequestStartViewHeader) {
 	}
 	if r.IsPrimary() {
 		r.forgetAcks(q.Replica)
+		r.forgetConfirmation(q.Replica)
 	}
 	if !r.IsPrimary() || r.ceded || r.logView != r.view {
 		return
@@ -615,8 +625,9 @@ func (r *Replica) forgetAcks(replica uint8) {
 
 // startProbe is 6.12 rule 3: Recovering until a StartView is adopted.
 func (r *Replica) startProbe() {
+	r.leaveQuiet()
 	r.resetViewChange()
-	r.status, r.probeAttempts = StatusRecovering, 0
+	r.status, r.probeAttempts, r.probing, r.probingViewMax = StatusRecovering, 0, 0, 0
 	r.prepareTimer.stop()
 	r.commitTimer.stop()
 	r.heartbeatTimer.stop()
@@ -625,6 +636,19 @@ func (r *Replica) startProbe() {
 	r.vcStatusTimer.stop()
 	r.rsvTimer.start()
 	r.Probes++
+}
+
+// recoveringQuorum reports whether so many replicas are probing (this one
+// included, the others heard since this probe began) that no view can be
+// working: fewer than q_rep replicas are left to form one. Then nobody
+// will answer the probe, and waiting out view_probe_attempts_max firings
+// only delays the election a whole-cluster restart needs (5 s by
+// default, per group). An extension of 6.12 rule 4: an election is always
+// safe, and the probers that hear each other pick the same view (one past
+// the highest they heard).
+func (r *Replica) recoveringQuorum() bool {
+	n := r.cfg.ReplicaCount
+	return bits.OnesCount32(r.probing|1<<r.cfg.Replica) >= n-QuorumReplication(n)+1
 }
 
 func (r *Replica) broadcastRSV() {
@@ -657,6 +681,8 @@ func (r *Replica) tickViewChange() {
 		switch {
 		case r.status == StatusRecovering && r.probeAttempts >= r.cfg.ViewProbeAttemptsMax:
 			r.beginViewChange(r.view + 1) // 6.12 rule 4
+		case r.status == StatusRecovering && r.probeAttempts >= 1 && r.recoveringQuorum():
+			r.beginViewChange(max(r.view, r.probingViewMax) + 1)
 		case r.status == StatusRecovering:
 			r.probeAttempts++
 			r.broadcastRSV()

@@ -59,6 +59,9 @@ func (c Command) String() string {
 	if c.Valid() {
 		return commandNames[c]
 	}
+	if c == CmdNodeHeartbeat {
+		return "NodeHeartbeat"
+	}
 	return fmt.Sprintf("Command(%d)", uint8(c))
 }
 
