@@ -30,3 +30,11 @@ func FaultsFor(seed uint64) Config {
 		JournalFailProbability: []float64{0, 0, 0, 0.01}[seed%4],
 	}
 }
+
+// ManyGroupsFaultsFor is FaultsFor with 64 partition groups per node,
+// quiescence and the node-level heartbeat on (cmd/sim --groups).
+func ManyGroupsFaultsFor(seed uint64) Config {
+	c := FaultsFor(seed)
+	c.Groups = 64
+	return c
+}

@@ -25,10 +25,11 @@ var appendLog = porcupine.Model{
 // checkLinearizable runs porcupine over every answered request (11.5 and
 // the linearizability rule). Requests never answered cannot be in
 // a quiet run, which the liveness check already demands.
-func (r *run) checkLinearizable() {
+func (g *group) checkLinearizable() {
+	r := g.r
 	var ops []porcupine.Operation
 	for _, c := range r.calls {
-		if !c.done {
+		if !c.done || c.group != g.idx {
 			continue
 		}
 		ops = append(ops, porcupine.Operation{ClientId: c.client, Input: c.value, Output: c.index,
@@ -36,7 +37,7 @@ func (r *run) checkLinearizable() {
 	}
 	switch porcupine.CheckOperationsTimeout(appendLog, ops, 10*time.Second) {
 	case porcupine.Illegal:
-		r.violate(fmt.Sprintf("the history of %d requests is not linearizable", len(ops)))
+		r.violate(fmt.Sprintf("%sthe history of %d requests is not linearizable", g.name(), len(ops)))
 	case porcupine.Unknown:
 		r.violate("linearizability check timed out")
 	}

@@ -64,6 +64,24 @@ type Config struct {
 	// offsetAhead makes the leader admit offsets one past what it
 	// committed (tests of the high-watermark check).
 	offsetAhead bool
+	// Groups is how many partition groups every replica (node) hosts
+	// (default 1). With more than one the run is on the partition plane,
+	// with quiescence and the node-level heartbeat (vsr.Liveness) on, as
+	// the node runs its partitions: clients write mostly to HotGroups of
+	// them, now and then to any, so most groups are quiet most of the time.
+	Groups    int
+	HotGroups int // default 2
+	// Quiesce turns quiescence and the node-level heartbeat on for a
+	// single group too (implied by Groups > 1).
+	Quiesce bool
+	// Deadlines advances each core only when a timer is due
+	// (vsr.Replica.IdleTicks), as the node's shell does, instead of a Tick
+	// per replica per tick: the run must be the same either way
+	// (implied by Groups > 1).
+	Deadlines bool
+	// atTick, if set, runs at the start of every step (scripted faults in
+	// tests).
+	atTick func(r *run)
 }
 
 func (c *Config) setDefaults() {
@@ -82,6 +100,15 @@ func (c *Config) setDefaults() {
 	if c.SubmitProbability == 0 {
 		c.SubmitProbability = 0.5
 	}
+	if c.Groups <= 0 {
+		c.Groups = 1
+	}
+	if c.HotGroups <= 0 {
+		c.HotGroups = 2
+	}
+	if c.Groups > 1 {
+		c.PartitionPlane, c.Quiesce, c.Deadlines = true, true, true
+	}
 	c.Net.setDefaults()
 }
 
@@ -98,6 +125,8 @@ type Result struct {
 	ViewChanges uint64
 	// Transfers counts installed state transfers.
 	Transfers int
+	// Naps counts the times a replica of a group went quiet.
+	Naps uint64
 	// JournalFailures counts injected journal append failures.
 	JournalFailures int
 	Net             NetStats
@@ -167,9 +196,13 @@ type replica struct {
 	// (actors: journalHeadKey): the last op of each Ready that journaled
 	// one, kept across restarts, for vsr.Recovery.JournalHead.
 	journalHead uint64
+	// lastTick is the tick the core was last advanced to, due the tick
+	// its next timer fires (0: none armed), with Config.Deadlines.
+	lastTick, due int
 }
 
 type call struct {
+	group   int // index of the group written to
 	client  int
 	request uint64
 	value   uint64
@@ -201,12 +234,30 @@ type run struct {
 	cfg     Config
 	rng     *rand.Rand
 	net     *network
-	reps    []*replica
+	nodes   []*node
+	groups  []*group
 	clients []*client
 	calls   []*call
 	now     int
 	faults  bool
 	res     Result
+	trace   *tracer // nil unless Config.Trace; it follows group 0
+	byID    map[uint64]*group
+}
+
+// node is one simulated node: its replicas of every group share its fate
+// and its node-level heartbeat.
+type node struct {
+	down bool
+	live *vsr.Liveness // nil unless Config.Quiesce
+}
+
+// group is one consensus group, with a replica on every node.
+type group struct {
+	r    *run
+	idx  int
+	id   uint64
+	reps []*replica
 	// identity of each applied op, the first replica to apply it sets it
 	canon map[uint64][]byte
 	// position of each applied op's value in the deduplicated log (0: a
@@ -216,21 +267,33 @@ type run struct {
 	firstOp  map[requestKey]uint64
 	distinct uint64
 	offers   map[offerKey]*simOffer
-	trace    *tracer // nil unless Config.Trace
 }
 
 // Run simulates one seed and returns what happened. It never panics on a
 // violation: violations are collected, and the run stops at the first.
 func Run(cfg Config) (res Result) {
 	cfg.setDefaults()
-	r := &run{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
-		canon: make(map[uint64][]byte), position: make(map[uint64]uint64), firstOp: make(map[requestKey]uint64),
-		offers: make(map[offerKey]*simOffer)}
+	r := &run{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), byID: map[uint64]*group{}}
 	r.res.Seed = cfg.Seed
+	for k := range cfg.Groups {
+		g := &group{r: r, idx: k, id: groupID(cfg, k), canon: make(map[uint64][]byte), position: make(map[uint64]uint64),
+			firstOp: make(map[requestKey]uint64), offers: make(map[offerKey]*simOffer)}
+		r.groups = append(r.groups, g)
+		r.byID[g.id] = g
+	}
 	r.trace = newTracer(r)
 	r.net = newNetwork(cfg.Net, cfg.Replicas, r.rng)
 	for i := 0; i < cfg.Replicas; i++ {
-		r.reps = append(r.reps, &replica{core: vsr.New(r.coreConfig(i)), journal: make(map[uint64][]byte)})
+		r.nodes = append(r.nodes, &node{})
+		if cfg.Quiesce {
+			r.nodes[i].live = r.newLiveness(i)
+		}
+	}
+	for _, g := range r.groups {
+		for i := 0; i < cfg.Replicas; i++ {
+			g.reps = append(g.reps, &replica{core: vsr.New(g.coreConfig(i)), journal: make(map[uint64][]byte)})
+			g.reschedule(i)
+		}
 	}
 	for range cfg.Clients {
 		r.clients = append(r.clients, &client{next: 1})
@@ -247,8 +310,10 @@ func Run(cfg Config) (res Result) {
 	}
 	r.faults = false
 	r.event(-1, "faults off: links healed, every replica up")
-	for _, rp := range r.reps {
-		rp.down = false
+	for i, n := range r.nodes {
+		if n.down {
+			r.bringUpNode(i, false)
+		}
 	}
 	end := cfg.FaultTicks + cfg.LivenessTicks
 	for ; r.now <= end && !r.res.Failed(); r.now++ {
@@ -260,43 +325,73 @@ func Run(cfg Config) (res Result) {
 	if !r.res.Failed() && !r.quiet() {
 		r.violate(r.livenessReport())
 	}
-	// 11.5 rule 7, at quiescence: no replica beyond the leader. (A restarted
-	// metadata backup recovers its whole journal as committed, as the node
-	// does, so it may run ahead of the primary until the primary commits
-	// those same ops.)
-	if l := r.leader(); l >= 0 {
-		for i, rp := range r.reps {
-			if c := rp.core.CommitMin(); !r.res.Failed() && c > r.reps[l].core.CommitMin() {
-				r.violate(fmt.Sprintf("replica %d committed %d, beyond the primary's %d", i, c, r.reps[l].core.CommitMin()))
+	for _, g := range r.groups {
+		// 11.5 rule 7, at quiescence: no replica beyond the leader. (A
+		// restarted metadata backup recovers its whole journal as
+		// committed, as the node does, so it may run ahead of the primary
+		// until the primary commits those same ops.)
+		if l := g.leader(); l >= 0 {
+			for i, rp := range g.reps {
+				if c := rp.core.CommitMin(); !r.res.Failed() && c > g.reps[l].core.CommitMin() {
+					r.violate(fmt.Sprintf("%sreplica %d committed %d, beyond the primary's %d", g.name(), i, c, g.reps[l].core.CommitMin()))
+				}
 			}
 		}
-	}
-	if !r.res.Failed() {
-		r.checkAcknowledgedKept()
-	}
-	if !r.res.Failed() {
-		r.checkLinearizable()
+		if !r.res.Failed() {
+			g.checkAcknowledgedKept()
+		}
+		if !r.res.Failed() {
+			g.checkLinearizable()
+		}
 	}
 	return r.finish()
+}
+
+// groupID is the id of group k: the plane's group for a single group, a
+// partition group per k otherwise.
+func groupID(cfg Config, k int) uint64 {
+	if !cfg.PartitionPlane {
+		return wire.MetadataGroup
+	}
+	g, _ := wire.PartitionGroup(1, 2, uint32(3+k))
+	return g
+}
+
+// name prefixes a violation with the group when there are several.
+func (g *group) name() string {
+	if len(g.r.groups) == 1 {
+		return ""
+	}
+	return fmt.Sprintf("group %d: ", g.idx)
+}
+
+func (r *run) newLiveness(i int) *vsr.Liveness {
+	return vsr.NewLiveness(vsr.LivenessConfig{Cluster: wire.U128{Lo: 0x51}, Self: uint8(i), Replicas: r.cfg.Replicas,
+		IntervalTicks: 50, TimeoutTicks: 500, Incarnation: wire.U128{Lo: r.rng.Uint64() | 1, Hi: uint64(i)}})
 }
 
 func (r *run) finish() Result {
 	r.trace.close()
 	r.res.Ticks = r.now
 	r.res.Net = r.net.stats
-	for _, rp := range r.reps {
-		r.res.Committed = max(r.res.Committed, rp.core.CommitMin())
-		r.res.Repairs += rp.core.Repairs
-		r.res.ViewChanges = max(r.res.ViewChanges, uint64(rp.core.View()))
+	for _, g := range r.groups {
+		for _, rp := range g.reps {
+			r.res.Committed = max(r.res.Committed, rp.core.CommitMin())
+			r.res.Repairs += rp.core.Repairs
+			r.res.ViewChanges = max(r.res.ViewChanges, uint64(rp.core.View()))
+			r.res.Naps += rp.core.Naps()
+		}
 	}
 	h := fnv.New64a()
 	for _, e := range r.res.Timeline {
 		fmt.Fprintln(h, e.String())
 	}
-	for _, rp := range r.reps {
-		for _, a := range rp.applied {
-			_ = binary.Write(h, binary.LittleEndian, a.op)
-			h.Write(a.frame[:16])
+	for _, g := range r.groups {
+		for _, rp := range g.reps {
+			for _, a := range rp.applied {
+				_ = binary.Write(h, binary.LittleEndian, a.op)
+				h.Write(a.frame[:16])
+			}
 		}
 	}
 	r.res.Digest = h.Sum64()
@@ -325,52 +420,156 @@ func (r *run) step() {
 			r.event(-1, "partition healed")
 		}
 	}
+	if r.cfg.atTick != nil {
+		r.cfg.atTick(r)
+	}
 	if r.faults {
 		r.crashOrRestart()
 	}
 	r.submit()
-	for i, rp := range r.reps {
-		if !rp.down {
-			rp.core.Tick()
-			r.drive(i)
-			r.tickTransfer(i)
+	for i, n := range r.nodes {
+		if !n.down && n.live != nil {
+			n.live.Tick()
+			r.driveLiveness(i, r.now-1) // before this tick's group ticks
 		}
 	}
-	r.net.deliver(r.now, r.faults, func(i int) bool { return r.reps[i].down }, func(from, to int, frame []byte) {
-		r.trace.delivered(from, to, frame)
-		if c := wire.HeaderOf(frame).Command(); c >= wire.CmdRequestStateTransfer && c <= wire.CmdStateChunk {
-			r.transferFrame(from, to, frame)
+	for _, g := range r.groups {
+		for i, rp := range g.reps {
+			if rp.down {
+				continue
+			}
+			if !r.cfg.Deadlines {
+				rp.core.Tick()
+			} else if rp.transfer == nil && (rp.due == 0 || rp.due > r.now) {
+				continue // only counting down: nothing to do this tick
+			} else {
+				g.catchUp(i, r.now)
+			}
+			g.drive(i)
+			g.tickTransfer(i)
+		}
+	}
+	r.net.deliver(r.now, r.faults, func(i int) bool { return r.nodes[i].down }, func(from, to int, frame []byte) {
+		h := wire.HeaderOf(frame)
+		if h.Command() == wire.CmdNodeHeartbeat {
+			if n := r.nodes[to]; n.live != nil {
+				n.live.Step(frame)
+				r.driveLiveness(to, r.now)
+			}
 			return
 		}
-		r.reps[to].core.Step(frame)
-		r.drive(to)
+		id, _ := wire.GroupOf(h)
+		g := r.byID[id]
+		if g == nil {
+			g = r.groups[0] // a frame that names no group of the run: the core drops it
+		}
+		if g.idx == 0 {
+			r.trace.delivered(from, to, frame)
+		}
+		g.catchUp(to, r.now)
+		if c := h.Command(); c >= wire.CmdRequestStateTransfer && c <= wire.CmdStateChunk {
+			g.transferFrame(from, to, frame)
+			return
+		}
+		g.reps[to].core.Step(frame)
+		g.drive(to)
 	})
 	r.checkTick()
+}
+
+// catchUp advances replica i's core to tick to (Config.Deadlines): the
+// ticks since it was last advanced, of which none but the last may fire
+// a timer (the schedule visits it when one is due).
+func (g *group) catchUp(i int, to int) {
+	rp := g.reps[i]
+	if !g.r.cfg.Deadlines || rp.down {
+		return
+	}
+	if to > rp.lastTick {
+		rp.core.Elapse(to - rp.lastTick)
+		rp.lastTick = to
+	}
+}
+
+// reschedule records when replica i's next timer fires.
+func (g *group) reschedule(i int) {
+	rp := g.reps[i]
+	if rp.lastTick < g.r.now-1 && !rp.down && g.r.cfg.Deadlines {
+		// An input at tick now arrives before the tick phase when it is a
+		// client's: the core stands at now-1 (catchUp before it).
+		panic("sim: reschedule of a core behind the clock")
+	}
+	if k, ok := rp.core.IdleTicks(); ok {
+		rp.due = rp.lastTick + k
+	} else {
+		rp.due = 0
+	}
+}
+
+// driveLiveness carries out node i's Liveness outputs: its frames to the
+// network, the entries its peers sent to the groups they name, and the
+// loss or return of a peer to every group, whose cores stand at tick at.
+func (r *run) driveLiveness(i int, at int) {
+	live := r.nodes[i].live
+	for live.HasReady() {
+		rd := live.Ready()
+		for _, e := range rd.Send {
+			r.net.send(r.now, i, int(e.To), e.Head)
+		}
+		for _, q := range rd.Entries {
+			if g := r.byID[q.Group]; g != nil {
+				g.catchUp(i, at)
+				g.reps[i].core.OnQuiet(q.From, q.Kind, q.View, q.Commit)
+				g.drive(i)
+			}
+		}
+		for _, p := range rd.Lost {
+			r.event(i, "node-level heartbeat lost r%d", p)
+			for _, g := range r.groups {
+				g.catchUp(i, at)
+				g.reps[i].core.PeerLost(p)
+				g.drive(i)
+			}
+		}
+		for _, p := range rd.Found {
+			r.event(i, "node-level heartbeat found r%d", p)
+			for _, g := range r.groups {
+				g.catchUp(i, at)
+				g.reps[i].core.PeerFound(p)
+				g.drive(i)
+			}
+		}
+	}
 }
 
 func (r *run) crashOrRestart() {
 	var live, down []int
 	faulty := 0
-	for i, rp := range r.reps {
-		if rp.amnesiac && !rp.down && rp.core.Status() == vsr.StatusNormal && rp.core.CommitMin() >= rp.catchUpTo &&
-			rp.core.Op() >= rp.headAtCrash {
-			rp.amnesiac = false
-			r.event(i, "caught up after its restart")
+	for i, n := range r.nodes {
+		amnesiac := false
+		for _, g := range r.groups {
+			rp := g.reps[i]
+			if rp.amnesiac && !rp.down && rp.core.Status() == vsr.StatusNormal && rp.core.CommitMin() >= rp.catchUpTo &&
+				rp.core.Op() >= rp.headAtCrash {
+				rp.amnesiac = false
+				r.event(i, "%scaught up after its restart", g.name())
+			}
+			amnesiac = amnesiac || rp.amnesiac
 		}
 		switch {
-		case rp.down:
+		case n.down:
 			down = append(down, i)
 			faulty++
-		case rp.amnesiac:
+		case amnesiac:
 			faulty++
 		default:
 			live = append(live, i)
 		}
 	}
-	if r.cfg.ClusterCrashProbability > 0 && len(down) < len(r.reps) && r.rng.Float64() < r.cfg.ClusterCrashProbability {
+	if r.cfg.ClusterCrashProbability > 0 && len(down) < len(r.nodes) && r.rng.Float64() < r.cfg.ClusterCrashProbability {
 		r.event(-1, "whole cluster down")
-		for i, rp := range r.reps {
-			if !rp.down {
+		for i, n := range r.nodes {
+			if !n.down {
 				r.crash(i)
 			}
 		}
@@ -385,18 +584,24 @@ func (r *run) crashOrRestart() {
 	}
 }
 
-// crash takes replica i down.
+// crash takes node i down, with its replica of every group.
 func (r *run) crash(i int) {
-	r.reps[i].down = true
-	r.reps[i].headAtCrash = r.reps[i].core.Op()
+	r.nodes[i].down = true
+	for _, g := range r.groups {
+		g.catchUp(i, r.now-1) // the last tick it lived
+		rp := g.reps[i]
+		rp.down = true
+		rp.headAtCrash = rp.core.Op()
+	}
 	r.res.Crashes++
-	r.event(i, "down (view %d, %s, commit %d)", r.reps[i].core.View(), r.reps[i].core.Status(), r.reps[i].core.CommitMin())
+	c := r.groups[0].reps[i].core
+	r.event(i, "down (view %d, %s, commit %d)", c.View(), c.Status(), c.CommitMin())
 	if r.cfg.CrashLosesMemory {
 		r.forgetPending(i)
 	}
 }
 
-// forgetPending: the requests pending at replica i lost their subscriber
+// forgetPending: the requests pending at node i lost their subscriber
 // with its memory; their clients time out and retry.
 func (r *run) forgetPending(i int) {
 	for _, c := range r.clients {
@@ -410,16 +615,36 @@ func (r *run) forgetPending(i int) {
 // rebuilds for repair: the node's default partition pipeline depth.
 const retainedTail = 32
 
-// bringUp returns a down replica to the network, restarted from its
-// durable state when crashes lose memory.
-func (r *run) bringUp(i int) {
-	rp := r.reps[i]
+// bringUp returns a down node to the network, restarted from its durable
+// state when crashes lose memory.
+func (r *run) bringUp(i int) { r.bringUpNode(i, r.cfg.CrashLosesMemory) }
+
+// bringUpNode returns node i, restarted or with its memory (a pause ends,
+// or the liveness phase heals everything).
+func (r *run) bringUpNode(i int, restart bool) {
+	n := r.nodes[i]
+	n.down = false
+	if restart && n.live != nil {
+		n.live = r.newLiveness(i) // a new incarnation, every peer heard at boot
+	}
+	for _, g := range r.groups {
+		g.bringUp(i, restart)
+	}
+}
+
+func (g *group) bringUp(i int, restart bool) {
+	r := g.r
+	rp := g.reps[i]
 	rp.down = false
-	if !r.cfg.CrashLosesMemory {
-		r.event(i, "up (view %d, commit %d)", rp.core.View(), rp.core.CommitMin())
+	rp.lastTick = r.now - 1 // its timers stood still while it was down
+	if !restart {
+		if r.faults { // the liveness phase heals silently
+			r.event(i, "%sup (view %d, commit %d)", g.name(), rp.core.View(), rp.core.CommitMin())
+		}
+		g.reschedule(i)
 		return
 	}
-	rp.core, rp.transfer = vsr.New(r.coreConfig(i)), nil
+	rp.core, rp.transfer = vsr.New(g.coreConfig(i)), nil
 	rc := vsr.Recovery{View: rp.state.View, LogView: rp.state.LogView, CommitMax: rp.state.CommitMax, ViewHead: rp.state.ViewHead, ViewHeaders: rp.state.ViewHeaders,
 		Incarnation: wire.U128{Lo: r.rng.Uint64(), Hi: r.rng.Uint64()}} // fresh at every boot (6.12 rule 2)
 	if r.cfg.PartitionPlane {
@@ -440,7 +665,7 @@ func (r *run) bringUp(i int) {
 			}
 		}
 		rp.amnesiac = true
-		for _, o := range r.reps {
+		for _, o := range g.reps {
 			rp.catchUpTo = max(rp.catchUpTo, o.core.CommitMin())
 		}
 	} else {
@@ -456,7 +681,7 @@ func (r *run) bringUp(i int) {
 			rp.applied = rp.applied[:w] // the state machine is rebuilt from the journal
 		}
 		for op := uint64(len(rp.applied)) + 1; op <= w; op++ {
-			r.apply(i, vsr.Committed{Op: op, Frame: rp.journal[op]})
+			g.apply(i, vsr.Committed{Op: op, Frame: rp.journal[op]})
 		}
 		rc.Commit = w
 		if w > 0 {
@@ -474,26 +699,31 @@ func (r *run) bringUp(i int) {
 	}
 	rp.core.Recover(rc)
 	rp.commit, rp.view, rp.viewChanges, rp.repairs = rp.core.CommitMin(), rp.core.View(), 0, 0
-	r.drive(i)
-	r.event(i, "restarted from durable state (view %d/%d, commit %d, head %d, serves repair from op %d)", rc.View, rc.LogView, rp.core.CommitMin(), rp.core.Op(), rp.core.OldestServable())
+	g.drive(i)
+	r.event(i, "%srestarted from durable state (view %d/%d, commit %d, head %d, serves repair from op %d)", g.name(), rc.View, rc.LogView, rp.core.CommitMin(), rp.core.Op(), rp.core.OldestServable())
 }
 
-func (r *run) coreConfig(i int) vsr.Config {
-	c := vsr.Config{Cluster: wire.U128{Lo: 0x51}, Group: r.group(), Replica: uint8(i),
-		ReplicaCount: r.cfg.Replicas, Metadata: !r.cfg.PartitionPlane, PeerQueueCapacity: r.cfg.Net.Capacity, Seed: r.cfg.Seed + uint64(i)*7919 + 1, RetainOps: r.cfg.RetainOps}
+func (g *group) coreConfig(i int) vsr.Config {
+	r := g.r
+	c := vsr.Config{Cluster: wire.U128{Lo: 0x51}, Group: g.id, Replica: uint8(i),
+		ReplicaCount: r.cfg.Replicas, Metadata: !r.cfg.PartitionPlane, PeerQueueCapacity: r.cfg.Net.Capacity,
+		Seed: r.cfg.Seed + uint64(i)*7919 + 1 + uint64(g.idx)*104729, RetainOps: r.cfg.RetainOps, Quiesce: r.cfg.Quiesce}
+	if r.cfg.Quiesce {
+		c.Live = func(rep uint8) bool { return r.nodes[i].live.Alive(rep) }
+	}
 	if !r.cfg.PartitionPlane {
 		// The metadata journal is durable and read back, as the node does.
-		c.ReadJournal = func(op uint64) []byte { return r.reps[i].journal[op] }
+		c.ReadJournal = func(op uint64) []byte { return g.reps[i].journal[op] }
 		c.JournalFloor = func() uint64 { return 1 }
 	}
 	return c
 }
 
 // leader is the live replica leading the highest view, or -1.
-func (r *run) leader() int {
+func (g *group) leader() int {
 	best := -1
-	for i, rp := range r.reps {
-		if !rp.down && rp.core.Leading() && (best < 0 || rp.core.View() > r.reps[best].core.View()) {
+	for i, rp := range g.reps {
+		if !rp.down && rp.core.Leading() && (best < 0 || rp.core.View() > g.reps[best].core.View()) {
 			best = i
 		}
 	}
@@ -504,16 +734,16 @@ func (r *run) leader() int {
 // sends the request again (to whichever replica leads then).
 const requestTimeout = 300
 
-// submit lets idle clients send their next request to the leader, and
-// clients whose request went unanswered send it again.
+// submit lets idle clients send their next request to the leader of the
+// group they write to, and clients whose request went unanswered send it
+// again.
 func (r *run) submit() {
-	l := r.leader()
 	for ci, c := range r.clients {
 		if c.inflight == nil {
 			if !r.faults || r.rng.Float64() >= r.cfg.SubmitProbability {
 				continue // the liveness phase drains what is in flight
 			}
-			c.inflight = &call{client: ci, request: c.next, value: uint64(ci)<<32 | c.next, callAt: r.now,
+			c.inflight = &call{group: r.pickGroup(), client: ci, request: c.next, value: uint64(ci)<<32 | c.next, callAt: r.now,
 				storeOffset: r.cfg.PartitionPlane && r.rng.Float64() < 0.2}
 			c.next++
 			r.calls = append(r.calls, c.inflight)
@@ -523,6 +753,8 @@ func (r *run) submit() {
 		if cl.pending && r.now-cl.sentAt > requestTimeout {
 			cl.pending = false
 		}
+		g := r.groups[cl.group]
+		l := g.leader()
 		if cl.pending || l < 0 {
 			continue
 		}
@@ -534,20 +766,34 @@ func (r *run) submit() {
 			// The primary admits an offset only up to what it has committed
 			// (server-behaviour.md 8.5.2); here, all of it.
 			op = wire.OpStoreConsumerOffset
-			off := sendsIn(r.reps[l].applied)
+			off := sendsIn(g.reps[l].applied)
 			if r.cfg.offsetAhead {
 				off++
 			}
 			binary.LittleEndian.PutUint64(body[r.payloadAt()+16:], off)
 		}
 		frame := append(make([]byte, wire.HeaderSize), body...)
-		err := r.reps[l].core.Submit(vsr.Request{Client: wire.U128{Lo: uint64(ci) + 1}, Request: cl.request,
+		g.catchUp(l, r.now-1) // a client's request comes before this tick
+		err := g.reps[l].core.Submit(vsr.Request{Client: wire.U128{Lo: uint64(ci) + 1}, Request: cl.request,
 			Operation: op, Frame: frame, Tag: cl}, uint64(r.now)*10_000)
 		if err == nil {
 			cl.pending, cl.at, cl.sentAt = true, l, r.now
-			r.drive(l)
 		}
+		g.drive(l)
 	}
+}
+
+// pickGroup is the group a new request writes to: one of the hot groups
+// mostly, any group now and then (no draw with a single group).
+func (r *run) pickGroup() int {
+	n := len(r.groups)
+	if n == 1 {
+		return 0
+	}
+	if r.rng.Float64() < 0.8 {
+		return r.rng.IntN(min(r.cfg.HotGroups, n))
+	}
+	return r.rng.IntN(n)
 }
 
 // payloadAt is where a request's value starts in a prepare body: after
@@ -560,15 +806,6 @@ func (r *run) payloadAt() int {
 	return 0
 }
 
-// group and operation are those of the simulated plane.
-func (r *run) group() uint64 {
-	if r.cfg.PartitionPlane {
-		g, _ := wire.PartitionGroup(1, 2, 3)
-		return g
-	}
-	return wire.MetadataGroup
-}
-
 func (r *run) operation() wire.Operation {
 	if r.cfg.PartitionPlane {
 		return wire.OpSendMessages
@@ -577,8 +814,9 @@ func (r *run) operation() wire.Operation {
 }
 
 // drive is the shell: journal, send, apply, until the core is quiet.
-func (r *run) drive(i int) {
-	rp := r.reps[i]
+func (g *group) drive(i int) {
+	r := g.r
+	rp := g.reps[i]
 	for rp.core.HasReady() {
 		rd := rp.core.Ready()
 		if rd.State != nil {
@@ -598,7 +836,7 @@ func (r *run) drive(i int) {
 				binary.LittleEndian.PutUint32(f[wire.HeaderSize+wire.BatchMessageCountOffset:], 1)
 			}
 			if op > max(rp.lastJournaled, rp.core.CommitMin())+1 {
-				r.violate(fmt.Sprintf("replica %d journal handed op %d above a hole (last %d, commit %d)", i, op, rp.lastJournaled, rp.core.CommitMin()))
+				r.violate(fmt.Sprintf("%sreplica %d journal handed op %d above a hole (last %d, commit %d)", g.name(), i, op, rp.lastJournaled, rp.core.CommitMin()))
 			}
 			if r.faults && r.rng.Float64() < r.cfg.JournalFailProbability {
 				rp.lastJournaled = op - 1
@@ -617,21 +855,28 @@ func (r *run) drive(i int) {
 			}
 			r.net.send(r.now, i, int(e.To), append(append([]byte(nil), e.Head...), e.Body...))
 		}
+		for _, q := range rd.Quiet {
+			r.nodes[i].live.Post(g.id, q)
+		}
 		for _, c := range rd.Commit {
-			r.apply(i, c)
+			g.apply(i, c)
 		}
 		for _, t := range rd.Canceled {
 			if cl, ok := t.(*call); ok {
 				cl.pending = false // resubmitted by the client loop
 			}
 		}
-		r.trace.ready(i, rd)
+		if g.idx == 0 {
+			r.trace.ready(i, rd)
+		}
 	}
-	r.maybeStartTransfer(i)
+	g.maybeStartTransfer(i)
+	g.reschedule(i)
 }
 
-func (r *run) apply(i int, c vsr.Committed) {
-	rp := r.reps[i]
+func (g *group) apply(i int, c vsr.Committed) {
+	r := g.r
+	rp := g.reps[i]
 	frame := c.Frame
 	if r.cfg.Corrupt != nil {
 		frame = append([]byte(nil), frame...)
@@ -641,12 +886,12 @@ func (r *run) apply(i int, c vsr.Committed) {
 		// Repaired past a restart: the segments hold it already (the
 		// shell's alreadyStored); it must be the same op.
 		if !sameOp(rp.applied[c.Op-1].frame, frame) {
-			r.violate(fmt.Sprintf("replica %d repaired op %d differs from the one it stored", i, c.Op))
+			r.violate(fmt.Sprintf("%sreplica %d repaired op %d differs from the one it stored", g.name(), i, c.Op))
 		}
 		return
 	}
 	if want := uint64(len(rp.applied)) + 1; c.Op != want {
-		r.violate(fmt.Sprintf("replica %d applied op %d after %d ops", i, c.Op, want-1))
+		r.violate(fmt.Sprintf("%sreplica %d applied op %d after %d ops", g.name(), i, c.Op, want-1))
 		return
 	}
 	ph := wire.HeaderOf(frame).Prepare()
@@ -659,21 +904,21 @@ func (r *run) apply(i int, c vsr.Committed) {
 		// zero parent (seeds 332384, 405416 with 5 replicas). The ops
 		// themselves are still checked against every other replica's.
 		if ph.Parent != prev.Checksum && !ph.Parent.IsZero() {
-			r.violate(fmt.Sprintf("replica %d op %d breaks the hash chain", i, c.Op))
+			r.violate(fmt.Sprintf("%sreplica %d op %d breaks the hash chain", g.name(), i, c.Op))
 			return
 		}
 	}
-	if canon, ok := r.canon[c.Op]; !ok {
-		r.canon[c.Op] = frame
+	if canon, ok := g.canon[c.Op]; !ok {
+		g.canon[c.Op] = frame
 	} else if !sameOp(canon, frame) {
-		r.violate(fmt.Sprintf("replica %d applied a different op %d than another replica", i, c.Op))
+		r.violate(fmt.Sprintf("%sreplica %d applied a different op %d than another replica", g.name(), i, c.Op))
 		return
 	}
 	if ph.Operation == wire.OpStoreConsumerOffset {
 		// 11.5: a stored consumer offset never passes the committed high
 		// watermark of the replica that stores it.
 		if off, hw := binary.LittleEndian.Uint64(frame[wire.HeaderSize+r.payloadAt()+16:]), sendsIn(rp.applied); off > hw {
-			r.violate(fmt.Sprintf("replica %d stores offset %d above its high watermark %d at op %d", i, off, hw, c.Op))
+			r.violate(fmt.Sprintf("%sreplica %d stores offset %d above its high watermark %d at op %d", g.name(), i, off, hw, c.Op))
 			return
 		}
 	}
@@ -681,17 +926,17 @@ func (r *run) apply(i int, c vsr.Committed) {
 	if r.cfg.PartitionPlane {
 		rp.core.SetOffsetFrontier(uint64(len(rp.applied))) // one message per op, as the shell reports
 	}
-	pos, seen := r.position[c.Op]
+	pos, seen := g.position[c.Op]
 	if !seen {
 		key := requestKey{client: ph.Client.Lo, request: ph.Request}
-		if first, dup := r.firstOp[key]; dup {
-			pos = r.position[first]
+		if first, dup := g.firstOp[key]; dup {
+			pos = g.position[first]
 		} else {
-			r.distinct++
-			pos = r.distinct
-			r.firstOp[key] = c.Op
+			g.distinct++
+			pos = g.distinct
+			g.firstOp[key] = c.Op
 		}
-		r.position[c.Op] = pos
+		g.position[c.Op] = pos
 	}
 	if cl, ok := c.Tag.(*call); ok {
 		value := binary.LittleEndian.Uint64(frame[wire.HeaderSize+r.payloadAt():])
@@ -729,19 +974,20 @@ func sameOp(a, b []byte) bool {
 // checkAcknowledgedKept is 11.5 rule 1 at the end: every answered
 // request's value is in the log every replica applied, at the position it
 // was answered with.
-func (r *run) checkAcknowledgedKept() {
+func (g *group) checkAcknowledgedKept() {
+	r := g.r
 	for _, cl := range r.calls {
-		if !cl.done {
+		if !cl.done || cl.group != g.idx {
 			continue
 		}
-		op, ok := r.firstOp[requestKey{client: uint64(cl.client) + 1, request: cl.request}]
-		if !ok || r.position[op] != cl.index {
-			r.violate(fmt.Sprintf("client %d request %d was acknowledged at position %d and lost", cl.client, cl.request, cl.index))
+		op, ok := g.firstOp[requestKey{client: uint64(cl.client) + 1, request: cl.request}]
+		if !ok || g.position[op] != cl.index {
+			r.violate(fmt.Sprintf("%sclient %d request %d was acknowledged at position %d and lost", g.name(), cl.client, cl.request, cl.index))
 			return
 		}
-		for i, rp := range r.reps {
+		for i, rp := range g.reps {
 			if uint64(len(rp.applied)) < op {
-				r.violate(fmt.Sprintf("replica %d lacks acknowledged op %d", i, op))
+				r.violate(fmt.Sprintf("%sreplica %d lacks acknowledged op %d", g.name(), i, op))
 				return
 			}
 		}
@@ -749,55 +995,93 @@ func (r *run) checkAcknowledgedKept() {
 }
 
 // checkTick: 11.5 rules 1, 2 and 7 (commit and view never go back, no
-// replica beyond the primary), and one primary per view.
+// replica beyond the primary), one primary per view, and the invariants
+// of quiescence.
 func (r *run) checkTick() {
 	r.trace.observe()
+	for _, g := range r.groups {
+		g.checkTick()
+	}
+}
+
+func (g *group) checkTick() {
+	r := g.r
 	primaries := map[uint32]int{}
-	for i, rp := range r.reps {
+	for i, rp := range g.reps {
 		c, v := rp.core.CommitMin(), rp.core.View()
 		if c < rp.commit {
-			r.violate(fmt.Sprintf("replica %d commit went back from %d to %d", i, rp.commit, c))
+			r.violate(fmt.Sprintf("%sreplica %d commit went back from %d to %d", g.name(), i, rp.commit, c))
 		}
 		if v < rp.view {
-			r.violate(fmt.Sprintf("replica %d view went back from %d to %d", i, rp.view, v))
+			r.violate(fmt.Sprintf("%sreplica %d view went back from %d to %d", g.name(), i, rp.view, v))
 		}
 		rp.commit, rp.view = c, v
 		if n := rp.core.ViewsStarted + rp.core.ViewsAdopted; n != rp.viewChanges {
 			rp.viewChanges = n
-			r.event(i, "normal in view %d (%s, commit %d/%d, head %d)", v, map[bool]string{true: "primary", false: "backup"}[rp.core.IsPrimary()], c, rp.core.CommitMax(), rp.core.Op())
+			r.event(i, "%snormal in view %d (%s, commit %d/%d, head %d)", g.name(), v, map[bool]string{true: "primary", false: "backup"}[rp.core.IsPrimary()], c, rp.core.CommitMax(), rp.core.Op())
 		}
 		if rp.core.Repairs != rp.repairs {
 			rp.repairs = rp.core.Repairs
-			r.event(i, "repair session opened at commit %d of %d", c, rp.core.CommitMax())
+			r.event(i, "%srepair session opened at commit %d of %d", g.name(), c, rp.core.CommitMax())
 		}
 		if c > rp.core.CommitMax() {
-			r.violate(fmt.Sprintf("replica %d commit_min %d above commit_max %d", i, c, rp.core.CommitMax()))
+			r.violate(fmt.Sprintf("%sreplica %d commit_min %d above commit_max %d", g.name(), i, c, rp.core.CommitMax()))
 		}
 		if rp.core.Leading() {
 			if other, ok := primaries[v]; ok && other != i {
-				r.violate(fmt.Sprintf("replicas %d and %d both primary in view %d", other, i, v))
+				r.violate(fmt.Sprintf("%sreplicas %d and %d both primary in view %d", g.name(), other, i, v))
 			}
 			primaries[v] = i
+		}
+		if broken := rp.core.QuietCheck(); broken != "" {
+			r.violate(fmt.Sprintf("%sreplica %d: %s", g.name(), i, broken))
+		}
+	}
+	g.checkConfirmations()
+}
+
+// checkConfirmations: a quiet primary counts a backup's confirmation only
+// of its own point, which that backup, in that view, has applied: a quiet
+// group never misses a commit.
+func (g *group) checkConfirmations() {
+	for p, prim := range g.reps {
+		if prim.down || !prim.core.Quiet() || !prim.core.Leading() {
+			continue
+		}
+		for b, rp := range g.reps {
+			if b == p || rp.down || !prim.core.QuietConfirmed(uint8(b)) || rp.core.View() != prim.core.View() || rp.core.Status() != vsr.StatusNormal {
+				continue
+			}
+			if rp.core.CommitMin() != prim.core.CommitMin() {
+				g.r.violate(fmt.Sprintf("%sreplica %d confirmed quiet at commit %d, the quiet primary %d stands at %d",
+					g.name(), b, rp.core.CommitMin(), p, prim.core.CommitMin()))
+			}
 		}
 	}
 }
 
-// quiet: every request answered, one leader, every replica normal in its
-// view and at its commit point.
+// quiet: every request answered, and in every group one leader with every
+// replica normal in its view and at its commit point, and quiet where
+// groups quiesce.
 func (r *run) quiet() bool {
 	for _, c := range r.clients {
 		if c.inflight != nil {
 			return false
 		}
 	}
-	l := r.leader()
-	if l < 0 {
-		return false
-	}
-	lead := r.reps[l].core
-	for _, rp := range r.reps {
-		if rp.core.CommitMin() != lead.CommitMin() || rp.core.View() != lead.View() || rp.core.Status() != vsr.StatusNormal {
+	for _, g := range r.groups {
+		l := g.leader()
+		if l < 0 {
 			return false
+		}
+		lead := g.reps[l].core
+		for _, rp := range g.reps {
+			if rp.core.CommitMin() != lead.CommitMin() || rp.core.View() != lead.View() || rp.core.Status() != vsr.StatusNormal {
+				return false
+			}
+			if r.cfg.Quiesce && !rp.core.Quiet() {
+				return false
+			}
 		}
 	}
 	return true
@@ -806,8 +1090,23 @@ func (r *run) quiet() bool {
 func (r *run) livenessReport() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "liveness: not quiet %d ticks after healing:", r.cfg.LivenessTicks)
-	for i, rp := range r.reps {
-		fmt.Fprintf(&b, " r%d %s view %d commit %d/%d op %d;", i, rp.core.Status(), rp.core.View(), rp.core.CommitMin(), rp.core.CommitMax(), rp.core.Op())
+	for _, g := range r.groups {
+		if len(r.groups) > 1 && g.settled() {
+			continue
+		}
+		b.WriteString(" " + g.name())
+		for i, rp := range g.reps {
+			fmt.Fprintf(&b, " r%d %s view %d commit %d/%d op %d", i, rp.core.Status(), rp.core.View(), rp.core.CommitMin(), rp.core.CommitMax(), rp.core.Op())
+			if r.cfg.Quiesce {
+				fmt.Fprintf(&b, " quiet %v", rp.core.Quiet())
+			}
+			b.WriteString(";")
+		}
+		for i, rp := range g.reps {
+			if d := rp.core.Dropped; len(d) > 0 {
+				fmt.Fprintf(&b, " r%d drops %v;", i, d)
+			}
+		}
 	}
 	open := 0
 	for _, c := range r.clients {
@@ -816,10 +1115,21 @@ func (r *run) livenessReport() string {
 		}
 	}
 	fmt.Fprintf(&b, " %d requests open", open)
-	for i, rp := range r.reps {
-		if d := rp.core.Dropped; len(d) > 0 {
-			fmt.Fprintf(&b, "; r%d drops %v", i, d)
+	return b.String()
+}
+
+// settled reports whether g meets quiet()'s per-group condition.
+func (g *group) settled() bool {
+	l := g.leader()
+	if l < 0 {
+		return false
+	}
+	lead := g.reps[l].core
+	for _, rp := range g.reps {
+		if rp.core.CommitMin() != lead.CommitMin() || rp.core.View() != lead.View() || rp.core.Status() != vsr.StatusNormal ||
+			g.r.cfg.Quiesce && !rp.core.Quiet() {
+			return false
 		}
 	}
-	return b.String()
+	return true
 }

@@ -84,7 +84,7 @@ func newTracer(r *run) *tracer {
 	if r.cfg.Trace == nil {
 		return nil
 	}
-	c := r.coreConfig(0).Cluster
+	c := r.groups[0].coreConfig(0).Cluster
 	t := &tracer{r: r, traceLo: c.Lo, traceHi: c.Hi}
 	for i := 0; i < r.cfg.Replicas; i++ {
 		t.out = append(t.out, r.cfg.Trace(i))
@@ -96,7 +96,7 @@ func newTracer(r *run) *tracer {
 
 // group is the group id as an OpenTelemetry int64 attribute carries it
 // (the metadata group, 1<<63, wraps negative), as the node writes it.
-func (t *tracer) group() int64 { return int64(t.r.group()) }
+func (t *tracer) group() int64 { return int64(t.r.groups[0].id) }
 
 func (t *tracer) nowNs() int64 { return int64(t.r.now) * spanfile.TickNs }
 
@@ -129,7 +129,7 @@ func (t *tracer) op(replica int, op uint64, view uint32, ident wire.U128, replac
 		s = nil
 	}
 	if s == nil {
-		id := spanfile.OpTraceID(t.traceLo, t.traceHi, t.r.group(), op)
+		id := spanfile.OpTraceID(t.traceLo, t.traceHi, t.r.groups[0].id, op)
 		s = &opSpan{ident: ident, seen: map[string]bool{}, done: -1, rec: spanfile.Record{
 			TraceID: hex.EncodeToString(id[:]), SpanID: t.spanID(replica), Name: spanfile.SpanOp, StartNs: t.nowNs(),
 			Resource: t.resource(replica),
@@ -168,7 +168,7 @@ func (t *tracer) ready(i int, rd vsr.Ready) {
 	if t == nil {
 		return
 	}
-	rp := t.r.reps[i]
+	rp := t.r.groups[0].reps[i]
 	for _, f := range rd.Journal {
 		h := wire.HeaderOf(f).Prepare()
 		if j := rp.journal[h.Op]; len(j) == 0 || len(f) == 0 || &j[0] != &f[0] {
@@ -217,7 +217,7 @@ func (t *tracer) observe() {
 	if t == nil {
 		return
 	}
-	for i, rp := range t.r.reps {
+	for i, rp := range t.r.groups[0].reps {
 		if !rp.down {
 			t.observeStatus(i, rp)
 			t.observeRepair(i, rp)

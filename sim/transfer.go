@@ -31,19 +31,19 @@ type offerKey struct {
 }
 
 // transferFrame handles commands 22-25 addressed to replica to.
-func (r *run) transferFrame(from, to int, frame []byte) {
+func (g *group) transferFrame(from, to int, frame []byte) {
 	h := wire.HeaderOf(frame)
-	rp := r.reps[to]
+	rp := g.reps[to]
 	switch h.Command() {
 	case wire.CmdRequestStateTransfer:
 		q, err := wire.DecodeRequestStateTransferHeader(h)
 		if err == nil && int(q.Replica) == from {
-			r.serveOffer(to, from, q.Nonce)
+			g.serveOffer(to, from, q.Nonce)
 		}
 	case wire.CmdRequestStateChunk:
 		q, err := wire.DecodeRequestStateChunkHeader(h)
 		if err == nil && int(q.Replica) == from {
-			r.serveChunk(to, from, q)
+			g.serveChunk(to, from, q)
 		}
 	case wire.CmdStateTransferTarget:
 		if rp.transfer == nil || int(rp.transfer.Peer) != from {
@@ -51,28 +51,29 @@ func (r *run) transferFrame(from, to int, frame []byte) {
 		}
 		next, err := rp.transfer.OnTarget(frame)
 		if err != nil {
-			r.abandonTransfer(to, err)
+			g.abandonTransfer(to, err)
 			return
 		}
-		r.transferProgress(to, next)
+		g.transferProgress(to, next)
 	case wire.CmdStateChunk:
 		if rp.transfer == nil || int(rp.transfer.Peer) != from {
 			return
 		}
-		r.transferProgress(to, rp.transfer.OnChunk(frame))
+		g.transferProgress(to, rp.transfer.OnChunk(frame))
 	}
 }
 
 // server is replica i as its StateTransferTargets name it.
-func (r *run) server(i int) vsr.Server {
-	c := r.reps[i].core
-	return vsr.Server{Cluster: wire.U128{Lo: 0x51}, View: c.View(), Replica: uint8(i), Group: r.group(), CommitMax: c.CommitMax()}
+func (g *group) server(i int) vsr.Server {
+	c := g.reps[i].core
+	return vsr.Server{Cluster: wire.U128{Lo: 0x51}, View: c.View(), Replica: uint8(i), Group: g.id, CommitMax: c.CommitMax()}
 }
 
-func (r *run) serveOffer(server, requester int, nonce wire.U128) {
-	rp := r.reps[server]
+func (g *group) serveOffer(server, requester int, nonce wire.U128) {
+	r := g.r
+	rp := g.reps[server]
 	key := offerKey{server, requester, nonce}
-	o := r.offers[key]
+	o := g.offers[key]
 	if o == nil && rp.core.CaughtUpPrimary() && rp.core.CommitMax() > 0 {
 		commit := rp.core.CommitMin()
 		o = &simOffer{Offer: &vsr.Offer{CommitOp: commit, CommitMax: rp.core.CommitMax()},
@@ -83,42 +84,44 @@ func (r *run) serveOffer(server, requester int, nonce wire.U128) {
 			o.Add(wire.ArtifactMetadataSnapshot, commit, binary.LittleEndian.AppendUint64([]byte("sim-snapshot:"), commit))
 			o.Add(wire.ArtifactClientTable, commit, binary.LittleEndian.AppendUint64([]byte("sim-table:"), commit))
 		}
-		r.offers[key] = o
+		g.offers[key] = o
 	}
 	var offer *vsr.Offer
 	if o != nil {
 		offer = o.Offer
 	}
-	head, body := r.server(server).Target(nonce, offer, true)
+	head, body := g.server(server).Target(nonce, offer, true)
 	r.net.send(r.now, server, requester, append(head, body...))
 }
 
-func (r *run) serveChunk(server, requester int, q wire.RequestStateChunkHeader) {
-	o := r.offers[offerKey{server, requester, q.Nonce}]
+func (g *group) serveChunk(server, requester int, q wire.RequestStateChunkHeader) {
+	o := g.offers[offerKey{server, requester, q.Nonce}]
 	if o == nil {
 		return
 	}
-	if head, body, _, ok := r.server(server).Chunk(o.Offer, q, q.Len); ok {
-		r.net.send(r.now, server, requester, append(head, body...))
+	if head, body, _, ok := g.server(server).Chunk(o.Offer, q, q.Len); ok {
+		g.r.net.send(g.r.now, server, requester, append(head, body...))
 	}
 }
 
 // maybeStartTransfer arms a session when replica i's core asks for one.
-func (r *run) maybeStartTransfer(i int) {
-	rp := r.reps[i]
+func (g *group) maybeStartTransfer(i int) {
+	r := g.r
+	rp := g.reps[i]
 	if rp.down || rp.transfer != nil || rp.core.NeedTransfer < 0 || rp.core.Transferring() {
 		return
 	}
 	rp.transfer = rp.core.NewTransfer(uint8(rp.core.NeedTransfer), 4096)
 	rp.transfer.ChunkMax = 7 // several chunks even for the small stand-in artifacts
 	rp.core.SetTransferring(true)
-	r.event(i, "state transfer from r%d started (commit %d/%d)", rp.core.NeedTransfer, rp.core.CommitMin(), rp.core.CommitMax())
+	r.event(i, "%sstate transfer from r%d started (commit %d/%d)", g.name(), rp.core.NeedTransfer, rp.core.CommitMin(), rp.core.CommitMax())
 	e := rp.transfer.Request()
 	r.net.send(r.now, i, int(e.To), append([]byte(nil), e.Head...))
 }
 
-func (r *run) tickTransfer(i int) {
-	rp := r.reps[i]
+func (g *group) tickTransfer(i int) {
+	r := g.r
+	rp := g.reps[i]
 	if rp.transfer != nil && !rp.core.Transferring() {
 		rp.transfer = nil // the core left the view it was for
 	}
@@ -128,23 +131,24 @@ func (r *run) tickTransfer(i int) {
 	next, err := rp.transfer.Tick(100)
 	switch {
 	case err != nil:
-		r.abandonTransfer(i, err)
+		g.abandonTransfer(i, err)
 	case next != nil:
 		r.net.send(r.now, i, int(next.To), append([]byte(nil), next.Head...))
 	}
 }
 
-func (r *run) abandonTransfer(i int, err error) {
-	rp := r.reps[i]
-	r.event(i, "state transfer abandoned: %v", err)
+func (g *group) abandonTransfer(i int, err error) {
+	rp := g.reps[i]
+	g.r.event(i, "%sstate transfer abandoned: %v", g.name(), err)
 	rp.transfer = nil
 	rp.core.SetTransferring(false)
-	r.drive(i)
+	g.drive(i)
 }
 
 // transferProgress sends the next chunk request or installs.
-func (r *run) transferProgress(i int, next *vsr.Envelope) {
-	rp := r.reps[i]
+func (g *group) transferProgress(i int, next *vsr.Envelope) {
+	r := g.r
+	rp := g.reps[i]
 	if next != nil {
 		r.net.send(r.now, i, int(next.To), append([]byte(nil), next.Head...))
 	}
@@ -157,25 +161,26 @@ func (r *run) transferProgress(i int, next *vsr.Envelope) {
 		return
 	}
 	if !rp.core.InstallAllowed(s.CommitOp) {
-		r.abandonTransfer(i, fmt.Errorf("not installable now (%s, commit %d)", rp.core.Status(), rp.core.CommitMin()))
+		g.abandonTransfer(i, fmt.Errorf("not installable now (%s, commit %d)", rp.core.Status(), rp.core.CommitMin()))
 		return
 	}
-	if err := r.install(i, s); err != nil {
-		r.abandonTransfer(i, err)
+	if err := g.install(i, s); err != nil {
+		g.abandonTransfer(i, err)
 		return
 	}
 	rp.transfer = nil
 	rp.core.Installed(s.CommitOp, s.CommitMax)
 	rp.commit = rp.core.CommitMin()
 	r.res.Transfers++
-	r.event(i, "state transfer installed at commit %d", s.CommitOp)
-	r.drive(i)
+	r.event(i, "%sstate transfer installed at commit %d", g.name(), s.CommitOp)
+	g.drive(i)
 }
 
 // install checks the artifacts as the node does and makes the offer's
 // applied prefix this replica's durable state.
-func (r *run) install(i int, s *vsr.TransferSession) error {
-	rp := r.reps[i]
+func (g *group) install(i int, s *vsr.TransferSession) error {
+	r := g.r
+	rp := g.reps[i]
 	if r.cfg.PartitionPlane {
 		if _, offsets, err := s.VerifyPartition(); err != nil {
 			return err
@@ -185,7 +190,7 @@ func (r *run) install(i int, s *vsr.TransferSession) error {
 	} else if _, _, _, _, err := s.Verify(); err != nil {
 		return err
 	}
-	o := r.offers[offerKey{int(s.Peer), i, s.Nonce}]
+	o := g.offers[offerKey{int(s.Peer), i, s.Nonce}]
 	if o == nil || o.CommitOp != s.CommitOp {
 		return fmt.Errorf("no offer at commit %d", s.CommitOp)
 	}
@@ -194,14 +199,14 @@ func (r *run) install(i int, s *vsr.TransferSession) error {
 	}
 	for j, a := range rp.applied {
 		if j >= len(o.applied) || !sameOp(a.frame, o.applied[j].frame) {
-			r.violate(fmt.Sprintf("replica %d: transferred state disagrees with its applied op %d", i, a.op))
+			r.violate(fmt.Sprintf("%sreplica %d: transferred state disagrees with its applied op %d", g.name(), i, a.op))
 			return fmt.Errorf("divergent transfer")
 		}
 	}
 	rp.applied = append(rp.applied[:0:0], o.applied...)
 	for _, a := range rp.applied {
-		if _, ok := r.canon[a.op]; !ok {
-			r.canon[a.op] = a.frame
+		if _, ok := g.canon[a.op]; !ok {
+			g.canon[a.op] = a.frame
 		}
 	}
 	rp.journal, rp.lastJournaled, rp.snapshotOp = make(map[uint64][]byte), 0, s.CommitOp

@@ -300,6 +300,12 @@ func (r *Replica) PeerFound(peer uint8) {
 	r.wake()
 }
 
+// QuietConfirmed reports whether this primary counts rep's confirmation
+// of its current point (the simulator checks it is true).
+func (r *Replica) QuietConfirmed(rep uint8) bool {
+	return r.Leading() && r.q.acks&(1<<rep) != 0 && r.q.view == r.view && r.q.commit == r.commitMin
+}
+
 // forgetConfirmation drops a restarted backup's confirmation: its memory
 // of the point went with the restart.
 func (r *Replica) forgetConfirmation(rep uint8) { r.q.acks &^= 1 << rep }

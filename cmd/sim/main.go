@@ -41,6 +41,7 @@ func main() {
 		restart   = flag.Float64("restart", 0.01, "per-tick probability a down replica comes back")
 		timeline  = flag.Bool("timeline", false, "print each run's timeline")
 		traceDir  = flag.String("trace", "", "write each run's span files (one per replica) to this directory, for cmd/timeline")
+		groups    = flag.Int("groups", 1, "partition groups per node; above 1, with quiescence and the node-level heartbeat (sim.ManyGroupsFaultsFor)")
 	)
 	flag.Parse()
 	start := time.Now()
@@ -49,6 +50,10 @@ func main() {
 	viewChanged, transfers := 0, 0
 	for s := *seed; s < *seed+uint64(*seeds); s++ {
 		cfg := sim.FaultsFor(s)
+		if *groups > 1 {
+			cfg = sim.ManyGroupsFaultsFor(s)
+			cfg.Groups = *groups
+		}
 		if *custom {
 			cfg.Net = sim.NetConfig{Loss: *loss, Replay: *replay, PartitionProbability: *partition,
 				UnpartitionProbability: *heal, Asymmetric: *asym, ClogProbability: *clog}
@@ -77,8 +82,8 @@ func main() {
 		highestView = max(highestView, res.ViewChanges)
 		journalFailures += res.JournalFailures
 		if *timeline || *seeds == 1 {
-			fmt.Printf("seed %d: %d ticks, %d requests submitted, %d answered, %d ops committed, highest view %d, %d repair sessions, %d state transfers, %d crashes, %d journal failures\n",
-				s, res.Ticks, res.Submitted, res.Completed, res.Committed, res.ViewChanges, res.Repairs, res.Transfers, res.Crashes, res.JournalFailures)
+			fmt.Printf("seed %d: %d ticks, %d requests submitted, %d answered, %d ops committed, highest view %d, %d repair sessions, %d state transfers, %d crashes, %d journal failures, %d naps\n",
+				s, res.Ticks, res.Submitted, res.Completed, res.Committed, res.ViewChanges, res.Repairs, res.Transfers, res.Crashes, res.JournalFailures, res.Naps)
 			fmt.Printf("  network: %+v\n", res.Net)
 			if *timeline {
 				for _, e := range res.Timeline {
