@@ -170,6 +170,11 @@ func (r *Replica) nap() {
 	r.q.naps++
 	r.commitTimer.stop()
 	r.heartbeatTimer.stop()
+	if r.PipelineLen() == 0 {
+		// Idle: nothing to retransmit (a failed append may have emptied the
+		// pipeline under a running timer, which would stop at its firing).
+		r.prepareTimer.stop()
+	}
 	r.assertQuiet()
 }
 
