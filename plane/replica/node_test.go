@@ -2,6 +2,7 @@ package replicaplane
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -361,6 +362,13 @@ func TestStartValidatesConfig(t *testing.T) {
 			c.AuthEnabled, c.SharedSecret, c.PreviousSharedSecret = true, secretOld, secretOld
 		}, "equals"},
 		{"no listen address", func(c *Config) { c.Listen = "" }, "no listen address"},
+		{"tls without a certificate", func(c *Config) {
+			withAuth(secretOld, nil)(c)
+			c.TLS = &tls.Config{}
+		}, "no certificate"},
+		{"every interface without auth", func(c *Config) { c.Listen = ":0" }, "allow_insecure"},
+		{"routable address without auth", func(c *Config) { c.Listen = "0.0.0.0:0" }, "allow_insecure"},
+		{"host name without auth", func(c *Config) { c.Listen = "node0.example:0" }, "allow_insecure"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -375,6 +383,39 @@ func TestStartValidatesConfig(t *testing.T) {
 				t.Fatalf("error %q, want it to mention %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A node without auth may listen beyond loopback only when told that it is
+// insecure; with auth, or on loopback, it needs no permission.
+func TestExposedListenerWithoutAuthNeedsAllowInsecure(t *testing.T) {
+	cases := []struct {
+		name   string
+		listen string
+		mod    func(c *Config)
+	}{
+		{"loopback, no auth", "127.0.0.1:0", func(*Config) {}},
+		{"localhost, no auth", "localhost:0", func(*Config) {}},
+		{"every interface, auth", "0.0.0.0:0", withAuth(secretOld, nil)},
+		{"every interface, allow_insecure", "0.0.0.0:0", func(c *Config) { c.AllowInsecure = true }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := baseConfig(0, 2)
+			cfg.Listen = tc.listen
+			tc.mod(&cfg)
+			n, err := Start(cfg, newRecorder())
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = n.Close()
+		})
+	}
+	for addr, want := range map[string]bool{"127.0.0.1:9090": true, "[::1]:9090": true, "LOCALHOST:1": true,
+		"127.5.5.5": true, "0.0.0.0:9090": false, ":9090": false, "10.0.0.1:9090": false, "[::]:9090": false, "node0:9090": false} {
+		if got := IsLoopback(addr); got != want {
+			t.Errorf("IsLoopback(%q) = %v, want %v", addr, got, want)
+		}
 	}
 }
 
