@@ -38,6 +38,7 @@ var notImplemented = []ignoredKey{
 	{"http.jwt", "no REST API"},
 	{"http.tls", "the HTTP listener serves plain HTTP only"},
 	{"message_bus.close_peer_timeout", "replica links close at once"},
+	{"personal_access_token.cleaner.interval", "expired tokens are deleted on every data_maintenance.messages pass"},
 	{"partition.transfer_served_cache_bytes_max", "state transfer keeps no served cache"},
 	{"partition.transfer_artifact_bytes_max", "state transfer keeps no artifact"},
 	{"cluster.coordinator", "no shards to place (Go relevance: none)"},

@@ -84,7 +84,6 @@ func validateBehaviour(c Config, check checkFunc) {
 	check(!m.CleanerEnabled || m.Interval > 0, "data_maintenance.messages.interval must be non-zero when cleaner_enabled")
 	p := c.PersonalAccessToken
 	check(p.MaxTokensPerUser > 0, "personal_access_token.max_tokens_per_user must be non-zero")
-	check(!p.Cleaner.Enabled || p.Cleaner.Interval > 0, "personal_access_token.cleaner.interval must be non-zero when enabled")
 }
 
 func validateConsensus(c Config, check checkFunc) {

@@ -33,7 +33,6 @@ func TestLoadRefusesWhatTheReferenceServerRefuses(t *testing.T) {
 		{"metrics endpoint", []string{"IGGY_HTTP_METRICS_ENDPOINT=metrics"}, "http.metrics.endpoint"},
 		{"cleaner interval", []string{"IGGY_DATA_MAINTENANCE_MESSAGES_INTERVAL=0 s"}, "data_maintenance.messages.interval"},
 		{"tokens per user", []string{"IGGY_PERSONAL_ACCESS_TOKEN_MAX_TOKENS_PER_USER=0"}, "max_tokens_per_user"},
-		{"token cleaner interval", []string{"IGGY_PERSONAL_ACCESS_TOKEN_CLEANER_INTERVAL=0 s"}, "personal_access_token.cleaner.interval"},
 		{"metadata depth", []string{"IGGY_METADATA_PREPARE_QUEUE_DEPTH=128"}, "metadata.prepare_queue_depth"},
 		{"journal slots low", []string{"IGGY_METADATA_JOURNAL_SLOTS=255"}, "metadata.journal_slots"},
 		{"journal slots high", []string{"IGGY_METADATA_JOURNAL_SLOTS=1048577"}, "metadata.journal_slots"},
