@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"iggynode/config"
+	clientplane "iggynode/plane/client"
 	replicaplane "iggynode/plane/replica"
 	"iggynode/storage"
 	"iggynode/vsr"
@@ -174,9 +176,14 @@ func (n *Node) startReplicaPlane() error {
 	}
 	c := n.opts.Config
 	auth := c.Cluster.Auth
+	tlsConf, tlsMode, err := n.replicaTLS()
+	if err != nil {
+		return fmt.Errorf("replica plane: %w", err)
+	}
 	links, err := replicaplane.Start(replicaplane.Config{
 		Self: n.cluster.self, Roster: n.roster(), Listen: n.opts.ReplicaListen, ClusterName: c.Cluster.Name,
 		AuthEnabled: auth.Enabled, SharedSecret: []byte(auth.SharedSecret), PreviousSharedSecret: []byte(auth.PreviousSharedSecret),
+		TLS: tlsConf, AllowInsecure: c.Cluster.AllowInsecure,
 		MaxFrameSize: uint32(c.MessageBus.MaxMessageSize), PeerQueueCapacity: int(c.MessageBus.PeerQueueCapacity),
 		MaxBatch: int(c.MessageBus.MaxBatch), ReconnectPeriod: n.opts.ReconnectPeriod, HandshakeGrace: c.MessageBus.HandshakeGrace.D(),
 		Logger: n.log.With("plane", "replica"),
@@ -185,9 +192,34 @@ func (n *Node) startReplicaPlane() error {
 		return fmt.Errorf("replica plane: %w", err)
 	}
 	n.cluster.links = links
-	n.log.Info("replica plane up", "address", links.Addr().String(), "replica", n.cluster.self, "replicas", n.cluster.n)
+	n.log.Info("replica plane up", "address", links.Addr().String(), "replica", n.cluster.self, "replicas", n.cluster.n,
+		"auth", auth.Enabled, "tls", tlsMode)
 	go n.every(tickInterval, func() { n.root().Send(n.refs.metadata, &tick{}) })
 	return nil
+}
+
+// replicaTLS builds the replica plane's TLS from [cluster.tls] and names
+// its mode for the start-up line: mutual TLS under ca_file, or in
+// self_signed mode an ephemeral certificate with no verification either
+// way (replica-plane.md 3.7; plane/replica's doc).
+func (n *Node) replicaTLS() (*tls.Config, string, error) {
+	t := n.opts.Config.Cluster.TLS
+	switch {
+	case !t.Enabled:
+		return nil, "off", nil
+	case t.SelfSigned:
+		if t.CertFile != "" || t.KeyFile != "" || t.CAFile != "" {
+			n.log.Warn("cluster.tls.self_signed is set: ignoring cert_file, key_file and ca_file")
+		}
+		s, err := clientplane.GenerateSelfSigned()
+		if err != nil {
+			return nil, "", err
+		}
+		n.log.Warn("replica plane TLS is self_signed: peer certificates are not verified; only cluster.auth keeps strangers out")
+		return replicaplane.AnyPeerTLS(s.Certificate), "self_signed", nil
+	}
+	conf, err := replicaplane.MutualTLS(t.CertFile, t.KeyFile, t.CAFile)
+	return conf, "mutual", err
 }
 
 // ReplicaAddr is the bound replica-plane address ("" on a single node).

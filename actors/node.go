@@ -381,13 +381,12 @@ func stopStrategy(refs *nodeRefs, log *slog.Logger) actor.SupervisorStrategy {
 // addresses and without secrets, to {system.path}/runtime/current_config.toml
 // (server-behaviour.md 11.1.4).
 func (n *Node) writeRuntimeConfig() error {
-	cfg := n.opts.Config
+	cfg := n.opts.Config.WithoutSecrets()
 	if n.tcp != nil {
 		cfg.TCP.Address = n.TCPAddr()
 	}
-	cfg.Cluster.Auth.SharedSecret, cfg.Cluster.Auth.PreviousSharedSecret, cfg.HTTP.Metrics.Token = "", "", ""
 	path := cfg.RuntimeConfigPath()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
 	var buf bytes.Buffer

@@ -91,7 +91,8 @@ unknown_key = 1
 	if c.Partition.EvictedRingBytesMax != 256<<20 {
 		t.Errorf("evicted_ring_bytes_max from the environment: %d", c.Partition.EvictedRingBytesMax)
 	}
-	if len(warns) != 1 || !strings.Contains(warns[0], "IGGY_NOT_A_KEY") {
+	if len(warns) != 2 || !strings.Contains(warns[0], "unknown key cluster.nodes.ports.unknown_key") ||
+		!strings.Contains(warns[1], "IGGY_NOT_A_KEY") {
 		t.Errorf("warnings = %v", warns)
 	}
 }

@@ -32,11 +32,14 @@ var outsideSchema = map[string]bool{
 // path is empty, IGGY_CONFIG_PATH from environ; a missing file is an error
 // only when it was named explicitly), then the standard OTEL_* variables
 // for telemetry, then IGGY_* overrides from environ ("KEY=value" strings,
-// as os.Environ returns), then validation of the telemetry keys. It
-// returns warnings for unknown IGGY_* variables.
+// as os.Environ returns), then Validate. It returns a warning for every
+// unknown key of the file, every unknown IGGY_* variable, and every key,
+// set either way, that the node accepts but ignores (keys.go); the
+// caller decides whether warnings refuse boot (system.strict_config).
 func Load(path string, environ []string) (Config, []string, error) {
 	cfg := Default()
 	env := envMap(environ)
+	var warnings []string
 	explicit := path != ""
 	if !explicit {
 		path = env["IGGY_CONFIG_PATH"]
@@ -54,6 +57,7 @@ func Load(path string, environ []string) (Config, []string, error) {
 					return cfg, nil, fmt.Errorf("config %s: %s was relocated or removed (server-behaviour.md 11.4); refusing to start", path, key)
 				}
 			}
+			warnings = fileWarnings(path, md)
 		}
 	}
 	for _, key := range relocated {
@@ -68,17 +72,22 @@ func Load(path string, environ []string) (Config, []string, error) {
 	if err := applyEnv(reflect.ValueOf(&cfg).Elem(), "IGGY", env, used); err != nil {
 		return cfg, nil, err
 	}
-	var warnings []string
+	var envWarnings []string
 	for k := range env {
-		if strings.HasPrefix(k, "IGGY_") && !used[k] && !outsideSchema[k] {
-			warnings = append(warnings, "unknown configuration variable "+k)
+		if !strings.HasPrefix(k, "IGGY_") || outsideSchema[k] {
+			continue
+		}
+		if w := envWarning(k); w != "" {
+			envWarnings = append(envWarnings, w)
+		} else if !used[k] {
+			envWarnings = append(envWarnings, "unknown configuration variable "+k)
 		}
 	}
-	sort.Strings(warnings)
-	if err := validateTelemetry(cfg); err != nil {
-		return cfg, nil, err
+	sort.Strings(envWarnings)
+	if err := Validate(cfg); err != nil {
+		return cfg, nil, fmt.Errorf("configuration refused: %w", err)
 	}
-	return cfg, warnings, nil
+	return cfg, append(warnings, envWarnings...), nil
 }
 
 func envName(dotted string) string {

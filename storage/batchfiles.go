@@ -335,7 +335,7 @@ func (s *Store) truncateFrom(g *groupLog, offset uint64) error {
 
 // createFile starts a new file named after base at the end of g.
 func (s *Store) createFile(g *groupLog, base uint64) (*batchFile, error) {
-	if err := os.Mkdir(g.dir, 0o755); err == nil {
+	if err := os.Mkdir(g.dir, dirMode); err == nil {
 		g.parentUnsynced = true
 	} else if !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("storage: %w", err)
@@ -343,7 +343,7 @@ func (s *Store) createFile(g *groupLog, base uint64) (*batchFile, error) {
 	bf := &batchFile{path: filepath.Join(g.dir, batchFileName(base))}
 	// O_TRUNC: a file of that name that the index does not hold is a
 	// leftover no batch of which is retained.
-	f, err := os.OpenFile(bf.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(bf.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, fileMode)
 	if err != nil {
 		return nil, fmt.Errorf("storage: %w", err)
 	}
@@ -428,7 +428,7 @@ func (s *Store) removeGroupFiles(g *groupLog) error {
 // DeletePartition left behind.
 func openPartitionsDir(storeDir string) (string, error) {
 	dir := filepath.Join(storeDir, partitionsDirName)
-	if err := os.Mkdir(dir, 0o755); err == nil {
+	if err := os.Mkdir(dir, dirMode); err == nil {
 		if err := fsyncPath(storeDir); err != nil {
 			return "", err
 		}

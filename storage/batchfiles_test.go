@@ -540,3 +540,52 @@ func TestScanWhileAppending(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The store's folders are 0700 and its batch files 0600 whatever the
+// process umask lets through: a fresh store walked after appends has no
+// group or other bit on anything it created itself (doc.go, "File
+// permissions"; badger's own files follow the umask, cmd/node's test
+// covers them).
+func TestStoreCreatesOwnerOnlyFiles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "fresh", "store")
+	s := openWith(t, dir, nil)
+	appendAll(t, s, 7, 0, 3, 2, 16)
+	appendAll(t, s, 8, 0, 1, 1, 16)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if !d.IsDir() && !strings.HasPrefix(rel, partitionsDirName+string(filepath.Separator)) {
+			return nil // badger's
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if perm := info.Mode().Perm(); perm&0o077 != 0 {
+			t.Errorf("%s has mode %v", rel, perm)
+		}
+		checked++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Dir(dir), dir} {
+		info, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Mode().Perm() != 0o700 {
+			t.Errorf("%s: mode %v, want a 0700 folder", p, info.Mode().Perm())
+		}
+	}
+	if checked < 5 { // store, partitions/, two group folders, batch files
+		t.Fatalf("walked only %d entries", checked)
+	}
+}

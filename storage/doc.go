@@ -186,6 +186,16 @@
 // compacted journals give back disk; deleted batch files give it back at
 // once.
 //
+// # File permissions
+//
+// The store creates its folder, partitions/ and every group folder 0700,
+// and batch files 0600: they hold password hashes, tokens and messages.
+// badger (and ristretto under it) creates its files 0666 with no option to
+// change it, so their mode is the process umask's: cmd/node sets the umask
+// to 077 at start, and for any other user of the package the store's 0700
+// folder keeps them unreachable. A folder that exists already keeps the
+// mode its creator gave it.
+//
 // Bytes passed to a scan callback are valid only during the call (they can
 // point into badger's mapped files or the scan's reused buffer);
 // ReadBatch, Get, LoadSnapshot and LoadVsrState return slices the caller

@@ -31,6 +31,16 @@ var (
 	ErrSyncFailed = errors.New("storage: fsync failed")
 )
 
+// File modes of everything the store creates: owner-only, since the files
+// hold users' password hashes, tokens and messages. Badger creates its own
+// files 0666 and has no option to change that; cmd/node sets the process
+// umask to 077, and the store's folder being 0700 keeps them out of reach
+// for library users that do not (doc.go, "File permissions").
+const (
+	dirMode  fs.FileMode = 0o700
+	fileMode fs.FileMode = 0o600
+)
+
 // Options tunes the badger database. Zero values take the defaults below,
 // chosen for a 2-core machine that opens many stores in tests (doc.go,
 // "Tuning").
@@ -155,7 +165,7 @@ type Store struct {
 // the group's first use (doc.go, "Recovery").
 func Open(dir string, opts Options) (*Store, error) {
 	opts = opts.withDefaults()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, dirMode); err != nil {
 		return nil, fmt.Errorf("storage: %w", err)
 	}
 	db, err := badger.Open(opts.badger(dir))

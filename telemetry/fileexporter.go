@@ -39,12 +39,13 @@ type FileExporter struct {
 }
 
 // NewFileExporter opens path for appending, creating it and its parent
-// directories.
+// directories owner-only (0600 and 0700): spans carry stream, topic and
+// user names.
 func NewFileExporter(path string) (*FileExporter, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}

@@ -181,3 +181,26 @@ func FuzzAppendString(f *testing.F) {
 		}
 	})
 }
+
+// The span file and the folders made for it are owner-only (0600, 0700):
+// spans name streams, topics and users.
+func TestFileExporterCreatesOwnerOnlyFiles(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "logs")
+	path := filepath.Join(root, "deeper", "traces.jsonl")
+	e, err := NewFileExporter(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]os.FileMode{root: 0o700, filepath.Dir(path): 0o700, path: 0o600} {
+		info, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Mode().Perm() != want {
+			t.Errorf("%s: mode %v, want %v", p, info.Mode().Perm(), want)
+		}
+	}
+}

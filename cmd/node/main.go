@@ -8,6 +8,18 @@
 // and /metrics are set up by package telemetry, whose doc lists the keys;
 // by default metrics are collected but nothing is exported and no extra
 // port is bound.
+//
+// Every configuration warning (an unknown key or IGGY_* variable, a
+// reference key the node ignores; package config) is logged at start;
+// --strict, or system.strict_config = true (IGGY_SYSTEM_STRICT_CONFIG),
+// refuses to start on any of them instead. Settings the node cannot honour
+// (config.Validate) always refuse. With the default root password, any
+// listener bound beyond loopback (TCP, QUIC, WebSocket, HTTP) is named in
+// one loud warning.
+//
+// The process umask is 077: everything the node writes under system.path
+// (badger's files too, which it creates 0666), its log and span files are
+// owner-only.
 package main
 
 import (
@@ -50,13 +62,19 @@ func run(args []string, environ []string, sig <-chan os.Signal) error {
 	level := fs.String("log-level", "", "log level: debug, info, warn, error (default: system.logging.level)")
 	replicaID := fs.Int("replica-id", -1, "this node's replica id in [cluster] (overrides cluster.replica_id)")
 	pprofAddr := fs.String("pprof", "", "serve Go profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060")
+	strict := fs.Bool("strict", false, "refuse to start on any configuration warning (also system.strict_config, IGGY_SYSTEM_STRICT_CONFIG)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	restrictFileModes() // before anything is written
 	setGCPercent(environ)
 	cfg, warnings, err := config.Load(*configPath, environ)
 	if err != nil {
 		return err
+	}
+	if len(warnings) > 0 && (*strict || cfg.System.StrictConfig) {
+		return fmt.Errorf("strict configuration (--strict or system.strict_config): refusing to start on %d warning(s):\n  %s",
+			len(warnings), strings.Join(warnings, "\n  "))
 	}
 	if *replicaID >= 0 {
 		cfg.Cluster.ReplicaID = *replicaID
@@ -214,27 +232,52 @@ func setGCPercent(environ []string) {
 
 // openLogFile opens dir/iggynode.log for appending, creating dir: the log
 // the GetSnapshot archive collects and a container's users read from a
-// mounted folder. A node that cannot write it logs to standard error only.
+// mounted folder. Both are owner-only (0700, 0600): the log names users,
+// streams and client addresses. A node that cannot write it logs to
+// standard error only.
 func openLogFile(dir string) (*os.File, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	return os.OpenFile(filepath.Join(dir, "iggynode.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	return os.OpenFile(filepath.Join(dir, "iggynode.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 }
 
-// warnExposed warns loudly when a listener is reachable beyond loopback
-// while the root password is the well-known default.
+// warnExposed warns loudly, once, when any listener (TCP, QUIC,
+// WebSocket, HTTP) is reachable beyond loopback while the root password is
+// the well-known default.
 func warnExposed(logger *slog.Logger, cfg config.Config, rootPassword string) {
-	if rootPassword != "iggy" || !cfg.TCP.Enabled {
+	if rootPassword != "iggy" {
 		return
 	}
-	if telemetry.IsLoopback(cfg.TCP.Address) {
+	exposed := exposedListeners(cfg)
+	if len(exposed) == 0 {
 		return
 	}
 	logger.Warn(strings.Repeat("!", 72))
-	logger.Warn("the TCP listener is reachable beyond loopback and the root password is the default 'iggy'",
-		"address", cfg.TCP.Address, "fix", "set IGGY_ROOT_USERNAME and IGGY_ROOT_PASSWORD before the first start")
+	logger.Warn("listeners are reachable beyond loopback and the root password is the default 'iggy'",
+		"listeners", strings.Join(exposed, " "), "fix", "set IGGY_ROOT_USERNAME and IGGY_ROOT_PASSWORD before the first start")
 	logger.Warn(strings.Repeat("!", 72))
+}
+
+// exposedListeners names each enabled listener bound beyond loopback, as
+// transport=address.
+func exposedListeners(cfg config.Config) []string {
+	var out []string
+	for _, l := range []struct {
+		name    string
+		enabled bool
+		address string
+	}{
+		{"tcp", cfg.TCP.Enabled, cfg.TCP.Address},
+		{"quic", cfg.QUIC.Enabled, cfg.QUIC.Address},
+		{"websocket", cfg.WebSocket.Enabled, cfg.WebSocket.Address},
+		{"http", cfg.HTTP.Enabled, cfg.HTTP.Address},
+	} {
+		if l.enabled && !telemetry.IsLoopback(l.address) {
+			out = append(out, l.name+"="+l.address)
+		}
+	}
+	return out
 }
 
 func parseLevel(s string) slog.Level {

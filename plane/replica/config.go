@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"strings"
 	"time"
 
 	"iggynode/wire"
@@ -60,6 +62,10 @@ type Config struct {
 	// InsecureSkipVerify for self_signed mode) for the dialer. MinVersion,
 	// MaxVersion, NextProtos and (on the dialer) ServerName are overwritten.
 	TLS *tls.Config
+	// AllowInsecure lets a node without AuthEnabled listen beyond
+	// loopback (cluster.allow_insecure). Start refuses that otherwise:
+	// any process that reaches the port could join the replica plane.
+	AllowInsecure bool
 
 	// MaxFrameSize is message_bus.max_message_size (64 MiB).
 	MaxFrameSize uint32
@@ -102,6 +108,14 @@ func (c *Config) defaults() {
 	}
 }
 
+// listenAddr is the address Start binds.
+func (c *Config) listenAddr() string {
+	if c.Listen != "" {
+		return c.Listen
+	}
+	return c.Roster[c.Self].Addr
+}
+
 func (c *Config) validate() error {
 	if err := validateRoster(c.Self, c.Roster); err != nil {
 		return err
@@ -109,11 +123,18 @@ func (c *Config) validate() error {
 	if c.MaxFrameSize <= wire.HeaderSize {
 		return fmt.Errorf("replicaplane: max frame size %d must exceed %d", c.MaxFrameSize, wire.HeaderSize)
 	}
-	if c.Listen == "" && c.Roster[c.Self].Addr == "" {
+	if c.listenAddr() == "" {
 		return errors.New("replicaplane: no listen address: neither Listen nor the own roster entry has one")
+	}
+	if !c.AuthEnabled && !c.AllowInsecure && !IsLoopback(c.listenAddr()) {
+		return fmt.Errorf("replicaplane: refusing to listen on %s without cluster auth: any process that reaches it could join "+
+			"the cluster; set cluster.auth (enabled, shared_secret) or, knowingly, cluster.allow_insecure = true", c.listenAddr())
 	}
 	if c.TLS != nil && !c.AuthEnabled {
 		return errors.New("replicaplane: cluster TLS requires cluster auth (replica-plane.md 3.7)")
+	}
+	if c.TLS != nil && len(c.TLS.Certificates) == 0 && c.TLS.GetCertificate == nil {
+		return errNoCertificate
 	}
 	if !c.AuthEnabled {
 		return nil
@@ -161,4 +182,19 @@ func validateRoster(self uint8, roster []Peer) error {
 		}
 	}
 	return nil
+}
+
+// IsLoopback reports whether a host:port (or a bare host) binds loopback
+// only: a loopback IP or "localhost". An empty host (every interface) and
+// any other name count as exposed.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

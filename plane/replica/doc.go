@@ -42,6 +42,24 @@
 //     ends, the dialer is the client and names the peer's roster host; the
 //     32-byte exporter "iggy replica psk binding" (no context) is MAC field
 //     8 with mode 1, so a relaying MITM fails both MACs.
+//   - TLS configurations (the spec names the keys, not the trust model):
+//     MutualTLS (cert_file, key_file, ca_file) is mutual TLS under a
+//     cluster CA: every node presents its certificate on both ends, the
+//     dialer verifies the acceptor's against the CA and its roster host,
+//     the acceptor requires the dialer's and verifies it against the CA.
+//     A node certificate needs the serverAuth and clientAuth usages and
+//     its roster ip as a SAN. The acceptor does not match the client
+//     certificate to the replica id the Hello claims: like the MAC (3.6
+//     notes), the certificate proves membership, not identity.
+//     AnyPeerTLS is self_signed mode: an ephemeral certificate, no
+//     verification either way; only the MAC keeps strangers out.
+//
+// # Exposure
+//
+// A node without auth refuses to listen beyond loopback (an IP that is
+// not loopback, every interface, or any host name other than localhost)
+// unless Config.AllowInsecure (cluster.allow_insecure) says so, and then
+// warns at Start: without auth any process that reaches the port can join.
 //
 // The mixed configurations behave as 3.8 says: an auth dialer facing a
 // non-auth acceptor fails on the first frame that is not a Challenge (or at

@@ -43,6 +43,8 @@ type PeerStats struct {
 	// dialed it (it is the lower id, 3.1 rule 2).
 	Connected bool
 	Outbound  bool
+	// TLS reports that the installed connection runs inside TLS (3.7).
+	TLS bool
 }
 
 // HandshakeStats count connection attempts since Start.
@@ -115,10 +117,7 @@ func Start(cfg Config, h Handler) (*Node, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	addr := cfg.Listen
-	if addr == "" {
-		addr = cfg.Roster[cfg.Self].Addr
-	}
+	addr := cfg.listenAddr()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("replicaplane: listen: %w", err)
@@ -141,6 +140,10 @@ func Start(cfg Config, h Handler) (*Node, error) {
 		if p.ID != cfg.Self {
 			n.peers[p.ID] = &peer{id: p.ID, addr: p.Addr}
 		}
+	}
+	if !cfg.AuthEnabled && !IsLoopback(addr) {
+		n.log.Warn("replica plane listening beyond loopback without auth (cluster.allow_insecure): any process that reaches it can join",
+			"address", ln.Addr().String())
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.wg.Add(2)
@@ -220,7 +223,7 @@ func (n *Node) Stats() map[uint8]PeerStats {
 		s := PeerStats{Sent: p.sent.Load(), Dropped: p.dropped.Load(),
 			Received: p.received.Load(), Ignored: p.ignored.Load()}
 		if l := p.link.Load(); l != nil {
-			s.Connected, s.Outbound = true, l.outbound
+			s.Connected, s.Outbound, s.TLS = true, l.outbound, l.tls
 		}
 		out[p.id] = s
 	}

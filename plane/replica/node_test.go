@@ -2,6 +2,7 @@ package replicaplane
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -361,6 +362,14 @@ func TestStartValidatesConfig(t *testing.T) {
 			c.AuthEnabled, c.SharedSecret, c.PreviousSharedSecret = true, secretOld, secretOld
 		}, "equals"},
 		{"no listen address", func(c *Config) { c.Listen = "" }, "no listen address"},
+		{"tls without a certificate", func(c *Config) {
+			withAuth(secretOld, nil)(c)
+			c.TLS = &tls.Config{}
+		}, "no certificate"},
+		{"every interface without auth", func(c *Config) { c.Listen = ":0" }, "allow_insecure"},
+		{"routable address without auth", func(c *Config) { c.Listen = "0.0.0.0:0" }, "allow_insecure"},
+		{"host name without auth", func(c *Config) { c.Listen = "node0.example:0" }, "allow_insecure"},
+		{"roster address without auth", func(c *Config) { c.Listen, c.Roster[0].Addr = "", "10.1.2.3:9090" }, "allow_insecure"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -375,6 +384,45 @@ func TestStartValidatesConfig(t *testing.T) {
 				t.Fatalf("error %q, want it to mention %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A node without auth may listen beyond loopback only when told that it is
+// insecure; with auth, or on loopback, it needs no permission. (Exposed
+// cases are checked without binding: tests stay on loopback.)
+func TestExposedListenerWithoutAuthNeedsAllowInsecure(t *testing.T) {
+	for _, listen := range []string{"127.0.0.1:0", "localhost:0"} {
+		cfg := baseConfig(0, 2)
+		cfg.Listen = listen
+		n, err := Start(cfg, newRecorder())
+		if err != nil {
+			t.Fatalf("loopback %s without auth: %v", listen, err)
+		}
+		_ = n.Close()
+	}
+	cases := []struct {
+		name string
+		mod  func(c *Config)
+		ok   bool
+	}{
+		{"no auth", func(*Config) {}, false},
+		{"auth", withAuth(secretOld, nil), true},
+		{"allow_insecure", func(c *Config) { c.AllowInsecure = true }, true},
+	}
+	for _, tc := range cases {
+		cfg := baseConfig(0, 2)
+		cfg.Listen = "0.0.0.0:9090"
+		tc.mod(&cfg)
+		cfg.defaults()
+		if err := cfg.validate(); (err == nil) != tc.ok {
+			t.Errorf("%s on 0.0.0.0: validate = %v, want ok %v", tc.name, err, tc.ok)
+		}
+	}
+	for addr, want := range map[string]bool{"127.0.0.1:9090": true, "[::1]:9090": true, "LOCALHOST:1": true,
+		"127.5.5.5": true, "0.0.0.0:9090": false, ":9090": false, "10.0.0.1:9090": false, "[::]:9090": false, "node0:9090": false} {
+		if got := IsLoopback(addr); got != want {
+			t.Errorf("IsLoopback(%q) = %v, want %v", addr, got, want)
+		}
 	}
 }
 
