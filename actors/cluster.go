@@ -55,7 +55,13 @@ func (n *Node) coreConfig(group uint64, metadata bool) vsr.Config {
 	if metadata {
 		depth = c.Metadata.PrepareQueueDepth
 	}
+	quiesce := !metadata && n.cluster.n > 1 && c.Cluster.Quiescence
+	var live func(uint8) bool
+	if quiesce {
+		live = n.peerLive.live
+	}
 	return vsr.Config{
+		Quiesce: quiesce, Live: live,
 		Cluster: n.cluster.id, Group: group, Replica: n.cluster.self, ReplicaCount: n.cluster.n,
 		PrepareQueueDepth: int(depth), Metadata: metadata,
 		PrepareRetransmitTicks: ticks(c.Cluster.PrepareRetransmitInterval),
@@ -194,7 +200,14 @@ func (n *Node) startReplicaPlane() error {
 	n.cluster.links = links
 	n.log.Info("replica plane up", "address", links.Addr().String(), "replica", n.cluster.self, "replicas", n.cluster.n,
 		"auth", auth.Enabled, "tls", tlsMode)
-	go n.every(tickInterval, func() { n.root().Send(n.refs.metadata, &tick{}) })
+	if c.Cluster.Quiescence {
+		pid, err := root.SpawnNamed(n.props(func() actor.Actor { return newLivenessActor(n) }), "liveness")
+		if err != nil {
+			return err
+		}
+		n.refs.liveness.Store(pid)
+	}
+	go n.runClock()
 	return nil
 }
 
@@ -259,6 +272,9 @@ func (m *metadataActor) announceRoute(ctx actor.Context, group uint64, pid *acto
 			ctx.Send(peer, &routeUpdate{group: group, pid: pid})
 		}
 	}
+	if l := m.n.refs.liveness.Load(); l != nil {
+		ctx.Send(l, &routeUpdate{group: group, pid: pid})
+	}
 }
 
 // send carries a core's outgoing frames to the peers.
@@ -296,14 +312,12 @@ func (m *metadataActor) routePeerFrame(ctx actor.Context, f *peerFrame) {
 	}
 }
 
-// onTick advances the metadata core and every partition core by one tick.
+// onTick advances the metadata core by one tick. Partition groups keep
+// their own time (clock.go).
 func (m *metadataActor) onTick(ctx actor.Context) {
 	m.core.Tick()
 	m.drive(ctx)
 	m.transfers.tick(ctx)
-	for _, pid := range m.partitions {
-		ctx.Send(pid, &tick{})
-	}
 }
 
 // setClientRoster replaces the client-facing roster GetClusterMetadata reports.

@@ -456,12 +456,7 @@ func (m *metadataActor) startPartition(ctx actor.Context, ref metadata.Partition
 // acts on.
 func (m *metadataActor) partitionSettings(stream, topic uint32) partitionSettings {
 	ts, _ := m.state.TopicSettings(stream, topic)
-	count := uint32(0)
-	for _, ref := range m.state.Partitions() {
-		if ref.Stream == stream && ref.Topic == topic {
-			count++
-		}
-	}
+	count := uint32(m.state.PartitionCount(stream, topic))
 	return partitionSettings{enforceFsync: ts.EnforceFsync, segmentSize: ts.SegmentSize,
 		messageExpiryUs: ts.MessageExpiry, maxTopicSize: ts.MaxTopicSize, partitionsCount: count,
 		maxMessageSize: uint64(m.n.opts.Config.MessageBus.MaxMessageSize)}
@@ -470,11 +465,9 @@ func (m *metadataActor) partitionSettings(stream, topic uint32) partitionSetting
 // reconfigure sends a topic's current settings to its partitions.
 func (m *metadataActor) reconfigure(ctx actor.Context, stream, topic uint32) {
 	s := m.partitionSettings(stream, topic)
-	for _, ref := range m.state.Partitions() {
-		if ref.Stream == stream && ref.Topic == topic {
-			if pid := m.partitions[ref.Group]; pid != nil {
-				ctx.Send(pid, &partitionConfigure{settings: s})
-			}
+	for _, ref := range m.state.TopicPartitions(stream, topic) {
+		if pid := m.partitions[ref.Group]; pid != nil {
+			ctx.Send(pid, &partitionConfigure{settings: s})
 		}
 	}
 }
@@ -485,7 +478,12 @@ func (m *metadataActor) reconfigure(ctx actor.Context, stream, topic uint32) {
 func (m *metadataActor) maintain(ctx actor.Context, nowUs uint64, done chan<- struct{}) {
 	m.submitInternal(ctx, m.housekeeping(nowUs))
 	var wg sync.WaitGroup
-	for _, pid := range m.partitions {
+	for group, pid := range m.partitions {
+		if ref, ok := m.state.Partition(group); ok {
+			if ts, ok := m.state.TopicSettings(ref.Stream, ref.Topic); ok && ts.MessageExpiry == metadata.Never && ts.MaxTopicSize == metadata.Never {
+				continue // nothing can expire: no pass (thousands of idle partitions cost nothing)
+			}
+		}
 		wg.Add(1)
 		m.n.root().Send(pid, &partitionMaintain{nowUs: nowUs, done: wg.Done})
 	}
@@ -785,6 +783,9 @@ func (m *metadataActor) drive(ctx actor.Context) {
 		m.n.metadataCaughtUp.Store(true)
 		if m.n.cluster.n > 1 {
 			m.log.Info("metadata caught up: partitions join their consensus groups", "commit", m.core.CommitMin())
+			for _, pid := range m.partitions {
+				ctx.Send(pid, &tick{}) // their time starts now: the clock learns their deadlines
+			}
 		}
 	}
 }
@@ -884,11 +885,9 @@ func (m *metadataActor) carryOut(ctx actor.Context, e metadata.Effects) {
 		}
 	}
 	for _, g := range e.DeletedGroups {
-		for _, ref := range m.state.Partitions() {
-			if ref.Stream == g.Stream && ref.Topic == g.Topic {
-				if pid := m.partitions[ref.Group]; pid != nil {
-					ctx.Send(pid, &partitionForgetConsumer{kind: wire.ConsumerGroup, key: g.Group})
-				}
+		for _, ref := range m.state.TopicPartitions(g.Stream, g.Topic) {
+			if pid := m.partitions[ref.Group]; pid != nil {
+				ctx.Send(pid, &partitionForgetConsumer{kind: wire.ConsumerGroup, key: g.Group})
 			}
 		}
 	}

@@ -34,6 +34,9 @@ type nodeRefs struct {
 	restarts atomic.Uint64
 	// tel is the node's instrumentation (telemetry.go).
 	tel *nodeTelemetry
+	// liveness is the node-level heartbeat's actor (cluster mode with
+	// quiescence; nil otherwise), set once it started.
+	liveness atomic.Pointer[actor.PID]
 }
 
 // Options are the parts of a node that tests and cmd/node inject.
@@ -99,6 +102,12 @@ type Node struct {
 	closeOnce sync.Once
 	stop      chan struct{}
 	cluster   *cluster
+	// clock is the consensus time and the partition groups' deadlines
+	// (clock.go); peerLive the peers the node-level heartbeat hears.
+	clock    *nodeClock
+	peerLive peerLiveMask
+	// memory is partition.memory_budget (membudget.go).
+	memory *memoryBudget
 }
 
 // Start opens storage, recovers state, spawns the actors and opens the
@@ -125,7 +134,8 @@ func Start(opts Options) (*Node, error) {
 		return nil, fmt.Errorf("open storage in %s: %w", cfg.System.Path, err)
 	}
 	n := &Node{opts: opts, log: opts.Logger, store: store, refs: &nodeRefs{}, collector: diag.NewCollector(cfg.System.Path),
-		stop: make(chan struct{})}
+		stop: make(chan struct{}), clock: newNodeClock()}
+	n.peerLive.bits.Store(^uint32(0))
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return opts.Logger.With("component", "actors")
 	}))
@@ -139,6 +149,14 @@ func Start(opts Options) (*Node, error) {
 		peerDrops = n.peerDrops
 	}
 	n.refs.tel = newNodeTelemetry(opts, n.cluster.self, n.cluster.id, &n.refs.restarts, peerDrops)
+	budget := int64(cfg.Partition.MemoryBudget)
+	if budget <= 0 {
+		budget = defaultMemoryBudget()
+	}
+	n.memory = newMemoryBudget(budget, n.system.Root)
+	n.refs.tel.memory.Store(n.memory)
+	timers := n.clock.pending
+	n.refs.tel.timers.Store(&timers)
 	if n.opts.ReconnectPeriod == 0 {
 		n.opts.ReconnectPeriod = cfg.MessageBus.ReconnectPeriod.D()
 	}

@@ -57,6 +57,14 @@ type partitionActor struct {
 	tail        committedTail
 	tailSavedAt time.Time
 	tailDirty   bool
+	// lastTick is the node tick (clock.go) the core was advanced to;
+	// scheduled the tick the clock will wake this actor at (0: none).
+	lastTick, scheduled uint64
+	wasQuiet            bool
+	// mem is this partition's share of the node's memory budget
+	// (membudget.go) and memUsed what it last reported.
+	mem     *memAccount
+	memUsed int64
 }
 
 // partitionSettings are the topic options a partition acts on.
@@ -144,23 +152,99 @@ func newPartitionActor(n *Node, ref metadata.PartitionRef, s partitionSettings) 
 	}
 }
 
-// Receive is the partition actor's current behaviour (behaviour.go).
+// Receive is the partition actor's current behaviour (behaviour.go),
+// with the core first advanced to the node's tick and, after the
+// message, the next tick it needs from the clock asked for.
 func (p *partitionActor) Receive(ctx actor.Context) {
 	if p.beh == nil {
 		p.beh = newStatusBehaviour(p.receive, p.receiveUnsettled, p.receiveUnsettled)
 	}
 	if !p.node.metadataCaughtUp.Load() {
 		// Out of consensus until the node's metadata has caught up (see
-		// Node.metadataCaughtUp): no votes, no ticks, no writes.
+		// Node.metadataCaughtUp): no votes, no ticks, no writes; its time
+		// does not pass either (the metadata actor ticks every partition
+		// once it caught up).
 		switch m := ctx.Message().(type) {
-		case *peerFrame, *tick:
+		case *peerFrame, *tick, *quietIn, *peerChange:
+			p.lastTick, p.scheduled = p.node.clock.now(), 0
 			return
 		case *partitionSend:
 			p.replyTo(ctx, m.req, denyReply(&m.req.hdr, m.req.connID, 0, wire.ErrTransientNotAccepted))
 			return
 		}
 	}
+	p.catchUp(ctx)
 	p.beh.Receive(ctx)
+	p.afterTurn(ctx)
+}
+
+// catchUp advances the core by the ticks that passed since it last was
+// (vsr.Replica.Elapse) and carries out what fired.
+func (p *partitionActor) catchUp(ctx actor.Context) {
+	if p.core == nil {
+		return
+	}
+	if now := p.node.clock.now(); now > p.lastTick {
+		p.core.Elapse(int(min(now-p.lastTick, 1<<20)))
+		p.lastTick = now
+		if p.core.HasReady() {
+			p.drive(ctx)
+		}
+	}
+}
+
+// afterTurn asks the clock for the core's next due tick, keeps the
+// memory budget informed, and saves the committed tail when the group
+// goes quiet (the save a restart after a crash finds).
+func (p *partitionActor) afterTurn(ctx actor.Context) {
+	if p.core == nil {
+		return
+	}
+	if q := p.core.Quiet(); q != p.wasQuiet {
+		p.wasQuiet = q
+		if q {
+			p.saveTail(true)
+		}
+	}
+	p.reportMemory()
+	due, ok := uint64(0), false
+	if k, armed := p.core.IdleTicks(); armed {
+		due, ok = p.lastTick+uint64(k), true
+	}
+	if len(p.parked) > 0 || p.transfers.busy() {
+		due, ok = p.lastTick+1, true // their counters run per tick
+	}
+	if !ok && p.scheduled != 0 {
+		p.node.clock.cancel(p.ref.Group) // nothing armed: the clock forgets it (quiet)
+		p.scheduled = 0
+	}
+	if !ok || (p.scheduled != 0 && p.scheduled <= due) {
+		return
+	}
+	p.node.clock.schedule(p.ref.Group, ctx.Self(), due)
+	p.scheduled = due
+}
+
+// reportMemory tells the memory budget what the partition holds in
+// memory that storage holds too, and drops its own share when the
+// partitions used less recently cannot cover the budget's excess.
+func (p *partitionActor) reportMemory() {
+	used := int64(max(p.plog.CachedBytes(), uint64(p.core.RetainedBytes())))
+	if used == p.memUsed {
+		return
+	}
+	p.memUsed = used
+	if over := p.mem.set(used); over > 0 {
+		p.shed(max(used-over, 0))
+	}
+}
+
+// shed keeps at most keep bytes of cached batches and retained prepares.
+func (p *partitionActor) shed(keep int64) {
+	p.plog.ShedCache(uint64(keep))
+	p.core.ShedRetained(int(keep))
+	p.memUsed = int64(max(p.plog.CachedBytes(), uint64(p.core.RetainedBytes())))
+	p.mem.set(p.memUsed)
 }
 
 // receiveUnsettled is the behaviour in a view change or a recovery: no
@@ -181,9 +265,26 @@ func (p *partitionActor) receive(ctx actor.Context) {
 		if err := p.boot(); err != nil {
 			panic(fmt.Sprintf("partition %d boot: %v", p.ref.Group, err))
 		}
+		p.mem.close() // a restarted actor gives back what it held
+		p.mem, p.memUsed = p.node.memory.open(ctx.Self()), 0
 	case *actor.Stopping:
 		p.saveTail(true)
 		p.tr.close()
+		p.node.clock.cancel(p.ref.Group)
+		p.mem.close()
+		p.mem, p.memUsed = nil, 0
+	case *shedMemory:
+		p.shed(0)
+	case *quietIn:
+		p.core.OnQuiet(m.From, m.Kind, m.View, m.Commit)
+		p.drive(ctx)
+	case *peerChange:
+		if m.found {
+			p.core.PeerFound(m.peer)
+		} else {
+			p.core.PeerLost(m.peer)
+		}
+		p.drive(ctx)
 	case *partitionSend:
 		p.onSend(ctx, m)
 	case *partitionPoll:
@@ -220,10 +321,11 @@ func (p *partitionActor) receive(ctx actor.Context) {
 		}
 		p.drive(ctx)
 	case *tick:
+		// catchUp advanced the core; this is the clock's wake-up.
+		p.scheduled = 0
 		for _, r := range p.expireForwarded() {
 			p.replyTo(ctx, r, denyReply(&r.hdr, r.connID, 0, wire.ErrTransientNotAccepted))
 		}
-		p.core.Tick()
 		p.drive(ctx)
 		p.transfers.tick(ctx)
 	case *transferDone, *transferFailed, *actor.Terminated:
@@ -309,10 +411,14 @@ func (p *partitionActor) boot() error {
 			"stored_creation_id", binary.LittleEndian.Uint64(v))
 		p.node.dropPartitionData(p.ref.Group, p.log)
 	}
-	if err := st.Put(creationKey(p.ref.Group), creation, true); err != nil {
+	// Not synced: any later synced write makes it durable with everything
+	// before it (one log), and data of this creation is written after it;
+	// a sync per partition made creating thousands of them take minutes.
+	if err := st.Put(creationKey(p.ref.Group), creation, false); err != nil {
 		return err
 	}
-	p.plog = partition.New(partition.Config{SegmentSize: p.settings.segmentSize}, storeAdapter{st, p.ref.Group})
+	p.plog = partition.New(partition.Config{SegmentSize: p.settings.segmentSize, CacheBytes: uint64(p.node.memory.limit)}, storeAdapter{st, p.ref.Group})
+	p.lastTick, p.scheduled = p.node.clock.now(), 0
 	var infos []partition.BatchInfo
 	err := st.ScanBatches(p.ref.Group, 0, func(_ uint64, b []byte) error {
 		info, err := partition.BatchInfoOf(b)
@@ -391,6 +497,7 @@ func (p *partitionActor) boot() error {
 		}
 	}
 	p.publishStats()
+	p.tr.publish(p.core) // a new group starts quiet: its gauges say so before any drive
 	return nil
 }
 
@@ -478,6 +585,7 @@ func (p *partitionActor) drive(ctx actor.Context) {
 		}
 		p.tr.sent(rd.Send)
 		p.node.send(rd.Send)
+		p.node.postQuiet(p.ref.Group, rd.Quiet)
 		for _, c := range rd.Commit {
 			_, replies := c.Tag.(*pending)
 			p.tr.committed(c, leading)
@@ -644,6 +752,7 @@ func (p *partitionActor) replyTo(ctx actor.Context, req *clientRequest, frame []
 // appended in place, then the header written over the front (no copy of
 // the records).
 func (p *partitionActor) onPoll(ctx actor.Context, m *partitionPoll) {
+	p.mem.touch()
 	stored, has := p.plog.GetOffset(m.kind, m.key)
 	frame := clientplane.GetFrame(wire.HeaderSize + wire.PolledMessagesHeaderSize + p.pollHint(m.poll.Count))
 	frame, polled, err := p.plog.AppendPollReply(frame[:wire.HeaderSize], m.partition, m.poll.Strategy, m.poll.Count, stored, has)

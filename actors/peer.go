@@ -50,6 +50,12 @@ func (p *peerActor) Receive(ctx actor.Context) {
 
 func (p *peerActor) route(ctx actor.Context, f *peerFrame) {
 	h := wire.HeaderOf(f.frame)
+	if h.Command() == wire.CmdNodeHeartbeat {
+		if l := p.n.refs.liveness.Load(); l != nil {
+			ctx.Send(l, f)
+		}
+		return
+	}
 	group, ok := wire.GroupOf(h)
 	if !ok {
 		p.n.log.Debug("replica frame without a group dropped", "peer", p.id, "command", h.Command())

@@ -69,6 +69,12 @@ type nodeTelemetry struct {
 	// entities reads the entity counts for the entity gauges; set once the
 	// metadata actor runs.
 	entities atomic.Pointer[func() *entityCounts]
+	// peersLive is how many peers the node-level heartbeat hears; timers
+	// reads how many groups have a deadline (clock.go), once set.
+	peersLive atomic.Int64
+	timers    atomic.Pointer[func() int]
+	// memory is the partitions' memory budget (membudget.go), once set.
+	memory atomic.Pointer[memoryBudget]
 }
 
 // attrs is one attribute set as each kind of measurement takes it.
@@ -96,6 +102,7 @@ type requestCounter struct {
 // after each drive and read at collection.
 type groupGauges struct {
 	view, pipeline, commitMin, commitMax atomic.Uint64
+	quiet                                atomic.Bool
 	attrs                                attrs
 }
 
@@ -182,18 +189,92 @@ func newNodeTelemetry(o Options, replica uint8, cluster wire.U128, restarts *ato
 				t.mu.Lock()
 				defer t.mu.Unlock()
 				for _, gg := range t.groups {
-					o.Observe(read(gg), gg.attrs.observe...)
+					if !gg.quiet.Load() { // a quiet group's figures do not move: no series for thousands of them
+						o.Observe(read(gg), gg.attrs.observe...)
+					}
 				}
 				return nil
 			}))
 	}
-	groupGauge("iggy.vsr.view", "view number, by group", func(g *groupGauges) int64 { return int64(g.view.Load()) })
+	t.clusterGauges(m)
+	groupGauge("iggy.vsr.view", "view number, by group (awake groups)", func(g *groupGauges) int64 { return int64(g.view.Load()) })
 	groupGauge("iggy.vsr.pipeline.depth", "prepares in the primary's pipeline, by group", func(g *groupGauges) int64 { return int64(g.pipeline.Load()) })
 	groupGauge("iggy.vsr.commit.lag", "ops this replica knows committed but has not applied (commit_max - commit_min), by group",
 		func(g *groupGauges) int64 {
 			return int64(g.commitMax.Load() - min(g.commitMin.Load(), g.commitMax.Load()))
 		})
 	return t
+}
+
+// clusterGauges are the node's figures of scale: groups quiet and awake
+// by kind, groups with a timer due, peers the node-level heartbeat hears,
+// and the partitions' memory budget.
+func (t *nodeTelemetry) clusterGauges(m metric.Meter) {
+	states := [2][2]attrs{}
+	for k, g := range []uint64{0, wire.MetadataGroup} {
+		states[k][0] = newAttrs(attribute.String("kind", groupKind(g)), attribute.String("state", "awake"))
+		states[k][1] = newAttrs(attribute.String("kind", groupKind(g)), attribute.String("state", "quiet"))
+	}
+	_, _ = m.Int64ObservableGauge("iggy.vsr.groups", metric.WithDescription("consensus groups on this node, by kind and state (quiet: no timer, no heartbeat)"),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			var count [2][2]int64
+			t.mu.Lock()
+			for g, gg := range t.groups {
+				q := 0
+				if gg.quiet.Load() {
+					q = 1
+				}
+				count[kindIndex(g)][q]++
+			}
+			t.mu.Unlock()
+			for k := range count {
+				for q := range count[k] {
+					o.Observe(count[k][q], states[k][q].observe...)
+				}
+			}
+			return nil
+		}))
+	_, _ = m.Int64ObservableGauge("iggy.vsr.timers", metric.WithDescription("partition groups with a timer scheduled (awake groups the clock will tick)"),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			if f := t.timers.Load(); f != nil {
+				o.Observe(int64((*f)()))
+			}
+			return nil
+		}))
+	_, _ = m.Int64ObservableGauge("iggy.cluster.peers.live", metric.WithDescription("peers the node-level heartbeat hears"),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(t.peersLive.Load())
+			return nil
+		}))
+	budget := func(name, desc string, read func(*memoryBudget) int64) {
+		_, _ = m.Int64ObservableGauge(name, metric.WithUnit("By"), metric.WithDescription(desc),
+			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+				if b := t.memory.Load(); b != nil {
+					o.Observe(read(b))
+				}
+				return nil
+			}))
+	}
+	budget("iggy.memory.budget", "partition.memory_budget: the bound on partitions' cached batches and retained prepares", func(b *memoryBudget) int64 { return b.limit })
+	budget("iggy.memory.used", "bytes partitions hold in cached batches, retained prepares and uncommitted prepares", func(b *memoryBudget) int64 { return b.usedBytes() })
+	_, _ = m.Int64ObservableCounter("iggy.memory.sheds", metric.WithDescription("times a partition was asked to drop cached bytes to keep the memory budget"),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			if b := t.memory.Load(); b != nil {
+				o.Observe(b.sheds.Load())
+			}
+			return nil
+		}))
+}
+
+// liveness publishes what the node-level heartbeat hears.
+func (t *nodeTelemetry) liveness(l *vsr.Liveness, replicas int) {
+	live := int64(0)
+	for p := 0; p < replicas; p++ {
+		if l.Alive(uint8(p)) {
+			live++
+		}
+	}
+	t.peersLive.Store(live - 1) // this node is always live to itself
 }
 
 // entityGauges are the reference server's entity gauges under its names
@@ -433,6 +514,7 @@ func (g *groupTrace) publish(core *vsr.Replica) {
 		return
 	}
 	g.gauges.view.Store(uint64(core.View()))
+	g.gauges.quiet.Store(core.Quiet())
 	g.gauges.pipeline.Store(uint64(core.PipelineLen()))
 	g.gauges.commitMin.Store(core.CommitMin())
 	g.gauges.commitMax.Store(core.CommitMax())

@@ -232,6 +232,12 @@ func (t *transferShell) tick(ctx actor.Context) {
 	t.maybeStart(ctx)
 }
 
+// busy reports whether tick has work every tick: offers to expire, a
+// transfer running, or one the core asks for.
+func (t *transferShell) busy() bool {
+	return t != nil && (len(t.offers) > 0 || t.child != nil || t.core.NeedTransfer >= 0)
+}
+
 // maybeStart spawns a transfer child when the core found that repair
 // cannot reach what it lacks (7.5).
 func (t *transferShell) maybeStart(ctx actor.Context) {

@@ -225,6 +225,11 @@ type PartitionConfig struct {
 	// repair (replica-plane.md 5.13 rule 6, 10.1).
 	EvictedRingCapacity uint32 `toml:"evicted_ring_capacity"`
 	EvictedRingBytesMax Size   `toml:"evicted_ring_bytes_max"`
+	// MemoryBudget bounds, node-wide, the committed batches partitions
+	// keep in memory for polls and the committed prepares they keep for
+	// serving repair, least recently used first (an extension; 0: an
+	// eighth of the memory the process may use).
+	MemoryBudget Size `toml:"memory_budget"`
 }
 
 type MessageBus struct {
@@ -250,6 +255,14 @@ type Cluster struct {
 	RepairRetryInterval                Duration    `toml:"repair_retry_interval"`
 	RepairChunkMax                     uint32      `toml:"repair_chunk_max"`
 	SuperblockWedgedFatalTimeout       Duration    `toml:"superblock_wedged_fatal_timeout"`
+	// Quiescence lets idle partition groups go quiet, with one node-level
+	// heartbeat per peer link (an extension of iggynode, vsr/quiesce.go;
+	// a cluster mixed with reference servers must turn it off).
+	// NodeHeartbeatInterval is that heartbeat's period; WakeBatch how many
+	// partition groups per tick hear that a peer was lost or found.
+	Quiescence            bool     `toml:"quiescence"`
+	NodeHeartbeatInterval Duration `toml:"node_heartbeat_interval"`
+	WakeBatch             uint32   `toml:"wake_batch"`
 	Auth                               ClusterAuth `toml:"auth"`
 	Nodes                              []Node      `toml:"nodes"`
 	// TLS wraps the replica plane in TLS 1.3 (replica-plane.md 3.7).
@@ -316,7 +329,7 @@ func Default() Config {
 			PrepareRetransmitInterval: Duration(250e6), ViewChangeRetransmitInterval: Duration(500e6),
 			ViewChangeStatusTimeout: Duration(5e9), RequestStartViewRetransmitInterval: Duration(1e9),
 			ViewProbeAttemptsMax: 5, RepairRetryInterval: Duration(1e9), RepairChunkMax: 128,
-			SuperblockWedgedFatalTimeout: Duration(120e9)},
+			SuperblockWedgedFatalTimeout: Duration(120e9), Quiescence: true, NodeHeartbeatInterval: Duration(100e6), WakeBatch: 256},
 		Telemetry: defaultTelemetry(),
 	}
 }

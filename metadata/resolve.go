@@ -89,6 +89,34 @@ func (s *State) Partitions() []PartitionRef {
 	return out
 }
 
+// TopicPartitions lists one topic's partitions, by id (nil for an unknown
+// topic): a topic's share of Partitions, without walking every topic.
+func (s *State) TopicPartitions(stream, topic uint32) []PartitionRef {
+	st, ok := s.streams[stream]
+	if !ok {
+		return nil
+	}
+	t, ok := st.topics[topic]
+	if !ok {
+		return nil
+	}
+	out := make([]PartitionRef, 0, len(t.Partitions))
+	for _, p := range t.Partitions {
+		out = append(out, refOf(st, t, p))
+	}
+	return out
+}
+
+// PartitionCount is how many partitions a topic has (0 for an unknown one).
+func (s *State) PartitionCount(stream, topic uint32) int {
+	if st, ok := s.streams[stream]; ok {
+		if t, ok := st.topics[topic]; ok {
+			return len(t.Partitions)
+		}
+	}
+	return 0
+}
+
 // Partition returns the partition of a group id, if it exists.
 func (s *State) Partition(group uint64) (PartitionRef, bool) {
 	if _, ok := s.partitionByGroup(group); !ok {

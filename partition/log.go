@@ -275,8 +275,18 @@ func (l *Log) MarkPersisted(next uint64) {
 
 // evict drops the oldest cached batches while the cache is over its bound,
 // never one that storage does not hold yet.
-func (l *Log) evict() {
-	for l.cachedBytes > l.cfg.CacheBytes && len(l.cache) > 0 {
+func (l *Log) evict() { l.evictTo(l.cfg.CacheBytes) }
+
+// CachedBytes is the size of the committed batches held in memory.
+func (l *Log) CachedBytes() uint64 { return l.cachedBytes }
+
+// ShedCache drops the oldest cached batches until at most keep bytes stay
+// (a node-wide memory budget asks, actors/membudget.go), never one that
+// storage does not hold yet; polls of them read the Store.
+func (l *Log) ShedCache(keep uint64) { l.evictTo(keep) }
+
+func (l *Log) evictTo(bound uint64) {
+	for l.cachedBytes > bound && len(l.cache) > 0 {
 		e := l.index.at(l.cacheFirst)
 		if e.baseOffset+uint64(e.count) > l.persistedNext {
 			return

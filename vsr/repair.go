@@ -87,6 +87,30 @@ func (rt *retained) keep(op uint64, frame []byte, maxOps, maxBytes int) {
 	}
 }
 
+// shed drops the oldest entries until at most keep bytes stay.
+func (rt *retained) shed(keep int) {
+	drop := 0
+	for drop < len(rt.frames) && rt.bytes > keep {
+		rt.bytes -= len(rt.frames[drop])
+		rt.frames[drop] = nil
+		drop++
+	}
+	rt.frames = rt.frames[drop:]
+	rt.from += uint64(drop)
+	if len(rt.frames) == 0 {
+		rt.frames, rt.bytes = nil, 0
+	}
+}
+
+// RetainedBytes is the size of the committed prepares kept for serving
+// repair (5.13 rule 6).
+func (r *Replica) RetainedBytes() int { return r.retained.bytes }
+
+// ShedRetained drops the oldest committed prepares kept for repair until
+// at most keep bytes stay (a node-wide memory budget asks): a backup that
+// then asks for them gets RangeEvicted and moves to state transfer (7.5).
+func (r *Replica) ShedRetained(keep int) { r.retained.shed(max(keep, 0)) }
+
 // frameAt is the journaled prepare at op, committed or not, if still held.
 func (r *Replica) frameAt(op uint64) []byte {
 	if e := r.log[op]; e != nil {

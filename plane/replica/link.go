@@ -136,7 +136,7 @@ func (l *link) readLoop(n *Node, p *peer) error {
 			return fmt.Errorf("framing: %w", err)
 		}
 		cmd := hdr.Command()
-		if !cmd.Valid() {
+		if !cmd.Valid() && !cmd.Extension() {
 			n.log.Warn("replica frame refused, closing", "peer", l.peer, "command", uint8(cmd))
 			return fmt.Errorf("framing: command %d is not a command", uint8(cmd))
 		}
