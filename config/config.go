@@ -242,29 +242,29 @@ type MessageBus struct {
 }
 
 type Cluster struct {
-	Enabled                            bool        `toml:"enabled"`
-	Name                               string      `toml:"name"`
-	ReplicaID                          int         `toml:"replica_id"`
-	HeartbeatTimeout                   Duration    `toml:"heartbeat_timeout"`
-	CommitBroadcastInterval            Duration    `toml:"commit_broadcast_interval"`
-	PrepareRetransmitInterval          Duration    `toml:"prepare_retransmit_interval"`
-	ViewChangeRetransmitInterval       Duration    `toml:"view_change_retransmit_interval"`
-	ViewChangeStatusTimeout            Duration    `toml:"view_change_status_timeout"`
-	RequestStartViewRetransmitInterval Duration    `toml:"request_start_view_retransmit_interval"`
-	ViewProbeAttemptsMax               uint32      `toml:"view_probe_attempts_max"`
-	RepairRetryInterval                Duration    `toml:"repair_retry_interval"`
-	RepairChunkMax                     uint32      `toml:"repair_chunk_max"`
-	SuperblockWedgedFatalTimeout       Duration    `toml:"superblock_wedged_fatal_timeout"`
+	Enabled                            bool     `toml:"enabled"`
+	Name                               string   `toml:"name"`
+	ReplicaID                          int      `toml:"replica_id"`
+	HeartbeatTimeout                   Duration `toml:"heartbeat_timeout"`
+	CommitBroadcastInterval            Duration `toml:"commit_broadcast_interval"`
+	PrepareRetransmitInterval          Duration `toml:"prepare_retransmit_interval"`
+	ViewChangeRetransmitInterval       Duration `toml:"view_change_retransmit_interval"`
+	ViewChangeStatusTimeout            Duration `toml:"view_change_status_timeout"`
+	RequestStartViewRetransmitInterval Duration `toml:"request_start_view_retransmit_interval"`
+	ViewProbeAttemptsMax               uint32   `toml:"view_probe_attempts_max"`
+	RepairRetryInterval                Duration `toml:"repair_retry_interval"`
+	RepairChunkMax                     uint32   `toml:"repair_chunk_max"`
+	SuperblockWedgedFatalTimeout       Duration `toml:"superblock_wedged_fatal_timeout"`
 	// Quiescence lets idle partition groups go quiet, with one node-level
 	// heartbeat per peer link (an extension of iggynode, vsr/quiesce.go;
 	// a cluster mixed with reference servers must turn it off).
 	// NodeHeartbeatInterval is that heartbeat's period; WakeBatch how many
 	// partition groups per tick hear that a peer was lost or found.
-	Quiescence            bool     `toml:"quiescence"`
-	NodeHeartbeatInterval Duration `toml:"node_heartbeat_interval"`
-	WakeBatch             uint32   `toml:"wake_batch"`
-	Auth                               ClusterAuth `toml:"auth"`
-	Nodes                              []Node      `toml:"nodes"`
+	Quiescence            bool        `toml:"quiescence"`
+	NodeHeartbeatInterval Duration    `toml:"node_heartbeat_interval"`
+	WakeBatch             uint32      `toml:"wake_batch"`
+	Auth                  ClusterAuth `toml:"auth"`
+	Nodes                 []Node      `toml:"nodes"`
 	// TLS wraps the replica plane in TLS 1.3 (replica-plane.md 3.7).
 	TLS ClusterTLS `toml:"tls"`
 	// AllowInsecure (ours) lets a node without cluster.auth listen on its
