@@ -137,11 +137,17 @@ func TestLoginFloodFromOneAddressCostsOthersNothing(t *testing.T) {
 // is closed; entered is closed when it starts. Every other check is the
 // real one.
 type blockingVerifier struct {
-	password string
-	once     sync.Once
-	entered  chan struct{}
-	release  chan struct{}
+	password    string
+	once        sync.Once
+	releaseOnce sync.Once
+	entered     chan struct{}
+	release     chan struct{}
 }
+
+// open lets the held verification finish (idempotent). Tests register it
+// as a cleanup after starting the node, so a failing test cannot leave
+// the node's Close waiting on the worker.
+func (b *blockingVerifier) open() { b.releaseOnce.Do(func() { close(b.release) }) }
 
 func newBlockingVerifier(password string) *blockingVerifier {
 	return &blockingVerifier{password: password, entered: make(chan struct{}), release: make(chan struct{})}
@@ -174,6 +180,7 @@ func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
 func TestMetadataServesWhileAVerificationIsSlow(t *testing.T) {
 	slow := newBlockingVerifier("slow-password")
 	n, _ := startAuthNode(t, func(l *config.Login) { l.VerifyWorkers = 1 }, slow.verify)
+	t.Cleanup(slow.open)
 	ctx, root := rootClient(t, n)
 
 	loginDone := make(chan error, 1)
@@ -197,7 +204,7 @@ func TestMetadataServesWhileAVerificationIsSlow(t *testing.T) {
 		t.Fatalf("the slow login finished before its verification: %v", err)
 	default:
 	}
-	close(slow.release)
+	slow.open()
 	var ev *wire.EvictionError
 	if err := <-loginDone; !errors.As(err, &ev) || ev.Reason != wire.EvictInvalidCredentials {
 		t.Fatalf("slow wrong password: %v, want Eviction(InvalidCredentials)", err)
@@ -211,6 +218,7 @@ func TestMetadataServesWhileAVerificationIsSlow(t *testing.T) {
 func TestLoginVerifiedAgainstAChangedPasswordDoesNotBind(t *testing.T) {
 	slow := newBlockingVerifier("old-password")
 	n, _ := startAuthNode(t, nil, slow.verify)
+	t.Cleanup(slow.open)
 	ctx, root := rootClient(t, n)
 	if _, err := root.CreateUser(ctx, "alice", "old-password", wire.UserActive, nil); err != nil {
 		t.Fatal(err)
@@ -228,7 +236,7 @@ func TestLoginVerifiedAgainstAChangedPasswordDoesNotBind(t *testing.T) {
 	if err := root.ChangePassword(ctx, wire.Named("alice"), "old-password", "new-password"); err != nil {
 		t.Fatal(err)
 	}
-	close(slow.release)
+	slow.open()
 	var ev *wire.EvictionError
 	if err := <-loginDone; !errors.As(err, &ev) || ev.Reason != wire.EvictInvalidCredentials {
 		t.Fatalf("login with the replaced password: %v, want Eviction(InvalidCredentials)", err)
@@ -248,6 +256,7 @@ func TestLoginWithTheVerificationQueueFullIsNotAccepted(t *testing.T) {
 	n, reader := startAuthNode(t, func(l *config.Login) {
 		l.VerifyWorkers, l.VerifyQueue, l.Throttle.Enabled = 1, 1, false
 	}, slow.verify)
+	t.Cleanup(slow.open)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -274,7 +283,7 @@ func TestLoginWithTheVerificationQueueFullIsNotAccepted(t *testing.T) {
 	if got := loginAttempts(t, reader); got["pool_full"] == 0 {
 		t.Errorf("iggy.login.attempts = %v, want pool_full counted", got)
 	}
-	close(slow.release)
+	slow.open()
 	for range 2 {
 		<-blocked
 	}

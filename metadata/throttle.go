@@ -30,7 +30,9 @@ import (
 //
 // Memory is bounded: at most MaxTracked keys, least recently used first
 // out, skipping addresses with a verification in flight (their count must
-// survive until Done). It is pure: time is an argument, no goroutines, not
+// survive until Done). A count nobody ended (the caller failed between
+// Admit and Done) lapses after inFlightLapse, so it cannot lock an
+// address out. It is pure: time is an argument, no goroutines, not
 // safe for concurrent use (the metadata actor owns it).
 type LoginThrottle struct {
 	cfg     ThrottleConfig
@@ -68,13 +70,19 @@ type ThrottleStarted struct{ Address, User bool }
 
 type throttleKey struct{ address, user string } // user "": the address's own key
 
+// inFlightLapse is how long an address's verifications in flight count
+// without a Done or Release: far above any real verification (a full
+// queue of Argon2id checks takes seconds), so only a lost one lapses.
+const inFlightLapse = time.Minute
+
 type throttleRecord struct {
 	key          throttleKey
 	free         int // failures that do not block yet
 	level        int
 	decayedAt    time.Time // quiet time counts from here: the end of the last block, or the last decay
 	blockedUntil time.Time
-	inFlight     int // address keys only
+	inFlight     int       // address keys only
+	admittedAt   time.Time // the latest admission, for inFlightLapse
 }
 
 // NewLoginThrottle returns a throttle; zero or negative fields take
@@ -114,6 +122,9 @@ func (t *LoginThrottle) Tracked() int { return len(t.records) }
 // a busy address).
 func (t *LoginThrottle) Admit(now time.Time, address, user string) (refusal ThrottleRefusal, retryAfter time.Duration) {
 	a := t.get(now, throttleKey{address: address})
+	if a != nil && a.inFlight > 0 && now.Sub(a.admittedAt) >= inFlightLapse {
+		a.inFlight = 0
+	}
 	switch {
 	case a != nil && a.inFlight >= t.cfg.MaxInFlightPerAddress:
 		return ThrottleAddressBusy, t.cfg.BaseDelay
@@ -129,6 +140,7 @@ func (t *LoginThrottle) Admit(now time.Time, address, user string) (refusal Thro
 		a = t.add(now, throttleKey{address: address})
 	}
 	a.inFlight++
+	a.admittedAt = now
 	return ThrottleAdmitted, 0
 }
 
@@ -228,7 +240,7 @@ func (t *LoginThrottle) forgetIfIdle(r *throttleRecord) bool {
 
 func (t *LoginThrottle) add(now time.Time, key throttleKey) *throttleRecord {
 	for len(t.records) >= t.cfg.MaxTracked {
-		t.evictOne()
+		t.evictOne(now)
 	}
 	r := &throttleRecord{key: key, decayedAt: now}
 	if key.user == "" {
@@ -243,9 +255,9 @@ func (t *LoginThrottle) add(now time.Time, key throttleKey) *throttleRecord {
 // When every record has one (MaxTracked below the pool's capacity) the
 // oldest goes anyway: memory stays bounded, and its address may get one
 // verification more than its share.
-func (t *LoginThrottle) evictOne() {
+func (t *LoginThrottle) evictOne(now time.Time) {
 	for e := t.lru.Back(); e != nil; e = e.Prev() {
-		if r := e.Value.(*throttleRecord); r.inFlight == 0 {
+		if r := e.Value.(*throttleRecord); r.inFlight == 0 || now.Sub(r.admittedAt) >= inFlightLapse {
 			t.remove(r)
 			return
 		}

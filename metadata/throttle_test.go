@@ -258,3 +258,18 @@ func TestThrottleDefaults(t *testing.T) {
 		t.Fatalf("defaults %+v, want %+v", got, want)
 	}
 }
+
+// A verification whose Done never came (its caller failed) stops counting
+// after inFlightLapse: it cannot lock its address out for good.
+func TestThrottleLostVerificationLapses(t *testing.T) {
+	th, c := newTestThrottle(ThrottleConfig{})
+	mustAdmit(t, th, c, "10.0.0.9", "alice") // never ended
+	c.advance(inFlightLapse - time.Second)
+	mustRefuse(t, th, c, "10.0.0.9", "alice", ThrottleAddressBusy, 100*time.Millisecond)
+	c.advance(time.Second)
+	mustAdmit(t, th, c, "10.0.0.9", "alice")
+	th.Done(c.now, "10.0.0.9", "alice", false)
+	if n := th.Tracked(); n != 0 {
+		t.Fatalf("%d keys held, want 0", n)
+	}
+}
