@@ -286,11 +286,16 @@ func (f *floodCounters) run(ctx context.Context, cfg Config) {
 			nc.Close()
 		}
 	}()
+	end, _ := ctx.Deadline()
+	over := func() bool { return ctx.Err() != nil || (!end.IsZero() && !time.Now().Before(end)) }
 	var head [wire.HeaderSize]byte
-	for ctx.Err() == nil {
+	for !over() {
 		if nc == nil {
 			c, err := d.DialContext(ctx, "tcp", cfg.Address)
 			if err != nil {
+				if over() {
+					return
+				}
 				f.other.Add(1)
 				pause(ctx, 50*time.Millisecond)
 				continue
@@ -302,14 +307,14 @@ func (f *floodCounters) run(ctx context.Context, cfg Config) {
 		h.Encode(wire.HeaderOf(frame))
 		// A held (throttled) answer must not outlive the run.
 		deadline := time.Now().Add(cfg.RequestTimeout)
-		if end, ok := ctx.Deadline(); ok && end.Before(deadline) {
+		if !end.IsZero() && end.Before(deadline) {
 			deadline = end
 		}
 		_ = nc.SetDeadline(deadline)
 		f.attempts.Add(1)
 		reply, err := exchange(nc, frame, head[:])
 		if err != nil {
-			if ctx.Err() == nil {
+			if !over() {
 				f.other.Add(1)
 			}
 			nc.Close()
