@@ -104,8 +104,9 @@ type authService struct {
 	deliver  func(*loginVerified)
 	stop     chan struct{}
 	wg       sync.WaitGroup
-	// full: the last submit found the queue full (metadata actor only; for
-	// logging the change once).
+	// full: a submit found the queue full and it has not drained to half
+	// since (metadata actor only; the hysteresis logs each change once
+	// instead of on every flap at the edge).
 	full bool
 }
 
@@ -171,7 +172,7 @@ func (a *authService) submit(j *loginJob) bool {
 	a.tel.loginQueued.Add(1)
 	select {
 	case a.jobs <- j:
-		if a.full {
+		if a.full && len(a.jobs) <= cap(a.jobs)/2 {
 			a.full = false
 			a.log.Info("login verification queue accepting again")
 		}
