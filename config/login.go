@@ -15,6 +15,10 @@ package config
 //	address_free_failures = 5     # failures an address makes before its own delay
 //	max_in_flight_per_address = 1 # verifications one address may have running
 //	max_tracked = 16384           # addresses and (user, address) keys held (LRU)
+//
+// A zero verify_queue, base_delay, max_delay, quiet_period,
+// max_in_flight_per_address or max_tracked takes the default above;
+// address_free_failures = 0 delays an address from its first failure.
 type Login struct {
 	VerifyWorkers uint32        `toml:"verify_workers"`
 	VerifyQueue   uint32        `toml:"verify_queue"`
