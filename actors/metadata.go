@@ -134,6 +134,8 @@ func (m *metadataActor) receive(ctx actor.Context) {
 		}
 	case *clientRequest:
 		m.onRequest(ctx, msg)
+	case *loginVerified:
+		m.onLoginVerified(ctx, msg)
 	case *internalLogout:
 		m.onInternalLogout(ctx, msg)
 	case *partitionStats:
@@ -530,19 +532,19 @@ func (m *metadataActor) onRegister(ctx actor.Context, req *clientRequest) {
 		evict(wire.EvictIncompatibleProtocol)
 		return
 	}
-	userID, reason := uint32(0), wire.EvictMalformedLogin
-	if rb.Password != nil {
-		userID, reason = m.state.Login(rb.Password.Username, rb.Password.Password)
-	}
-	if reason != 0 && rb.Token != nil {
-		// A body that decodes as a token login is judged as one; its
-		// verdict is final (5.2 step 4).
-		userID, reason = m.state.LoginWithToken(rb.Token.Token, m.n.opts.Clock())
-	}
-	if reason != 0 {
-		evict(reason)
+	if rb.Password == nil && rb.Token == nil {
+		evict(wire.EvictMalformedLogin) // neither shape decodes (5.2 step 5)
 		return
 	}
+	// Steps 3-5 verify off this actor (auth.go); onLoginVerified comes
+	// back to registerVerified.
+	m.startLogin(ctx, req, rb)
+}
+
+// registerVerified continues the login handshake once the credentials
+// verified as userID (client-plane.md 5.2 steps 6-10).
+func (m *metadataActor) registerVerified(ctx actor.Context, req *clientRequest, userID uint32) {
+	hdr := &req.hdr
 	if b := req.bound; b != nil {
 		// Already bound: the existing session, nothing committed (5.2 step 6).
 		m.reply(ctx, req, &replyOut{frame: loginReply(hdr, b.epoch, m.commit(), uint64(userID))})

@@ -70,6 +70,9 @@ type Options struct {
 	// in-memory ones). Nil: no-op providers.
 	TracerProvider trace.TracerProvider
 	MeterProvider  metric.MeterProvider
+	// verifyPassword replaces metadata.VerifyPassword on the login pool
+	// (tests slow it down); nil: the real Argon2id check.
+	verifyPassword func(hash, password string) bool
 }
 
 // Node is one running iggynode: an actor system, its storage and its
@@ -108,6 +111,8 @@ type Node struct {
 	peerLive peerLiveMask
 	// memory is partition.memory_budget (membudget.go).
 	memory *memoryBudget
+	// auth verifies login credentials off the metadata actor (auth.go).
+	auth *authService
 }
 
 // Start opens storage, recovers state, spawns the actors and opens the
@@ -166,12 +171,15 @@ func Start(opts Options) (*Node, error) {
 		return nil, err
 	}
 	n.dispatcher = newWorkerDispatcher(dispatchWorkers, 300) // 300: protoactor's default throughput
+	n.auth = newAuthService(cfg.Login, opts.Logger, n.refs.tel, opts.verifyPassword,
+		func(v *loginVerified) { n.root().Send(n.refs.metadata, v) })
 	// The metadata actor supervises the partition actors; a panic in it
 	// restarts it from durable state.
 	root := n.system.Root.WithGuardian(restartStrategy(n.refs, opts.Logger))
 	n.refs.metadata, err = root.SpawnNamed(n.props(meta.producer(),
 		actor.WithSupervisor(restartStrategy(n.refs, opts.Logger))), "metadata")
 	if err != nil {
+		n.auth.close()
 		n.dispatcher.close()
 		n.refs.tel.close()
 		store.Close()
@@ -371,6 +379,7 @@ func (n *Node) Close() error {
 				err = errors.Join(err, e)
 			}
 		}
+		n.auth.close()
 		n.system.Shutdown()
 		n.dispatcher.close()
 		n.refs.tel.close()

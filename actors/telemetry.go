@@ -75,6 +75,13 @@ type nodeTelemetry struct {
 	timers    atomic.Pointer[func() int]
 	// memory is the partitions' memory budget (membudget.go), once set.
 	memory atomic.Pointer[memoryBudget]
+
+	// Logins (auth.go): outcomes, checks waiting for a verification
+	// worker, throttle keys held, and the time a worker spends on a check.
+	loginOutcomes  [loginOutcomeCount]atomic.Int64
+	loginQueued    atomic.Int64
+	loginTracked   atomic.Int64
+	loginVerifyLat metric.Float64Histogram
 }
 
 // attrs is one attribute set as each kind of measurement takes it.
@@ -183,6 +190,7 @@ func newNodeTelemetry(o Options, replica uint8, cluster wire.U128, restarts *ato
 			}))
 	}
 	t.entityGauges(m)
+	t.loginMetrics(m, seconds)
 	groupGauge := func(name, desc string, read func(*groupGauges) int64) {
 		_, _ = m.Int64ObservableGauge(name, metric.WithDescription(desc),
 			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
@@ -314,6 +322,36 @@ func (t *nodeTelemetry) entityGauges(m metric.Meter) {
 		}
 		return nil
 	}, observables...)
+}
+
+// loginMetrics are the login path's series (issue 17): attempts by
+// outcome, the verification queue's depth, the throttle's keys and the
+// verification latency.
+func (t *nodeTelemetry) loginMetrics(m metric.Meter, seconds metric.HistogramOption) {
+	var outcomes [loginOutcomeCount]attrs
+	for o := range loginOutcomeCount {
+		outcomes[o] = newAttrs(attribute.String("outcome", loginOutcomeNames[o]))
+	}
+	_, _ = m.Int64ObservableCounter("iggy.login.attempts",
+		metric.WithDescription("logins by outcome: ok, bad_credentials (evicted), throttled and pool_full (answered TransientNotAccepted)"),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			for i := range t.loginOutcomes {
+				o.Observe(t.loginOutcomes[i].Load(), outcomes[i].observe...)
+			}
+			return nil
+		}))
+	_, _ = m.Int64ObservableGauge("iggy.login.verify.queue", metric.WithDescription("login checks waiting for a verification worker (bound: login.verify_queue)"),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(t.loginQueued.Load())
+			return nil
+		}))
+	_, _ = m.Int64ObservableGauge("iggy.login.throttle.tracked", metric.WithDescription("addresses and (user, address) pairs the login throttle holds (bound: login.throttle.max_tracked)"),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(t.loginTracked.Load())
+			return nil
+		}))
+	t.loginVerifyLat, _ = m.Float64Histogram("iggy.login.verify.duration", metric.WithUnit("s"), seconds,
+		metric.WithDescription("a verification worker's time on one login check (Argon2id, token digest)"))
 }
 
 // close builds the spans still queued; the node calls it after its

@@ -73,6 +73,9 @@ type TCPTransport struct {
 	NoDelay bool
 	// MaxFrameSize bounds a reply frame; 0 means wire.DefaultMaxFrameSize.
 	MaxFrameSize uint32
+	// LocalAddr, when set, is the local address to dial from (tests and
+	// benchmarks that play several clients on 127.0.0.0/8).
+	LocalAddr net.Addr
 }
 
 // NewTCPTransport builds the TCP transport the options describe. With TLS
@@ -114,7 +117,7 @@ func tlsConfig(serverName, caFile string, skipVerify bool) (*tls.Config, error) 
 func (t *TCPTransport) Name() string { return "tcp" }
 
 func (t *TCPTransport) Dial(ctx context.Context, addr string) (Conn, error) {
-	var d net.Dialer
+	d := net.Dialer{LocalAddr: t.LocalAddr}
 	raw, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("client: dial %s: %w: %w", addr, wire.ErrCannotEstablishConnection, err)

@@ -37,7 +37,12 @@
 //   - the file is named by --config, else IGGY_CONFIG_PATH; a missing
 //     default file is not an error;
 //   - the standard OTEL_* variables that package telemetry honours are a
-//     layer between the file and IGGY_*: IGGY_* wins when both are set.
+//     layer between the file and IGGY_*: IGGY_* wins when both are set;
+//   - [login] (ours, login.go) sizes the credential verification pool and
+//     the failed-login throttle: IGGY_LOGIN_VERIFY_WORKERS,
+//     IGGY_LOGIN_VERIFY_QUEUE, IGGY_LOGIN_THROTTLE_ENABLED,
+//     IGGY_LOGIN_THROTTLE_BASE_DELAY, _MAX_DELAY, _QUIET_PERIOD,
+//     _ADDRESS_FREE_FAILURES, _MAX_IN_FLIGHT_PER_ADDRESS, _MAX_TRACKED.
 package config
 
 import "path/filepath"
@@ -58,6 +63,7 @@ type Config struct {
 	MessageBus          MessageBus          `toml:"message_bus"`
 	Cluster             Cluster             `toml:"cluster"`
 	Telemetry           Telemetry           `toml:"telemetry"`
+	Login               Login               `toml:"login"`
 }
 
 type System struct {
@@ -331,5 +337,6 @@ func Default() Config {
 			ViewProbeAttemptsMax: 5, RepairRetryInterval: Duration(1e9), RepairChunkMax: 128,
 			SuperblockWedgedFatalTimeout: Duration(120e9), Quiescence: true, NodeHeartbeatInterval: Duration(100e6), WakeBatch: 256},
 		Telemetry: defaultTelemetry(),
+		Login:     defaultLogin(),
 	}
 }

@@ -22,7 +22,10 @@
 //   - Read (ReadAs for SyncConsumerGroup, which needs the session's client
 //     id) for the non-replicated reads it owns; the Resolve* helpers,
 //     GroupOwnsPartition and PollablePartition on the request path; Login
-//     and LoginWithToken for logins; ExpiredTokens + CleanupToken for the
+//     and LoginWithToken for logins, which the node runs in parts
+//     (PreparePasswordLogin, PasswordCheck.Verify off the actor,
+//     ConfirmPasswordLogin; TokenHash off the actor, LoginWithTokenHash);
+//     ExpiredTokens + CleanupToken for the
 //     token cleaner; PendingRevocations + PendingRevocation.Completion for
 //     hand-offs; Snapshot/Restore for checkpoints and state transfer.
 //
@@ -197,6 +200,17 @@
 //     and an output of at most 1024 bytes, so corrupt state cannot stall a
 //     login. Login verifies the password of an inactive user before
 //     refusing it, and of an unknown user against a fixed dummy hash.
+//   - A password check verified off the actor binds only if, at
+//     ConfirmPasswordLogin, the name still belongs to the same user with
+//     the same hash (else it is stale and verified again) and the user is
+//     active now; a token digest is looked up when it comes back.
+//   - LoginThrottle (throttle.go) is node-local policy, not replicated
+//     state: exponential delays after failed logins per remote address
+//     and per (user name, address), a bound on verifications in flight
+//     per address, a bounded LRU of keys; time is an argument. It never
+//     delays a user alone, so a flood from one address costs the same
+//     user's logins from elsewhere nothing. What a refused login is told
+//     is the shell's choice (package actors: auth.go).
 //   - The client table compacts trailing free slots; a new entry takes the
 //     lowest free slot (after a capacity eviction, the freed one).
 package metadata

@@ -107,19 +107,73 @@ const dummyHash = "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$Hk4AxBB
 // server-behaviour.md 2.2.2): username 3..=50 bytes and password 3..=100
 // bytes, the user exists, the hash matches and the user is active. It
 // returns the user id and 0, or EvictInvalidCredentials for every failure.
+// It is PreparePasswordLogin, Verify and ConfirmPasswordLogin in one call;
+// the node runs the three apart so Argon2id stays off the metadata actor.
 func (s *State) Login(username, password string) (uint32, wire.EvictionReason) {
-	if len(username) < minUsernameLen || len(username) > maxUsernameLen ||
-		len(password) < minPasswordLen || len(password) > maxPasswordLen {
-		return 0, wire.EvictInvalidCredentials
+	c := s.PreparePasswordLogin(username, password)
+	id, reason, _ := s.ConfirmPasswordLogin(c, c.Verify(VerifyPassword))
+	return id, reason
+}
+
+// PasswordCheck is a password login taken apart so the Argon2id work can
+// run anywhere: PreparePasswordLogin reads what it needs from committed
+// state (cheap), Verify runs the hash (expensive, touches no state), and
+// ConfirmPasswordLogin judges the outcome against committed state as it is
+// by then.
+type PasswordCheck struct {
+	Username, Password string
+	inBounds           bool // both lengths within their bounds
+	known              bool // the user existed at Prepare
+	userID             uint32
+	hash               string // the user's PHC string at Prepare, or dummyHash
+}
+
+// PreparePasswordLogin looks up what verifying username/password needs.
+func (s *State) PreparePasswordLogin(username, password string) PasswordCheck {
+	c := PasswordCheck{Username: username, Password: password, hash: dummyHash}
+	c.inBounds = len(username) >= minUsernameLen && len(username) <= maxUsernameLen &&
+		len(password) >= minPasswordLen && len(password) <= maxPasswordLen
+	if !c.inBounds {
+		return c
 	}
-	id, ok := s.userByName[username]
+	if id, ok := s.userByName[username]; ok {
+		c.known, c.userID, c.hash = true, id, s.users[id].PasswordHash
+	}
+	return c
+}
+
+// NeedsHash reports whether the check has a hash to verify. Lengths out
+// of bounds are refused without one; an unknown user is still verified,
+// against a dummy hash, so the answer takes as long as for a known one
+// (server-behaviour.md 2.2.4).
+func (c PasswordCheck) NeedsHash() bool { return c.inBounds }
+
+// Verify runs verify (VerifyPassword, or a stand-in in tests) on the
+// check's hash; false when there is nothing to verify.
+func (c PasswordCheck) Verify(verify func(hash, password string) bool) bool {
+	return c.inBounds && verify(c.hash, c.Password)
+}
+
+// ConfirmPasswordLogin judges a verified check against committed state. A
+// match binds only the user it was verified for, with the hash it was
+// verified against: when the name now belongs to another user or the
+// user's hash changed meanwhile, it reports stale and the caller verifies
+// a fresh check. The user's status is read now, so a user deactivated
+// meanwhile is refused; a user deleted meanwhile is refused.
+func (s *State) ConfirmPasswordLogin(c PasswordCheck, matched bool) (userID uint32, reason wire.EvictionReason, stale bool) {
+	if !matched || !c.known {
+		return 0, wire.EvictInvalidCredentials, false
+	}
+	id, ok := s.userByName[c.Username]
 	if !ok {
-		VerifyPassword(dummyHash, password)
-		return 0, wire.EvictInvalidCredentials
+		return 0, wire.EvictInvalidCredentials, false
 	}
 	u := s.users[id]
-	if !VerifyPassword(u.PasswordHash, password) || u.Status != wire.UserActive {
-		return 0, wire.EvictInvalidCredentials
+	if id != c.userID || u.PasswordHash != c.hash {
+		return 0, wire.EvictInvalidCredentials, true
 	}
-	return u.ID, 0
+	if u.Status != wire.UserActive {
+		return 0, wire.EvictInvalidCredentials, false
+	}
+	return u.ID, 0, false
 }

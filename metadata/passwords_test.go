@@ -73,3 +73,57 @@ func TestLogin(t *testing.T) {
 		}
 	}
 }
+
+// The node verifies a password off the metadata actor: Prepare reads the
+// hash, Verify runs anywhere, Confirm re-reads committed state, so a user
+// changed meanwhile never binds on a stale check (issue 17).
+func TestPasswordLoginConfirmsAgainstCurrentState(t *testing.T) {
+	matchAll := func(string, string) bool { return true }
+	fresh := func() *State {
+		s := New(Config{})
+		s.addUser(&User{ID: 1, Username: "alice", Status: wire.UserActive, PasswordHash: "hash-1"})
+		return s
+	}
+	var verified []string
+	spy := func(hash, _ string) bool { verified = append(verified, hash); return false }
+
+	s := fresh()
+	c := s.PreparePasswordLogin("alice", "secret")
+	if id, reason, stale := s.ConfirmPasswordLogin(c, c.Verify(matchAll)); id != 1 || reason != 0 || stale {
+		t.Fatalf("unchanged user: %d, %v, stale %v", id, reason, stale)
+	}
+	s.users[1].PasswordHash = "hash-2" // ChangePassword committed meanwhile
+	if _, reason, stale := s.ConfirmPasswordLogin(c, true); reason != wire.EvictInvalidCredentials || !stale {
+		t.Fatalf("new hash: %v, stale %v; want a fresh check", reason, stale)
+	}
+	s.users[1].Status = wire.UserInactive
+	c = s.PreparePasswordLogin("alice", "secret")
+	if _, reason, stale := s.ConfirmPasswordLogin(c, true); reason != wire.EvictInvalidCredentials || stale {
+		t.Fatalf("inactive: %v, stale %v", reason, stale)
+	}
+
+	s = fresh()
+	c = s.PreparePasswordLogin("alice", "secret")
+	s.removeUser(s.users[1])
+	if _, reason, stale := s.ConfirmPasswordLogin(c, true); reason != wire.EvictInvalidCredentials || stale {
+		t.Fatalf("deleted: %v, stale %v", reason, stale)
+	}
+	s.addUser(&User{ID: 2, Username: "alice", Status: wire.UserActive, PasswordHash: "hash-1"})
+	if _, reason, stale := s.ConfirmPasswordLogin(c, true); reason != wire.EvictInvalidCredentials || !stale {
+		t.Fatalf("name now another user's: %v, stale %v; want a fresh check", reason, stale)
+	}
+
+	// Unknown users are verified against the dummy hash (timing), and
+	// lengths out of bounds are not verified at all.
+	c = s.PreparePasswordLogin("nobody", "secret")
+	if !c.NeedsHash() || c.Verify(spy) || len(verified) != 1 || verified[0] != dummyHash {
+		t.Fatalf("unknown user verified against %q", verified)
+	}
+	if _, reason, _ := s.ConfirmPasswordLogin(c, true); reason != wire.EvictInvalidCredentials {
+		t.Fatalf("unknown user confirmed: %v", reason)
+	}
+	c = s.PreparePasswordLogin("alice", "pw")
+	if c.NeedsHash() || c.Verify(spy) || len(verified) != 1 {
+		t.Fatal("a password out of bounds was verified")
+	}
+}

@@ -169,7 +169,14 @@ func (s *State) ExpiredTokens(nowUs uint64) []TokenRef {
 // EvictInvalidToken; an inactive owner is EvictUserInactive. It returns
 // the owner's id and 0 on success.
 func (s *State) LoginWithToken(token string, nowUs uint64) (uint32, wire.EvictionReason) {
-	t, ok := s.tokenByHash[TokenHash(token)]
+	return s.LoginWithTokenHash(TokenHash(token), nowUs)
+}
+
+// LoginWithTokenHash is LoginWithToken for a token whose digest
+// (TokenHash) was computed elsewhere: the lookup reads committed state as
+// it is now.
+func (s *State) LoginWithTokenHash(hash string, nowUs uint64) (uint32, wire.EvictionReason) {
+	t, ok := s.tokenByHash[hash]
 	if !ok || t.expired(nowUs) {
 		return 0, wire.EvictInvalidToken
 	}

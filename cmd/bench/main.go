@@ -6,6 +6,11 @@
 //	go run ./cmd/bench --address 127.0.0.1:8090 --producers 2 --consumers 2 --json out.json
 //	go run ./cmd/bench --sink --workload balanced-producer --producers 4 --total-size 1GB --rate-limit 100MB/s --chart run.html
 //	go run ./cmd/bench --sink --workload balanced-consumer-group --consumers 3 --total-size 100MB
+//	go run ./cmd/bench loginflood --address 127.0.0.1:8090 --connections 64 --duration 20s
+//
+// The loginflood subcommand floods a node with wrong-password logins from
+// one address and measures login, read and send latency from another
+// (package iggynode/bench/loginflood).
 //
 // --workload picks iggy-bench's shapes (see package bench); the
 // consumer-only ones (pinned-consumer, balanced-consumer-group) run no
@@ -39,6 +44,9 @@ func main() {
 }
 
 func run(args []string, out io.Writer) error {
+	if len(args) > 0 && args[0] == "loginflood" {
+		return runLoginFlood(args[1:], out)
+	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var cfg bench.Config
 	fs.StringVar(&cfg.Address, "address", "127.0.0.1:8090", "node address host:port (ignored with --sink)")
