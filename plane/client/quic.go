@@ -330,7 +330,12 @@ func (c *quicConn) serveStream(st *quic.Stream, s Session) bool {
 		// 4.5: a framing error (or a stream that ends or stalls before
 		// size bytes) abandons only this stream: no reply data, send side
 		// finished empty, receive side dropped.
-		c.cfg.Logger.Warn("abandoning quic stream", "remote", c.RemoteAddr(), "stream", st.StreamID(), "err", err)
+		log := c.cfg.Logger.Warn
+		var se *quic.StreamError
+		if _, atLimit := reasonOf(err); atLimit || errors.As(err, &se) && !se.Remote {
+			log = c.cfg.Logger.Debug // a limit, counted and rate-limited by the Guard
+		}
+		log("abandoning quic stream", "remote", c.RemoteAddr(), "stream", st.StreamID(), "err", err)
 		st.CancelRead(streamAbandoned)
 		_ = st.Close()
 		return true
