@@ -738,6 +738,10 @@ func TestFrameBudgetWaitsForRelease(t *testing.T) {
 				t.Fatal(err)
 			}
 			eventually(t, "the stalled frame holds 1 MiB", func() bool { return g.PartialFrameBytes() >= 1<<20 })
+			// Grown from what arrived (300 KiB), not from the 2 MiB claimed.
+			if n := g.PartialFrameBytes(); n >= 2<<20 {
+				t.Fatalf("a frame with 300 KiB of 2 MiB in holds %d bytes", n)
+			}
 
 			c := tc.mustDial(t, addr, "")
 			defer c.close()
