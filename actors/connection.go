@@ -60,6 +60,7 @@ func (c *connection) Receive(ctx actor.Context) {
 	case *unbindClient:
 		if c.bound != nil && c.bound.client == m.client {
 			c.bound = nil
+			c.conn.SetLoggedIn(false)
 			ctx.Send(c.node.metadata, &connBound{id: c.id, userID: noUser})
 		}
 	case *staleCheck:
@@ -83,6 +84,14 @@ const noUser = 0xFFFFFFFF
 // deliver sends a reply and applies its effect on the binding.
 func (c *connection) deliver(ctx actor.Context, r *replyOut) {
 	c.node.tel.endRequest(&c.req, r.frame, c.conn.Transport())
+	// The edge sizes frames and deadlines by the login state: tell it
+	// before the reply, so the client's next frame meets the new state.
+	switch {
+	case r.bind != nil:
+		c.conn.SetLoggedIn(true)
+	case r.unbind:
+		c.conn.SetLoggedIn(false)
+	}
 	switch {
 	case r.frame != nil && r.pooled:
 		c.conn.SendPooled(r.frame)
@@ -213,6 +222,7 @@ func (c *connection) checkStale(ctx actor.Context, m *staleCheck) {
 	ctx.Send(c.node.metadata, &internalLogout{client: c.bound.client, epoch: c.bound.epoch})
 	c.conn.Send(eviction(c.bound.client, wire.EvictStaleClient))
 	c.bound = nil
+	c.conn.SetLoggedIn(false)
 	ctx.Send(c.node.metadata, &connBound{id: c.id, userID: noUser})
 }
 

@@ -243,6 +243,7 @@ func (n *Node) listen() error {
 		QueueCapacity:  int(cfg.MessageBus.PeerQueueCapacity),
 		HandshakeGrace: cfg.MessageBus.HandshakeGrace.D(),
 		CloseGrace:     cfg.MessageBus.CloseGrace.D(),
+		Guard:          n.edgeGuard(),
 		Logger:         n.log,
 	}
 	tlsFor := func(t config.TLS, quic bool) (*tls.Config, error) {
@@ -298,6 +299,24 @@ func (n *Node) listen() error {
 		n.log.Info("websocket listener up", "address", n.WebSocketAddr(), "tls", c.TLS != nil)
 	}
 	return nil
+}
+
+// edgeGuard is the one Guard every client listener shares, so the caps
+// and the frame budget count the node, not a transport ([limits]); its
+// counters feed the telemetry.
+func (n *Node) edgeGuard() *clientplane.Guard {
+	l := n.opts.Config.Limits
+	g := clientplane.NewGuard(clientplane.Limits{
+		MaxConnections: int(l.MaxConnections), MaxConnectionsPerAddress: int(l.MaxConnectionsPerAddress),
+		LoginTimeout: l.LoginTimeout.D(), IdleTimeout: l.IdleTimeout.D(), FrameTimeout: l.FrameTimeout.D(),
+		FrameBudget: int64(l.FrameBudget),
+	}, n.log)
+	if hb := n.opts.Config.Heartbeat; hb.Enabled && l.IdleTimeout > 0 && l.IdleTimeout.D() <= 2*hb.Interval.D() {
+		n.log.Warn("limits.idle_timeout is not above 2 x heartbeat.interval; clients that heartbeat may be cut",
+			"idle_timeout", l.IdleTimeout.D(), "heartbeat_interval", hb.Interval.D())
+	}
+	n.refs.tel.edge.Store(g)
+	return g
 }
 
 // peerDrops is each replica-plane peer's dropped-frame count (nil links:

@@ -82,6 +82,8 @@ type nodeTelemetry struct {
 	loginQueued    atomic.Int64
 	loginTracked   atomic.Int64
 	loginVerifyLat metric.Float64Histogram
+	// edge is the client edge's limits guard; set when the listeners open.
+	edge atomic.Pointer[clientplane.Guard]
 }
 
 // attrs is one attribute set as each kind of measurement takes it.
@@ -191,6 +193,7 @@ func newNodeTelemetry(o Options, replica uint8, cluster wire.U128, restarts *ato
 	}
 	t.entityGauges(m)
 	t.loginMetrics(m, seconds)
+	t.edgeMetrics(m)
 	groupGauge := func(name, desc string, read func(*groupGauges) int64) {
 		_, _ = m.Int64ObservableGauge(name, metric.WithDescription(desc),
 			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
@@ -352,6 +355,34 @@ func (t *nodeTelemetry) loginMetrics(m metric.Meter, seconds metric.HistogramOpt
 		}))
 	t.loginVerifyLat, _ = m.Float64Histogram("iggy.login.verify.duration", metric.WithUnit("s"), seconds,
 		metric.WithDescription("a verification worker's time on one login check (Argon2id, token digest)"))
+}
+
+// edgeMetrics are the client edge's limits (plane/client "Limits"):
+// connections refused or closed at a limit (QUIC streams abandoned, for
+// the frame reasons), by reason, and the frame budget in use.
+func (t *nodeTelemetry) edgeMetrics(m metric.Meter) {
+	byReason := make([]attrs, len(clientplane.Reasons))
+	for i, r := range clientplane.Reasons {
+		byReason[i] = newAttrs(attribute.String("reason", r.String()))
+	}
+	_, _ = m.Int64ObservableCounter("iggy.connections.limited",
+		metric.WithDescription("client connections refused or closed at a limit (QUIC: streams abandoned for frame_deadline, pre_login_frame, budget), by reason"),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			if g := t.edge.Load(); g != nil {
+				for i, r := range clientplane.Reasons {
+					o.Observe(g.Count(r), byReason[i].observe...)
+				}
+			}
+			return nil
+		}))
+	_, _ = m.Int64ObservableGauge("iggy.frames.partial.bytes", metric.WithUnit("By"),
+		metric.WithDescription("bytes held by partially read client frames (limits.frame_budget in use)"),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			if g := t.edge.Load(); g != nil {
+				o.Observe(g.PartialFrameBytes())
+			}
+			return nil
+		}))
 }
 
 // close builds the spans still queued; the node calls it after its

@@ -190,6 +190,7 @@ func (ss *sinkSession) Frame(buf []byte) {
 	switch req.Operation {
 	case wire.OpRegister:
 		frame = ss.login(req)
+		ss.conn.SetLoggedIn(true) // lifts the edge's pre-login frame limit
 	case wire.OpLogout:
 		frame = seal(newReply(0), req, wire.OpLogout, req.Session, 0) // class H
 	case wire.OpNonReplicated:

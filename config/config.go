@@ -43,6 +43,21 @@
 //     IGGY_LOGIN_VERIFY_QUEUE, IGGY_LOGIN_THROTTLE_ENABLED,
 //     IGGY_LOGIN_THROTTLE_BASE_DELAY, _MAX_DELAY, _QUIET_PERIOD,
 //     _ADDRESS_FREE_FAILURES, _MAX_IN_FLIGHT_PER_ADDRESS, _MAX_TRACKED.
+//
+// # Limits
+//
+// The `[limits]` section is ours (upstream has none of these limits,
+// transports.md 1.5): what a client may hold on the node, described in
+// the plane/client package doc ("Limits"). A zero cap or timeout disables
+// it; each key has its IGGY_LIMITS_* name.
+//
+//	[limits]
+//	max_connections = 8192             # per node, every transport (IGGY_LIMITS_MAX_CONNECTIONS)
+//	max_connections_per_address = 1024 # per remote IP
+//	login_timeout = "30 s"             # connection up (or logout) to login; the SDK's request budget
+//	idle_timeout = "5 m"               # logged in, no frame; above 2 x heartbeat.interval
+//	frame_timeout = "30 s"             # one frame once its header is in (slowloris)
+//	frame_budget = "256 MiB"           # bytes held by partially read frames, node-wide
 package config
 
 import "path/filepath"
@@ -61,6 +76,7 @@ type Config struct {
 	Metadata            Metadata            `toml:"metadata"`
 	Partition           PartitionConfig     `toml:"partition"`
 	MessageBus          MessageBus          `toml:"message_bus"`
+	Limits              Limits              `toml:"limits"`
 	Cluster             Cluster             `toml:"cluster"`
 	Telemetry           Telemetry           `toml:"telemetry"`
 	Login               Login               `toml:"login"`
@@ -247,6 +263,27 @@ type MessageBus struct {
 	HandshakeGrace    Duration `toml:"handshake_grace"`
 }
 
+// Limits is the limits section: what a client may hold on the node
+// (plane/client package doc, "Limits"). A zero cap or timeout disables it;
+// a zero frame_budget takes the default.
+type Limits struct {
+	// MaxConnections caps client connections on the node, every
+	// transport together.
+	MaxConnections uint32 `toml:"max_connections"`
+	// MaxConnectionsPerAddress caps them per remote IP.
+	MaxConnectionsPerAddress uint32 `toml:"max_connections_per_address"`
+	// LoginTimeout: time from a connection being up (or its last logout)
+	// to a successful login.
+	LoginTimeout Duration `toml:"login_timeout"`
+	// IdleTimeout closes a logged-in connection that sent nothing for
+	// this long; keep it above 2 x heartbeat.interval.
+	IdleTimeout Duration `toml:"idle_timeout"`
+	// FrameTimeout bounds reading one frame once its header arrived.
+	FrameTimeout Duration `toml:"frame_timeout"`
+	// FrameBudget caps the bytes held by partially read frames.
+	FrameBudget Size `toml:"frame_budget"`
+}
+
 type Cluster struct {
 	Enabled                            bool     `toml:"enabled"`
 	Name                               string   `toml:"name"`
@@ -331,6 +368,8 @@ func Default() Config {
 		Partition:           PartitionConfig{PrepareQueueDepth: 32, EvictedRingCapacity: 4096, EvictedRingBytesMax: 16 << 20},
 		MessageBus: MessageBus{MaxBatch: 256, MaxMessageSize: 64 << 20, PeerQueueCapacity: 256,
 			ReconnectPeriod: Duration(5e9), CloseGrace: Duration(2e9), HandshakeGrace: Duration(10e9)},
+		Limits: Limits{MaxConnections: 8192, MaxConnectionsPerAddress: 1024, LoginTimeout: Duration(30e9),
+			IdleTimeout: Duration(300e9), FrameTimeout: Duration(30e9), FrameBudget: 256 << 20},
 		Cluster: Cluster{Name: "iggy-cluster", HeartbeatTimeout: Duration(5e9), CommitBroadcastInterval: Duration(500e6),
 			PrepareRetransmitInterval: Duration(250e6), ViewChangeRetransmitInterval: Duration(500e6),
 			ViewChangeStatusTimeout: Duration(5e9), RequestStartViewRetransmitInterval: Duration(1e9),

@@ -69,6 +69,68 @@
 // socket and continue). Close also closes every connection and waits for
 // all of the listener's goroutines.
 //
+// # Limits (DESIGN.md "Scale and budgets"; issue 17)
+//
+// Upstream has no connection cap, idle timeout or read deadline
+// (transports.md 1.5); a hostile client could then hold the node's memory
+// and sockets without logging in. Every transport applies the same Limits
+// through one Guard per node (limits.go) and one connGuard per connection
+// (connguard.go); the config keys are `[limits]` (config package doc).
+//
+//   - Pre-login frame size. Until the Session calls Conn.SetLoggedIn(true)
+//     a frame may be at most PreLoginMaxFrameSize, 2312 bytes: the largest
+//     Register (client-plane.md 5.2) with every field at its codec
+//     maximum, 256 header + 516 ClientVersionInfo (u32 and two Names of
+//     255) + 512 credentials (a Name username and a Str8 password; the
+//     token shape is smaller) + 4 + 1024 context (a Str32 the spec does not
+//     bound and the SDKs send empty). A larger frame is refused from its
+//     header alone as a framing error (1.2: TCP, TLS, WS and WSS close the
+//     connection, QUIC abandons the stream); an SDK that sends a large
+//     request before logging in therefore sees a disconnect where upstream
+//     would answer NoSession. On TCP/WS a frame behind requests still in
+//     flight is judged once they are answered, so a client that pipelines
+//     its first request behind its Register is not refused.
+//   - Buffers grow as bytes arrive. The body buffer starts at 64 KiB (or
+//     the frame's size) and grows fourfold until the frame's size, never
+//     from the size field alone; a client makes the node hold at most four
+//     times what it sent. The growth steps are pooled.
+//   - Frame budget. Every growth step is reserved from a node-wide budget
+//     (FrameBudget, default 256 MiB) and released when the frame is handed
+//     to the Session or dropped. A reader that finds no budget waits for a
+//     release until its frame deadline, then the frame is refused
+//     (ReasonBudget, a framing error as above); with no frame deadline it
+//     does not wait. Waits never deadlock the node: every wait ends at its
+//     deadline, and a frame is granted whatever it needs when nobody else
+//     holds budget, so even a frame larger than the budget completes alone.
+//   - Connection caps. MaxConnections per node (all transports together)
+//     and MaxConnectionsPerAddress per remote IP are taken at accept: TCP,
+//     TLS, WS and WSS close a socket over a cap before any handshake; QUIC
+//     (whose handshake quic-go completes first) closes with 0x1003 and the
+//     reason. No eviction fits: the client has sent nothing yet.
+//   - Deadlines, kept by one timer per connection that sleeps until the
+//     nearest one (and at most FrameTimeout, so a frame that starts later
+//     is checked on time without the reader touching the timer):
+//     LoginTimeout from the connection being up, or from its last logout,
+//     to a successful Register (pings do not count); IdleTimeout for a
+//     logged-in connection with no frame read and no request waiting for
+//     its reply; FrameTimeout for a frame once its header is in
+//     (slowloris). At the login deadline and the idle timeout TCP, TLS, WS
+//     and WSS end the reader as if the peer had, so queued replies are
+//     still written within CloseGrace, and an idle connection is first
+//     sent Eviction(StaleClient) (client-plane.md 4.5, the reason for a
+//     client idle past its heartbeat) for the client id of its last
+//     request; QUIC closes with 0x1003 and the reason. A frame past its
+//     deadline closes TCP, TLS, WS and WSS and abandons the QUIC stream
+//     (4.5), like one that ends early. QUIC keeps StreamReadTimeout for a
+//     stream whose header never comes.
+//   - Every refusal is counted by Reason (Guard.Count, read by the node's
+//     telemetry), logged at Debug, and at Warn at most once a minute per
+//     reason with the count since; PartialFrameBytes is the budget in use.
+//
+// Not bounded here: frames delivered to a Session and not yet answered
+// (MaxPending per connection) and QUIC's receive windows (bytes a peer
+// actually sent, per connection).
+//
 // # Choices where the spec is silent or upstream differs
 //
 //   - The generated certificate (ECDSA P-256, one year) names localhost and

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"iggynode/wire"
@@ -48,6 +49,12 @@ type Conn interface {
 	Done()
 	// Close closes the connection.
 	Close()
+	// SetLoggedIn tells the edge whether the connection holds a session:
+	// until it does, frames are limited to PreLoginMaxFrameSize and the
+	// login deadline runs; after, the idle timeout does. Call it before
+	// sending the reply that logs in or out, so that the client's next
+	// frame is judged by the new state.
+	SetLoggedIn(bool)
 	RemoteAddr() string
 	Transport() Transport
 }
@@ -85,7 +92,10 @@ type Config struct {
 	// WebSocket Close frame, TLS close_notify (message_bus.close_grace);
 	// default 2 s.
 	CloseGrace time.Duration
-	Logger     *slog.Logger
+	// Guard applies the node's Limits; every listener of a node shares
+	// one. Nil: a guard of its own with DefaultLimits.
+	Guard  *Guard
+	Logger *slog.Logger
 }
 
 func (c *Config) defaults() {
@@ -106,6 +116,9 @@ func (c *Config) defaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Guard == nil {
+		c.Guard = NewGuard(DefaultLimits(), c.Logger)
 	}
 }
 
@@ -129,9 +142,10 @@ func checkHeader(h *wire.Header, limit uint32) error {
 // TLS, WebSocket); frameConn adds the queues, ordering and lifecycle that
 // every such transport shares.
 type carrier interface {
-	// readFrame returns the next frame after checkHeader has passed it;
-	// a violation is an errFraming error.
-	readFrame(limit uint32) ([]byte, error)
+	// readFrame reads the next header and hands it, with the reader of
+	// the rest, to g.readFrame; a violation of transports.md 1.2 is an
+	// errFraming error, of a limit a limitError.
+	readFrame(g *connGuard, limit uint32) ([]byte, error)
 	writeFrame(frame []byte) error
 	// flush pushes written frames to the socket (once per batch).
 	flush() error
@@ -151,15 +165,51 @@ type frameConn struct {
 	carrier   carrier
 	transport Transport
 	cfg       Config
+	guard     *connGuard
 	out       chan outFrame
 	credits   chan struct{}
+	answered  chan struct{} // a pending request was answered, for connGuard.settle
 	closing   chan struct{}
 	closeOnce sync.Once
+	// ended is the limit that ended the connection (set by the watchdog).
+	ended atomic.Pointer[limitError]
 }
 
 func newFrameConn(c carrier, t Transport, cfg Config) *frameConn {
-	return &frameConn{carrier: c, transport: t, cfg: cfg, out: make(chan outFrame, cfg.QueueCapacity),
-		credits: make(chan struct{}, cfg.MaxPending), closing: make(chan struct{})}
+	fc := &frameConn{carrier: c, transport: t, cfg: cfg, out: make(chan outFrame, cfg.QueueCapacity),
+		credits: make(chan struct{}, cfg.MaxPending), answered: make(chan struct{}, 1), closing: make(chan struct{})}
+	fc.guard = newConnGuard(cfg.Guard, t, c.remoteAddr(), fc.expire)
+	fc.guard.pending = func() int { return len(fc.credits) }
+	fc.guard.settle = fc.settleLogin
+	return fc
+}
+
+// SetLoggedIn implements Conn.
+func (c *frameConn) SetLoggedIn(v bool) { c.guard.setLoggedIn(v) }
+
+// expire ends the connection at a deadline: the reader stops as if the
+// peer had ended it, so replies already queued are still written within
+// CloseGrace (an idle one is told StaleClient first, see readLoop).
+func (c *frameConn) expire(r Reason) bool {
+	c.cfg.Guard.hit(r, c.transport, c.RemoteAddr())
+	c.ended.CompareAndSwap(nil, &limitError{reason: r})
+	c.guard.stopWaits()
+	c.carrier.interrupt()
+	return true
+}
+
+// settleLogin waits until no request is in flight or the connection is
+// logged in: a client that pipelines a large request right behind its
+// Register must not be refused before the Register's reply.
+func (c *frameConn) settleLogin() {
+	for !c.guard.loggedIn.Load() && len(c.credits) > 0 {
+		select {
+		case <-c.answered:
+		case <-c.guard.loginSig:
+		case <-c.guard.stop:
+			return
+		}
+	}
 }
 
 func (c *frameConn) RemoteAddr() string   { return c.carrier.remoteAddr() }
@@ -196,6 +246,10 @@ func (c *frameConn) Done() {
 	case <-c.credits:
 	default:
 	}
+	select {
+	case c.answered <- struct{}{}:
+	default:
+	}
 }
 
 // Close stops the connection: queued frames are dropped, the reader is
@@ -204,6 +258,7 @@ func (c *frameConn) Done() {
 func (c *frameConn) Close() {
 	c.closeOnce.Do(func() {
 		close(c.closing)
+		c.guard.stopWaits()
 		c.carrier.interrupt()
 	})
 }
@@ -212,13 +267,18 @@ func (c *frameConn) Close() {
 // of the connection has stopped and the socket is released.
 func (c *frameConn) serve(h Handler) {
 	s := h.Open(c)
+	c.guard.start()
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
 		c.writeLoop()
 	}()
 	err := c.readLoop(s)
+	c.guard.close()
+	_, atLimit := reasonOf(err)
 	switch {
+	case atLimit:
+		c.cfg.Logger.Debug("closing client connection at a limit", "transport", c.transport, "remote", c.RemoteAddr(), "err", err)
 	case errors.Is(err, errFraming):
 		c.cfg.Logger.Warn("closing client connection", "transport", c.transport, "remote", c.RemoteAddr(), "err", err)
 	case err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed):
@@ -255,29 +315,55 @@ func (c *frameConn) drain(writerDone <-chan struct{}) {
 }
 
 func (c *frameConn) readLoop(s Session) error {
+	var lastClient [16]byte // of the last request, for an idle eviction
 	for {
-		buf, err := c.carrier.readFrame(c.cfg.MaxFrameSize)
+		buf, err := c.carrier.readFrame(c.guard, c.cfg.MaxFrameSize)
 		if err != nil {
 			select {
 			case <-c.closing:
 				return net.ErrClosed
 			default:
-				return err
 			}
+			if e := c.ended.Load(); e != nil {
+				if ev := staleEviction(lastClient); e.reason == ReasonIdleTimeout && ev != nil {
+					c.enqueue(outFrame{b: ev})
+				}
+				return e
+			}
+			return err
 		}
 		if cmd := wire.HeaderOf(buf).Command(); cmd != wire.CmdRequest {
 			// transports.md 1.2: a valid command that is not Request is
 			// ignored and the connection kept.
 			c.cfg.Logger.Warn("ignoring non-request frame from a client", "transport", c.transport, "remote", c.RemoteAddr(), "command", cmd)
+			c.guard.delivered()
 			continue
 		}
+		copy(lastClient[:], buf[128:144])
 		select {
 		case c.credits <- struct{}{}:
 		case <-c.closing:
 			return net.ErrClosed
 		}
 		s.Frame(buf)
+		c.guard.delivered()
 	}
+}
+
+// staleEviction is the Eviction(StaleClient) an idle logged-in connection
+// gets before it is closed (client-plane.md 4.5: the reason for a client
+// idle past its heartbeat); client is the RequestHeader client field of
+// its last request. None without one: an eviction needs a nonzero client.
+func staleEviction(client [16]byte) []byte {
+	if client == [16]byte{} {
+		return nil
+	}
+	var h wire.Header
+	copy(h[128:144], client[:])
+	e := h.Eviction()
+	e.Reason = wire.EvictStaleClient
+	e.Encode(&h)
+	return h[:]
 }
 
 func (c *frameConn) writeLoop() {

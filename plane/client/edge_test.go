@@ -29,9 +29,15 @@ type echoHandler struct {
 	silent map[uint64]bool
 	evict  map[uint64]bool
 	stale  map[uint64]bool
-	opened atomic.Int32
-	closed chan clientplane.Transport
-	conns  chan clientplane.Conn // every opened Conn
+	// hold: neither reply nor Done, so the request stays pending.
+	hold map[uint64]bool
+	// preLogin leaves a connection logged out until a Register request
+	// (operation 1) and logs it out on Logout (3); otherwise every
+	// connection is logged in from the start.
+	preLogin bool
+	opened   atomic.Int32
+	closed   chan clientplane.Transport
+	conns    chan clientplane.Conn // every opened Conn
 }
 
 func newEcho() *echoHandler {
@@ -44,6 +50,9 @@ func (h *echoHandler) Open(c clientplane.Conn) clientplane.Session {
 	case h.conns <- c:
 	default:
 	}
+	if !h.preLogin {
+		c.SetLoggedIn(true)
+	}
 	return &echoSession{h: h, c: c}
 }
 
@@ -53,8 +62,17 @@ type echoSession struct {
 }
 
 func (s *echoSession) Frame(buf []byte) {
-	defer s.c.Done()
 	req := wire.HeaderOf(buf).Request()
+	if s.h.hold[req.Request] {
+		return
+	}
+	defer s.c.Done()
+	switch req.Operation {
+	case wire.OpRegister:
+		s.c.SetLoggedIn(true)
+	case wire.OpLogout:
+		s.c.SetLoggedIn(false)
+	}
 	switch {
 	case s.h.silent[req.Request]:
 		return

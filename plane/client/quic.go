@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -181,14 +182,22 @@ func (l *QUICListener) accept() {
 			}
 			return
 		}
+		release, reason, ok := l.cfg.Guard.admit(qc.RemoteAddr())
+		if !ok {
+			l.cfg.Guard.hit(reason, TransportQUIC, qc.RemoteAddr().String())
+			_ = qc.CloseWithError(codeShutdown, reason.String())
+			continue
+		}
 		c := newQUICConn(qc, l.cfg, l.qcfg)
 		if l.closed.Load() || !l.conns.add(c, c.Close) {
+			release()
 			c.Close()
 			continue
 		}
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
+			defer release()
 			defer l.conns.remove(c)
 			c.serve(l.handler)
 		}()
@@ -211,13 +220,37 @@ type quicConn struct {
 	qc        *quic.Conn
 	cfg       Config
 	qcfg      QUICConfig
+	guard     *connGuard
 	out       chan []byte
 	closing   chan struct{}
 	closeOnce sync.Once
+	// reading is the stream whose request frame is being read, for the
+	// watchdog to abandon at the frame deadline.
+	reading atomic.Pointer[quic.Stream]
 }
 
 func newQUICConn(qc *quic.Conn, cfg Config, qcfg QUICConfig) *quicConn {
-	return &quicConn{qc: qc, cfg: cfg, qcfg: qcfg, out: make(chan []byte, cfg.QueueCapacity), closing: make(chan struct{})}
+	c := &quicConn{qc: qc, cfg: cfg, qcfg: qcfg, out: make(chan []byte, cfg.QueueCapacity), closing: make(chan struct{})}
+	c.guard = newConnGuard(cfg.Guard, TransportQUIC, qc.RemoteAddr().String(), c.expire)
+	return c
+}
+
+// SetLoggedIn implements Conn.
+func (c *quicConn) SetLoggedIn(v bool) { c.guard.setLoggedIn(v) }
+
+// expire applies a deadline: a frame past its deadline abandons only its
+// stream (4.5, like a stream that ends early); the login deadline and the
+// idle timeout close the connection with 0x1003 and the reason.
+func (c *quicConn) expire(r Reason) bool {
+	c.cfg.Guard.hit(r, TransportQUIC, c.RemoteAddr())
+	if r == ReasonFrameDeadline {
+		if st := c.reading.Load(); st != nil {
+			st.CancelRead(streamAbandoned)
+		}
+		return false
+	}
+	c.closeWith(r.String())
+	return true
 }
 
 func (c *quicConn) RemoteAddr() string   { return c.qc.RemoteAddr().String() }
@@ -247,15 +280,21 @@ func (c *quicConn) SendPooled(frame []byte) { c.Send(frame) }
 func (c *quicConn) Done() {}
 
 // Close closes the connection with 0x1003 "shutdown" (4.5).
-func (c *quicConn) Close() {
+func (c *quicConn) Close() { c.closeWith("shutdown") }
+
+// closeWith closes the connection with 0x1003 and reason.
+func (c *quicConn) closeWith(reason string) {
 	c.closeOnce.Do(func() {
 		close(c.closing)
-		_ = c.qc.CloseWithError(codeShutdown, "shutdown")
+		c.guard.stopWaits()
+		_ = c.qc.CloseWithError(codeShutdown, reason)
 	})
 }
 
 func (c *quicConn) serve(h Handler) {
 	s := h.Open(c)
+	c.guard.start()
+	defer c.guard.close()
 	ctx := c.qc.Context()
 	for {
 		st, err := c.qc.AcceptStream(ctx)
@@ -291,7 +330,12 @@ func (c *quicConn) serveStream(st *quic.Stream, s Session) bool {
 		// 4.5: a framing error (or a stream that ends or stalls before
 		// size bytes) abandons only this stream: no reply data, send side
 		// finished empty, receive side dropped.
-		c.cfg.Logger.Warn("abandoning quic stream", "remote", c.RemoteAddr(), "stream", st.StreamID(), "err", err)
+		log := c.cfg.Logger.Warn
+		var se *quic.StreamError
+		if _, atLimit := reasonOf(err); atLimit || errors.As(err, &se) && !se.Remote {
+			log = c.cfg.Logger.Debug // a limit, counted and rate-limited by the Guard
+		}
+		log("abandoning quic stream", "remote", c.RemoteAddr(), "stream", st.StreamID(), "err", err)
 		st.CancelRead(streamAbandoned)
 		_ = st.Close()
 		return true
@@ -308,6 +352,7 @@ func (c *quicConn) serveStream(st *quic.Stream, s Session) bool {
 	} else {
 		s.Frame(frame)
 	}
+	c.guard.delivered()
 	reply, ok := c.awaitReply(want)
 	if !ok {
 		return false
@@ -330,15 +375,9 @@ func (c *quicConn) readFrame(st *quic.Stream) ([]byte, error) {
 	if _, err := io.ReadFull(st, hdr[:]); err != nil {
 		return nil, err
 	}
-	if err := checkHeader(&hdr, c.cfg.MaxFrameSize); err != nil {
-		return nil, err
-	}
-	buf := make([]byte, hdr.Size())
-	copy(buf, hdr[:])
-	if _, err := io.ReadFull(st, buf[wire.HeaderSize:]); err != nil {
-		return nil, err
-	}
-	return buf, nil
+	c.reading.Store(st)
+	defer c.reading.Store(nil)
+	return c.guard.readFrame(&hdr, st, c.cfg.MaxFrameSize)
 }
 
 // awaitReply waits for the outbound frame that answers request number want:

@@ -40,7 +40,7 @@ func (l *TCPListener) Addr() net.Addr { return l.ln.Addr() }
 
 func (l *TCPListener) accept() {
 	defer l.wg.Done()
-	acceptStream(l.ln, &l.listening, l.cfg, "tcp", l.serve)
+	acceptStream(l.ln, &l.listening, l.cfg, TransportTCP, l.serve)
 }
 
 // serve runs the TLS handshake when configured (bounded by HandshakeGrace;
@@ -86,20 +86,12 @@ func newTCPCarrier(nc net.Conn) *tcpCarrier {
 
 func (t *tcpCarrier) remoteAddr() string { return t.nc.RemoteAddr().String() }
 
-func (t *tcpCarrier) readFrame(limit uint32) ([]byte, error) {
+func (t *tcpCarrier) readFrame(g *connGuard, limit uint32) ([]byte, error) {
 	var hdr wire.Header
 	if _, err := io.ReadFull(t.br, hdr[:]); err != nil {
 		return nil, err
 	}
-	if err := checkHeader(&hdr, limit); err != nil {
-		return nil, err
-	}
-	buf := make([]byte, hdr.Size())
-	copy(buf, hdr[:])
-	if _, err := io.ReadFull(t.br, buf[wire.HeaderSize:]); err != nil {
-		return nil, err
-	}
-	return buf, nil
+	return g.readFrame(&hdr, t.br, limit)
 }
 
 func (t *tcpCarrier) writeFrame(frame []byte) error {
@@ -151,27 +143,36 @@ func (l *listening) drain() {
 }
 
 // acceptStream is the accept loop of the stream listeners (TCP and
-// WebSocket): TCP_NODELAY on every socket (transports.md 1.5), each
-// connection registered for Close and served in its own goroutine.
-func acceptStream(ln net.Listener, l *listening, cfg Config, name string, serve func(net.Conn)) {
+// WebSocket): the connection caps first (a refused socket is closed
+// before any handshake), TCP_NODELAY on every socket (transports.md 1.5),
+// each connection registered for Close and served in its own goroutine.
+func acceptStream(ln net.Listener, l *listening, cfg Config, t Transport, serve func(net.Conn)) {
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
 			if !l.closed.Load() {
-				cfg.Logger.Warn(name+" accept failed", "err", err)
+				cfg.Logger.Warn(t.String()+" accept failed", "err", err)
 			}
 			return
+		}
+		release, reason, ok := cfg.Guard.admit(nc.RemoteAddr())
+		if !ok {
+			cfg.Guard.hit(reason, t, nc.RemoteAddr().String())
+			_ = nc.Close()
+			continue
 		}
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
 		if !l.conns.add(nc, func() { _ = nc.Close() }) {
+			release()
 			_ = nc.Close()
 			continue
 		}
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
+			defer release()
 			defer l.conns.remove(nc)
 			serve(nc)
 		}()

@@ -84,7 +84,7 @@ func (l *WSListener) Addr() net.Addr { return l.ln.Addr() }
 
 func (l *WSListener) accept() {
 	defer l.wg.Done()
-	acceptStream(l.ln, &l.listening, l.cfg, "websocket", l.serve)
+	acceptStream(l.ln, &l.listening, l.cfg, TransportWebSocket, l.serve)
 }
 
 // serve runs the TLS handshake (WSS) and the upgrade inside one
@@ -179,7 +179,7 @@ func (t *wsCarrier) remoteAddr() string { return t.raw.RemoteAddr().String() }
 // readFrame takes the next message, which must be binary and hold exactly
 // one frame: at least 256 bytes and exactly `size` bytes (6.3). Pings are
 // answered inside NextReader by gorilla's default handler.
-func (t *wsCarrier) readFrame(limit uint32) ([]byte, error) {
+func (t *wsCarrier) readFrame(g *connGuard, limit uint32) ([]byte, error) {
 	kind, r, err := t.ws.NextReader()
 	if err != nil {
 		return nil, err
@@ -191,19 +191,17 @@ func (t *wsCarrier) readFrame(limit uint32) ([]byte, error) {
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return nil, shortMessage(err, "binary message shorter than the 256-byte header")
 	}
-	if err := checkHeader(&hdr, min(limit, t.maxMessage)); err != nil {
-		return nil, err
-	}
-	buf := make([]byte, hdr.Size())
-	copy(buf, hdr[:])
-	if _, err := io.ReadFull(r, buf[wire.HeaderSize:]); err != nil {
+	buf, err := g.readFrame(&hdr, r, min(limit, t.maxMessage))
+	if err != nil {
 		return nil, shortMessage(err, fmt.Sprintf("message shorter than its size %d", hdr.Size()))
 	}
 	var probe [1]byte
 	switch _, err := io.ReadFull(r, probe[:]); {
 	case err == nil:
+		g.delivered()
 		return nil, fmt.Errorf("%w: message longer than its size %d", errFraming, hdr.Size())
 	case !errors.Is(err, io.EOF):
+		g.delivered()
 		return nil, err
 	}
 	return buf, nil
