@@ -35,8 +35,13 @@ import (
 // serves reads, routes partition traffic and runs consensus.
 //
 // Answers this path adds, where the spec has no "too many requests" code:
+//   - busy (the address already has max_in_flight_per_address checks
+//     running): the login waits its turn, in arrival order, up to
+//     max_waiting_per_address logins per address (an application's pool
+//     of connections logs in at once from one host); beyond that it is
+//     answered as throttled.
 //   - throttled (the address or the (user, address) pair failed recently,
-//     or the address already has its verification in flight): the
+//     or too many of the address's logins wait already): the
 //     result-framed rejection [1][0][58] TransientNotAccepted with class D
 //     header fields (5.2 step 8's "cannot accept now"), held back until the
 //     throttle's delay is over (MaxDelay at most). Not an eviction: the
@@ -79,6 +84,7 @@ type loginJob struct {
 	user     string                  // throttle's user key: the presented name ("" for a token)
 	admitted bool                    // counted in flight by the throttle
 	rechecks int
+	body     wire.RegisterBody
 
 	// Set by the worker.
 	matched   bool
@@ -100,7 +106,11 @@ type authService struct {
 	tel      *nodeTelemetry
 	throttle *metadata.LoginThrottle // nil when login.throttle.enabled is off
 	jobs     chan *loginJob
-	verify   func(hash, password string) bool
+	// waiting are the logins of busy addresses, in arrival order, at
+	// most maxWaiting per address (metadata actor only).
+	waiting    map[string][]*loginJob
+	maxWaiting int
+	verify     func(hash, password string) bool
 	deliver  func(*loginVerified)
 	stop     chan struct{}
 	wg       sync.WaitGroup
@@ -126,7 +136,8 @@ func newAuthService(cfg config.Login, log *slog.Logger, tel *nodeTelemetry, veri
 		verify = metadata.VerifyPassword
 	}
 	a := &authService{log: log.With("component", "login"), tel: tel, jobs: make(chan *loginJob, queue),
-		verify: verify, deliver: deliver, stop: make(chan struct{})}
+		verify: verify, deliver: deliver, stop: make(chan struct{}), waiting: map[string][]*loginJob{},
+		maxWaiting: int(max(cfg.Throttle.MaxWaitingPerAddress, 1))}
 	if t := cfg.Throttle; t.Enabled {
 		a.throttle = metadata.NewLoginThrottle(metadata.ThrottleConfig{BaseDelay: t.BaseDelay.D(), MaxDelay: t.MaxDelay.D(),
 			QuietPeriod: t.QuietPeriod.D(), AddressFreeFailures: int(t.AddressFreeFailures),
@@ -207,6 +218,33 @@ func (a *authService) release(j *loginJob) {
 	}
 }
 
+// wait parks j until its address has a check free; false when the
+// address has too many waiting already.
+func (a *authService) wait(j *loginJob) bool {
+	q := a.waiting[j.address]
+	if len(q) >= a.maxWaiting {
+		return false
+	}
+	a.waiting[j.address] = append(q, j)
+	return true
+}
+
+// next takes the oldest login waiting for address, if any.
+func (a *authService) next(address string) *loginJob {
+	q := a.waiting[address]
+	if len(q) == 0 {
+		return nil
+	}
+	j := q[0]
+	q[0] = nil
+	if q = q[1:]; len(q) == 0 {
+		delete(a.waiting, address)
+	} else {
+		a.waiting[address] = q
+	}
+	return j
+}
+
 // finish records a judged job: the outcome metric, and the throttle
 // (logging a key that starts to be delayed, once).
 func (a *authService) finish(j *loginJob, failed bool) {
@@ -256,25 +294,45 @@ func throttleAddress(remote string) string {
 // startLogin runs the throttle and hands the credential check to the pool
 // (client-plane.md 5.2 steps 3-5 continue in onLoginVerified).
 func (m *metadataActor) startLogin(ctx actor.Context, req *clientRequest, rb wire.RegisterBody) {
-	a := m.n.auth
-	j := &loginJob{req: req, address: throttleAddress(req.address)}
+	j := &loginJob{req: req, address: throttleAddress(req.address), body: rb}
 	if rb.Password != nil {
 		j.user = rb.Password.Username
 	}
-	if refusal, after := a.admit(j); refusal != metadata.ThrottleAdmitted {
+	m.admitLogin(ctx, j)
+}
+
+// admitLogin asks the throttle for j: verified now, waiting its address's
+// turn, or refused.
+func (m *metadataActor) admitLogin(ctx actor.Context, j *loginJob) {
+	a := m.n.auth
+	refusal, after := a.admit(j)
+	if refusal == metadata.ThrottleAddressBusy && a.wait(j) {
+		return // the address's running check hands it on (loginTurn)
+	}
+	if refusal != metadata.ThrottleAdmitted {
 		a.count(loginThrottled)
+		req := j.req
 		m.replyLater(req, &replyOut{frame: rejectReply(&req.hdr, req.hdr.Client, m.commit(), wire.OpRegister, wire.ErrTransientNotAccepted)}, after)
+		m.loginTurn(ctx, j.address) // the next waiting login is judged now too (a delayed address refuses them all)
 		return
 	}
-	if rb.Password != nil {
+	if rb := j.body; rb.Password != nil {
 		c := m.state.PreparePasswordLogin(rb.Password.Username, rb.Password.Password)
 		j.password = &c
 	}
-	if rb.Token != nil {
+	if rb := j.body; rb.Token != nil {
 		tok := rb.Token.Token
 		j.token = &tok
 	}
 	m.verifyLogin(ctx, j)
+}
+
+// loginTurn admits the next login waiting for address, once one of its
+// checks ended.
+func (m *metadataActor) loginTurn(ctx actor.Context, address string) {
+	if j := m.n.auth.next(address); j != nil {
+		m.admitLogin(ctx, j)
+	}
 }
 
 // verifyLogin sends j to a worker, or judges it at once when it has no
@@ -289,6 +347,7 @@ func (m *metadataActor) verifyLogin(ctx actor.Context, j *loginJob) {
 		a.release(j)
 		a.count(loginPoolFull)
 		m.reply(ctx, j.req, &replyOut{frame: rejectReply(&j.req.hdr, j.req.hdr.Client, m.commit(), wire.OpRegister, wire.ErrTransientNotAccepted)})
+		m.loginTurn(ctx, j.address)
 	}
 }
 
@@ -314,6 +373,7 @@ func (m *metadataActor) onLoginVerified(ctx actor.Context, v *loginVerified) {
 		userID, reason = m.state.LoginWithTokenHash(j.tokenHash, m.n.opts.Clock())
 	}
 	m.n.auth.finish(j, reason != 0)
+	m.loginTurn(ctx, j.address)
 	if reason != 0 {
 		m.reply(ctx, j.req, &replyOut{frame: eviction(j.req.hdr.Client, reason)})
 		return

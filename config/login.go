@@ -14,10 +14,12 @@ package config
 //	quiet_period = "10s"          # each one without failures halves the delay
 //	address_free_failures = 5     # failures an address makes before its own delay
 //	max_in_flight_per_address = 1 # verifications one address may have running
+//	max_waiting_per_address = 64  # logins of a busy address waiting their turn; beyond: result 58
 //	max_tracked = 16384           # addresses and (user, address) keys held (LRU)
 //
 // A zero verify_queue, base_delay, max_delay, quiet_period,
-// max_in_flight_per_address or max_tracked takes the default above;
+// max_in_flight_per_address, max_waiting_per_address or max_tracked takes
+// the default above;
 // address_free_failures = 0 delays an address from its first failure.
 type Login struct {
 	VerifyWorkers uint32        `toml:"verify_workers"`
@@ -33,10 +35,11 @@ type LoginThrottle struct {
 	QuietPeriod           Duration `toml:"quiet_period"`
 	AddressFreeFailures   uint32   `toml:"address_free_failures"`
 	MaxInFlightPerAddress uint32   `toml:"max_in_flight_per_address"`
+	MaxWaitingPerAddress  uint32   `toml:"max_waiting_per_address"`
 	MaxTracked            uint32   `toml:"max_tracked"`
 }
 
 func defaultLogin() Login {
 	return Login{VerifyQueue: 64, Throttle: LoginThrottle{Enabled: true, BaseDelay: Duration(100e6), MaxDelay: Duration(5e9),
-		QuietPeriod: Duration(10e9), AddressFreeFailures: 5, MaxInFlightPerAddress: 1, MaxTracked: 16384}}
+		QuietPeriod: Duration(10e9), AddressFreeFailures: 5, MaxInFlightPerAddress: 1, MaxWaitingPerAddress: 64, MaxTracked: 16384}}
 }

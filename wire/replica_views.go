@@ -38,8 +38,6 @@ func ValidReplicaCommand(c Command) bool {
 		return true
 	case c >= CmdRequestStartView && c <= MaxCommand:
 		return true
-	case c.Extension():
-		return true // iggynode's own (wire/nodeheartbeat.go)
 	}
 	return false
 }

@@ -140,7 +140,7 @@ func (l *link) readLoop(n *Node, p *peer) error {
 			n.log.Warn("replica frame refused, closing", "peer", l.peer, "command", uint8(cmd))
 			return fmt.Errorf("framing: command %d is not a command", uint8(cmd))
 		}
-		if !wire.ValidReplicaCommand(cmd) {
+		if !wire.ValidReplicaCommand(cmd) && !cmd.Extension() { // the extensions are ours (wire/nodeheartbeat.go)
 			if _, err := l.br.Discard(int(size) - wire.HeaderSize); err != nil {
 				return err
 			}
