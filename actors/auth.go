@@ -111,9 +111,9 @@ type authService struct {
 	waiting    map[string][]*loginJob
 	maxWaiting int
 	verify     func(hash, password string) bool
-	deliver  func(*loginVerified)
-	stop     chan struct{}
-	wg       sync.WaitGroup
+	deliver    func(*loginVerified)
+	stop       chan struct{}
+	wg         sync.WaitGroup
 	// full: a submit found the queue full and it has not drained to half
 	// since (metadata actor only; the hysteresis logs each change once
 	// instead of on every flap at the edge).
