@@ -312,10 +312,9 @@ func (m *metadataActor) routePeerFrame(ctx actor.Context, f *peerFrame) {
 	}
 }
 
-// onTick advances the metadata core by one tick. Partition groups keep
-// their own time (clock.go).
+// onTick is the clock's wake-up: Receive advanced the core already.
 func (m *metadataActor) onTick(ctx actor.Context) {
-	m.core.Tick()
+	m.time.scheduled = 0
 	m.drive(ctx)
 	m.transfers.tick(ctx)
 }

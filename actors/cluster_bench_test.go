@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -21,8 +22,19 @@ func BenchmarkClusterSendForwarded1000x1KB(b *testing.B) {
 	benchClusterSend(b, func(o *Options) { o.PartitionView = func(uint64) uint32 { return 1 } })
 }
 
-func benchClusterSend(b *testing.B, adjust func(*Options)) {
-	nodes := startClusterWith(b, 3, adjust)
+// BenchmarkClusterSendAmong2000Partitions is BenchmarkClusterSend1000x1KB
+// with 2000 idle partitions in another topic (issue 16: idle partitions
+// must not slow the busy one).
+func BenchmarkClusterSendAmong2000Partitions(b *testing.B) { benchClusterSendAmong(b, 2000) }
+
+func benchClusterSend(b *testing.B, adjust func(*Options)) { benchClusterSendAmong(b, 0, adjust) }
+
+func benchClusterSendAmong(b *testing.B, idle uint32, adjust ...func(*Options)) {
+	var adj func(*Options)
+	if len(adjust) > 0 {
+		adj = adjust[0]
+	}
+	nodes := startClusterWith(b, 3, adj)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	c, err := client.Connect(ctx, client.Options{Address: nodes[0].TCPAddr(), Username: "iggy", Password: "iggy", StayOnNode: true})
@@ -35,6 +47,14 @@ func benchClusterSend(b *testing.B, adjust func(*Options)) {
 	}
 	if _, err := c.CreateTopic(ctx, wire.ID(0), "t", 1, nil); err != nil {
 		b.Fatal(err)
+	}
+	for i := uint32(0); i*1000 < idle; i++ { // at most 1000 per topic
+		if _, err := c.CreateTopic(ctx, wire.ID(0), fmt.Sprintf("idle-%d", i), min(1000, idle-i*1000), nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if idle > 0 {
+		time.Sleep(3 * time.Second) // their groups boot and stay quiet
 	}
 	msgs := make([]wire.Message, 1000)
 	for i := range msgs {

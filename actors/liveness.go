@@ -27,7 +27,7 @@ import (
 type livenessActor struct {
 	n      *Node
 	live   *vsr.Liveness
-	last   uint64 // the node tick the core was advanced to
+	time   timeKeeper // the core's tick and next wake-up (clock.go)
 	routes map[uint64]*actor.PID
 	// wakes are the peer changes still being announced; cursor is the
 	// group list of the oldest.
@@ -87,10 +87,19 @@ func newLivenessActor(n *Node) *livenessActor {
 	cfg := vsr.LivenessConfig{Cluster: n.cluster.id, Self: n.cluster.self, Replicas: n.cluster.n,
 		IntervalTicks: ticks(c.NodeHeartbeatInterval), TimeoutTicks: ticks(c.HeartbeatTimeout),
 		Incarnation: wire.U128{Lo: binary.LittleEndian.Uint64(inc[:]) | 1, Hi: binary.LittleEndian.Uint64(inc[8:])}}
-	return &livenessActor{n: n, live: vsr.NewLiveness(cfg), last: n.clock.now(), routes: map[uint64]*actor.PID{}}
+	return &livenessActor{n: n, live: vsr.NewLiveness(cfg), time: timeKeeper{lastTick: n.clock.now()}, routes: map[uint64]*actor.PID{}}
 }
 
 func (l *livenessActor) Receive(ctx actor.Context) {
+	l.receive(ctx)
+	k := l.live.IdleTicks()
+	if len(l.wakes) > 0 {
+		k = 1 // announcing, wake_batch groups per tick
+	}
+	l.time.arm(l.n.clock, livenessKey, ctx.Self(), k, true)
+}
+
+func (l *livenessActor) receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		ctx.Send(l.n.refs.metadata, &requestRoutes{peer: ctx.Self()})
@@ -103,7 +112,8 @@ func (l *livenessActor) Receive(ctx actor.Context) {
 			l.routes[m.group] = m.pid
 		}
 	case *tick:
-		for now := l.n.clock.now(); l.last < now; l.last++ {
+		l.time.scheduled = 0
+		for now := l.n.clock.now(); l.time.lastTick < now; l.time.lastTick++ {
 			l.live.Tick()
 		}
 		l.drive(ctx)

@@ -58,6 +58,7 @@ type metadataActor struct {
 	// data, with the partitions waiting to start on them.
 	dropping map[uint64][]metadata.PartitionRef
 	beh      *statusBehaviour
+	time     timeKeeper // the core's tick and next wake-up (clock.go)
 }
 
 type groupPartition struct {
@@ -120,7 +121,19 @@ func (m *metadataActor) Receive(ctx actor.Context) {
 	if m.beh == nil {
 		m.beh = newStatusBehaviour(m.receive, m.receive, m.receive)
 	}
+	// The core keeps the node's time (clock.go): advanced by the ticks
+	// that passed, woken by the clock when a timer is due.
+	if m.core != nil && elapseTo(m.core, &m.time, m.n.clock.now()) && m.core.HasReady() {
+		m.drive(ctx)
+	}
 	m.beh.Receive(ctx)
+	if m.core != nil {
+		k, armed := m.core.IdleTicks()
+		if m.transfers.busy() {
+			k, armed = 1, true
+		}
+		m.time.arm(m.n.clock, wire.MetadataGroup, ctx.Self(), k, armed)
+	}
 }
 
 func (m *metadataActor) receive(ctx actor.Context) {
@@ -283,6 +296,7 @@ func (m *metadataActor) boot(ctx actor.Context) error {
 	}
 	vc.JournalFloor = func() uint64 { return m.snapshotOp + 1 }
 	m.core = vsr.New(vc)
+	m.time = timeKeeper{lastTick: m.n.clock.now()}
 	m.transfers = newTransferShell(m.n, m.log, wire.MetadataGroup, m.core)
 	m.tr.close() // a restarted actor boots again
 	m.tr = m.n.refs.tel.group(wire.MetadataGroup)

@@ -57,10 +57,9 @@ type partitionActor struct {
 	tail        committedTail
 	tailSavedAt time.Time
 	tailDirty   bool
-	// lastTick is the node tick (clock.go) the core was advanced to;
-	// scheduled the tick the clock will wake this actor at (0: none).
-	lastTick, scheduled uint64
-	wasQuiet            bool
+	// time is the core's tick and its next wake-up (clock.go).
+	time     timeKeeper
+	wasQuiet bool
 	// mem is this partition's share of the node's memory budget
 	// (membudget.go) and memUsed what it last reported.
 	mem     *memAccount
@@ -166,7 +165,7 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 		// once it caught up).
 		switch m := ctx.Message().(type) {
 		case *peerFrame, *tick, *quietIn, *peerChange:
-			p.lastTick, p.scheduled = p.node.clock.now(), 0
+			p.time = timeKeeper{lastTick: p.node.clock.now()}
 			return
 		case *partitionSend:
 			p.replyTo(ctx, m.req, denyReply(&m.req.hdr, m.req.connID, 0, wire.ErrTransientNotAccepted))
@@ -184,12 +183,8 @@ func (p *partitionActor) catchUp(ctx actor.Context) {
 	if p.core == nil {
 		return
 	}
-	if now := p.node.clock.now(); now > p.lastTick {
-		p.core.Elapse(int(min(now-p.lastTick, 1<<20)))
-		p.lastTick = now
-		if p.core.HasReady() {
-			p.drive(ctx)
-		}
+	if elapseTo(p.core, &p.time, p.node.clock.now()) && p.core.HasReady() {
+		p.drive(ctx)
 	}
 }
 
@@ -207,22 +202,11 @@ func (p *partitionActor) afterTurn(ctx actor.Context) {
 		}
 	}
 	p.reportMemory()
-	due, ok := uint64(0), false
-	if k, armed := p.core.IdleTicks(); armed {
-		due, ok = p.lastTick+uint64(k), true
-	}
+	k, armed := p.core.IdleTicks()
 	if len(p.parked) > 0 || p.transfers.busy() {
-		due, ok = p.lastTick+1, true // their counters run per tick
+		k, armed = 1, true // their counters run per tick
 	}
-	if !ok && p.scheduled != 0 {
-		p.node.clock.cancel(p.ref.Group) // nothing armed: the clock forgets it (quiet)
-		p.scheduled = 0
-	}
-	if !ok || (p.scheduled != 0 && p.scheduled <= due) {
-		return
-	}
-	p.node.clock.schedule(p.ref.Group, ctx.Self(), due)
-	p.scheduled = due
+	p.time.arm(p.node.clock, p.ref.Group, ctx.Self(), k, armed)
 }
 
 // reportMemory tells the memory budget what the partition holds in
@@ -322,7 +306,7 @@ func (p *partitionActor) receive(ctx actor.Context) {
 		p.drive(ctx)
 	case *tick:
 		// catchUp advanced the core; this is the clock's wake-up.
-		p.scheduled = 0
+		p.time.scheduled = 0
 		for _, r := range p.expireForwarded() {
 			p.replyTo(ctx, r, denyReply(&r.hdr, r.connID, 0, wire.ErrTransientNotAccepted))
 		}
@@ -418,7 +402,7 @@ func (p *partitionActor) boot() error {
 		return err
 	}
 	p.plog = partition.New(partition.Config{SegmentSize: p.settings.segmentSize, CacheBytes: uint64(p.node.memory.limit)}, storeAdapter{st, p.ref.Group})
-	p.lastTick, p.scheduled = p.node.clock.now(), 0
+	p.time = timeKeeper{lastTick: p.node.clock.now()}
 	var infos []partition.BatchInfo
 	err := st.ScanBatches(p.ref.Group, 0, func(_ uint64, b []byte) error {
 		info, err := partition.BatchInfoOf(b)

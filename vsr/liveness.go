@@ -128,6 +128,19 @@ func (l *Liveness) Post(group uint64, e QuietEntry) {
 	p.pending = append(p.pending, pendingEntry{group, e})
 }
 
+// IdleTicks is how many ticks may pass before the next one that sends a
+// frame or loses a peer (at least 1): a shell that keeps deadlines ticks
+// the node-level heartbeat only then.
+func (l *Liveness) IdleTicks() int {
+	k := l.next - l.now
+	for i := range l.peers {
+		if p := &l.peers[i]; uint8(i) != l.cfg.Self && !p.lost {
+			k = min(k, p.heard+l.cfg.TimeoutTicks-l.now)
+		}
+	}
+	return max(k, 1)
+}
+
 // Pending is how many entries wait for the next frame to peer.
 func (l *Liveness) Pending(peer uint8) int {
 	if int(peer) >= len(l.peers) {

@@ -7,6 +7,11 @@
 //	go run ./cmd/bench --sink --workload balanced-producer --producers 4 --total-size 1GB --rate-limit 100MB/s --chart run.html
 //	go run ./cmd/bench --sink --workload balanced-consumer-group --consumers 3 --total-size 100MB
 //	go run ./cmd/bench loginflood --address 127.0.0.1:8090 --connections 64 --duration 20s
+//	go run ./cmd/bench scale --partitions 2000,10000 --kill --restart
+//
+// The scale subcommand starts a loopback cluster of node processes and
+// measures idle CPU, RSS, creation time and send MB/s as its partitions
+// grow, and recovery after a kill (package iggynode/bench/scale).
 //
 // The loginflood subcommand floods a node with wrong-password logins from
 // one address and measures login, read and send latency from another
@@ -46,6 +51,9 @@ func main() {
 func run(args []string, out io.Writer) error {
 	if len(args) > 0 && args[0] == "loginflood" {
 		return runLoginFlood(args[1:], out)
+	}
+	if len(args) > 0 && args[0] == "scale" {
+		return runScale(args[1:], out)
 	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var cfg bench.Config

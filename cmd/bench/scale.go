@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"time"
+
+	"iggynode/bench/scale"
+)
+
+// runScale is "bench scale": a loopback cluster of node processes as its
+// partitions grow (package bench/scale; docs/benchmarks.md, issue 16).
+//
+//	go run ./cmd/bench scale --partitions 2000,10000 --kill --restart
+func runScale(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("bench scale", flag.ContinueOnError)
+	var cfg scale.Config
+	parts := fs.String("partitions", "2000,10000", "partition totals to reach, increasing, comma-separated")
+	fs.IntVar(&cfg.Nodes, "nodes", 3, "cluster nodes")
+	fs.IntVar(&cfg.PerTopic, "per-topic", 1000, "partitions per created topic")
+	fs.DurationVar(&cfg.Idle, "idle", 20*time.Second, "idle window for the CPU figure")
+	fs.IntVar(&cfg.Batches, "batches", 300, "batches of the send measurement")
+	fs.IntVar(&cfg.MessagesPerBatch, "messages-per-batch", 1000, "messages per batch")
+	fs.IntVar(&cfg.MessageSize, "message-size", 1000, "payload bytes per message")
+	fs.BoolVar(&cfg.Kill, "kill", false, "then kill node 0 and time writes to a sample of partitions")
+	fs.BoolVar(&cfg.Restart, "restart", false, "then restart every node and time writes to a sample")
+	fs.IntVar(&cfg.Sample, "sample", 50, "partitions written after a kill or restart")
+	fs.StringVar(&cfg.Source, "source", ".", "repository root to build ./cmd/node from")
+	env := fs.String("env", "", "extra IGGY_* settings for every node, comma-separated KEY=VALUE")
+	jsonPath := fs.String("json", "", "write the result as JSON to this file")
+	timeout := fs.Duration("timeout", 30*time.Minute, "bound on the whole run")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	for _, p := range strings.Split(*parts, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n <= 0 {
+			return fmt.Errorf("--partitions: %q is not a count", p)
+		}
+		cfg.Partitions = append(cfg.Partitions, n)
+	}
+	if *env != "" {
+		cfg.Env = strings.Split(*env, ",")
+	}
+	cfg.Log = os.Stderr
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	res, err := scale.Run(ctx, cfg)
+	for _, s := range res.Steps {
+		fmt.Fprintf(out, "%6d partitions: create %6.1f s, idle CPU %v %%, RSS %v MiB, send %.0f MB/s\n",
+			s.Partitions, s.CreateSeconds, rounded(s.IdleCPU), rounded(s.RSSMiB), s.SendMBps)
+	}
+	if res.KillSeconds > 0 {
+		fmt.Fprintf(out, "node 0 killed: %d sampled partitions took writes again after %.1f s\n", cfg.Sample, res.KillSeconds)
+	}
+	if res.RestartSeconds > 0 {
+		fmt.Fprintf(out, "whole cluster restarted: %d sampled partitions took writes %.1f s after the last node was up\n", cfg.Sample, res.RestartSeconds)
+	}
+	if err != nil {
+		return err
+	}
+	if *jsonPath != "" {
+		data, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(*jsonPath, append(data, '\n'), 0o644)
+	}
+	return nil
+}
+
+func rounded(v []float64) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(int(x*10+0.5)) / 10
+	}
+	return out
+}
