@@ -43,10 +43,10 @@ type Config struct {
 	Idle       time.Duration
 	// Send: one producer, Batches batches of MessagesPerBatch x MessageSize.
 	Batches, MessagesPerBatch, MessageSize int
-	Kill, Restart bool // measure recovery after killing node 0, after restarting every node
-	Sample        int  // partitions written after a kill or restart (default 50)
-	Env           []string
-	Log           io.Writer
+	Kill, Restart                          bool // measure recovery after killing node 0, after restarting every node
+	Sample                                 int  // partitions written after a kill or restart (default 50)
+	Env                                    []string
+	Log                                    io.Writer
 }
 
 // Step is the cluster at one partition total.
