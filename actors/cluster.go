@@ -191,7 +191,8 @@ func (n *Node) startReplicaPlane() error {
 		AuthEnabled: auth.Enabled, SharedSecret: []byte(auth.SharedSecret), PreviousSharedSecret: []byte(auth.PreviousSharedSecret),
 		TLS: tlsConf, AllowInsecure: c.Cluster.AllowInsecure,
 		MaxFrameSize: uint32(c.MessageBus.MaxMessageSize), PeerQueueCapacity: int(c.MessageBus.PeerQueueCapacity),
-		MaxBatch: int(c.MessageBus.MaxBatch), ReconnectPeriod: n.opts.ReconnectPeriod, HandshakeGrace: c.MessageBus.HandshakeGrace.D(),
+		PeerQueueBytes: int(c.MessageBus.PeerQueueBytes),
+		MaxBatch:       int(c.MessageBus.MaxBatch), ReconnectPeriod: n.opts.ReconnectPeriod, HandshakeGrace: c.MessageBus.HandshakeGrace.D(),
 		Logger: n.log.With("plane", "replica"),
 	}, replicaHandler{n})
 	if err != nil {

@@ -84,8 +84,12 @@ func newLivenessActor(n *Node) *livenessActor {
 	var inc [16]byte
 	_, _ = rand.Read(inc[:])
 	c := n.opts.Config.Cluster
+	interval := c.NodeHeartbeatInterval
+	if interval == 0 {
+		interval = c.CommitBroadcastInterval
+	}
 	cfg := vsr.LivenessConfig{Cluster: n.cluster.id, Self: n.cluster.self, Replicas: n.cluster.n,
-		IntervalTicks: ticks(c.NodeHeartbeatInterval), TimeoutTicks: ticks(c.HeartbeatTimeout),
+		IntervalTicks: ticks(interval), TimeoutTicks: ticks(c.HeartbeatTimeout),
 		Incarnation: wire.U128{Lo: binary.LittleEndian.Uint64(inc[:]) | 1, Hi: binary.LittleEndian.Uint64(inc[8:])}}
 	return &livenessActor{n: n, live: vsr.NewLiveness(cfg), time: timeKeeper{lastTick: n.clock.now()}, routes: map[uint64]*actor.PID{}}
 }

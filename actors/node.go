@@ -240,7 +240,7 @@ func (n *Node) listen() error {
 	cfg := n.opts.Config
 	base := clientplane.Config{
 		MaxFrameSize:   uint32(cfg.MessageBus.MaxMessageSize),
-		QueueCapacity:  int(cfg.MessageBus.PeerQueueCapacity),
+		QueueCapacity:  clientQueueCapacity,
 		HandshakeGrace: cfg.MessageBus.HandshakeGrace.D(),
 		CloseGrace:     cfg.MessageBus.CloseGrace.D(),
 		Guard:          n.edgeGuard(),
@@ -336,6 +336,11 @@ func (n *Node) peerDrops() map[uint8]uint64 {
 func (n *Node) props(producer actor.Producer, opts ...actor.PropsOption) *actor.Props {
 	return actor.PropsFromProducer(producer, append(opts, actor.WithDispatcher(n.dispatcher))...)
 }
+
+// clientQueueCapacity bounds the replies queued per client connection:
+// one request is answered at a time (server-behaviour.md 0.3), so a few
+// suffice; message_bus.peer_queue_capacity is the replica plane's.
+const clientQueueCapacity = 256
 
 // dispatchWorkers is how many goroutines run actor turns: a few per core,
 // enough that a connection's, a partition's and the metadata actor's turns

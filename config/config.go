@@ -255,12 +255,15 @@ type PartitionConfig struct {
 }
 
 type MessageBus struct {
-	MaxBatch          uint32   `toml:"max_batch"`
-	MaxMessageSize    Size     `toml:"max_message_size"`
-	PeerQueueCapacity uint32   `toml:"peer_queue_capacity"`
-	ReconnectPeriod   Duration `toml:"reconnect_period"`
-	CloseGrace        Duration `toml:"close_grace"`
-	HandshakeGrace    Duration `toml:"handshake_grace"`
+	MaxBatch          uint32 `toml:"max_batch"`
+	MaxMessageSize    Size   `toml:"max_message_size"`
+	PeerQueueCapacity uint32 `toml:"peer_queue_capacity"`
+	// PeerQueueBytes bounds a replica peer's outbound queue in bytes (an
+	// extension: peer_queue_capacity counts frames of any size).
+	PeerQueueBytes  Size     `toml:"peer_queue_bytes"`
+	ReconnectPeriod Duration `toml:"reconnect_period"`
+	CloseGrace      Duration `toml:"close_grace"`
+	HandshakeGrace  Duration `toml:"handshake_grace"`
 }
 
 // Limits is the limits section: what a client may hold on the node
@@ -301,8 +304,10 @@ type Cluster struct {
 	// Quiescence lets idle partition groups go quiet, with one node-level
 	// heartbeat per peer link (an extension of iggynode, vsr/quiesce.go;
 	// a cluster mixed with reference servers must turn it off).
-	// NodeHeartbeatInterval is that heartbeat's period; WakeBatch how many
-	// partition groups per tick hear that a peer was lost or found.
+	// NodeHeartbeatInterval is that heartbeat's period (0: the commit
+	// broadcast interval, so a peer is heard ten times per heartbeat
+	// timeout with the defaults); WakeBatch how many partition groups per
+	// tick hear that a peer was lost or found.
 	Quiescence            bool        `toml:"quiescence"`
 	NodeHeartbeatInterval Duration    `toml:"node_heartbeat_interval"`
 	WakeBatch             uint32      `toml:"wake_batch"`
@@ -366,7 +371,7 @@ func Default() Config {
 		PersonalAccessToken: PersonalAccessToken{MaxTokensPerUser: 100, Cleaner: Cleaner{Enabled: true, Interval: Duration(60e9)}},
 		Metadata:            Metadata{PrepareQueueDepth: 32, JournalSlots: 1024, ClientsTableMax: 8192},
 		Partition:           PartitionConfig{PrepareQueueDepth: 32, EvictedRingCapacity: 4096, EvictedRingBytesMax: 16 << 20},
-		MessageBus: MessageBus{MaxBatch: 256, MaxMessageSize: 64 << 20, PeerQueueCapacity: 256,
+		MessageBus: MessageBus{MaxBatch: 256, MaxMessageSize: 64 << 20, PeerQueueCapacity: 16384, PeerQueueBytes: 256 << 20,
 			ReconnectPeriod: Duration(5e9), CloseGrace: Duration(2e9), HandshakeGrace: Duration(10e9)},
 		Limits: Limits{MaxConnections: 8192, MaxConnectionsPerAddress: 1024, LoginTimeout: Duration(30e9),
 			IdleTimeout: Duration(300e9), FrameTimeout: Duration(30e9), FrameBudget: 256 << 20},
@@ -374,7 +379,7 @@ func Default() Config {
 			PrepareRetransmitInterval: Duration(250e6), ViewChangeRetransmitInterval: Duration(500e6),
 			ViewChangeStatusTimeout: Duration(5e9), RequestStartViewRetransmitInterval: Duration(1e9),
 			ViewProbeAttemptsMax: 5, RepairRetryInterval: Duration(1e9), RepairChunkMax: 128,
-			SuperblockWedgedFatalTimeout: Duration(120e9), Quiescence: true, NodeHeartbeatInterval: Duration(100e6), WakeBatch: 256},
+			SuperblockWedgedFatalTimeout: Duration(120e9), Quiescence: true, WakeBatch: 256},
 		Telemetry: defaultTelemetry(),
 		Login:     defaultLogin(),
 	}

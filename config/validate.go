@@ -116,6 +116,9 @@ func validateCluster(c Config, check checkFunc) {
 	} {
 		check(d > 0, "%s must be non-zero", key)
 	}
+	check(cl.NodeHeartbeatInterval == 0 || cl.HeartbeatTimeout >= 4*cl.NodeHeartbeatInterval,
+		"cluster.node_heartbeat_interval = %v, must be 0 (the commit broadcast interval) or at most a quarter of cluster.heartbeat_timeout (%v)",
+		cl.NodeHeartbeatInterval, cl.HeartbeatTimeout)
 	check(cl.ViewChangeStatusTimeout >= 4*cl.ViewChangeRetransmitInterval,
 		"cluster.view_change_status_timeout = %v, must be >= 4 x cluster.view_change_retransmit_interval (%v)",
 		cl.ViewChangeStatusTimeout, cl.ViewChangeRetransmitInterval)

@@ -47,6 +47,20 @@
 // request's value is in every replica's applied log at the position it was
 // answered with (11.5 rule 1).
 //
+// With Config.Groups above one (cmd/sim --groups N) every node hosts N
+// partition groups with quiescence and the node-level heartbeat on
+// (vsr/quiesce.go, vsr/liveness.go), most of them quiet: clients write
+// mostly to two hot groups, now and then to any. Checked besides, every
+// tick: each replica's quiescence invariants (Replica.QuietCheck), and a
+// quiet primary counts a backup's confirmation only of a point that
+// backup has applied (a quiet group never misses a commit); at the end,
+// every group quiet on every replica at its primary's commit point. Each
+// core is advanced only when a timer is due (Config.Deadlines, as the
+// node's shell does); that this is the very run ticking every core every
+// tick gives is checked over many seeds (TestDeadlineTickingMatchesTicks).
+// TestDeadPrimaryNodesQuietGroupsAllElect kills the node leading 64
+// quiet groups and checks they all elect within the node-level timeout.
+//
 // State transfer runs as the protocol it is (transfer.go): a replica whose
 // repair cannot reach what it lacks fetches an offer from the caught-up
 // primary over the simulated network and installs it, so every run must

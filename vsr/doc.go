@@ -43,6 +43,24 @@
 // This is the spec's order, kept as is; lower
 // cluster.prepare_retransmit_interval to trade bandwidth for latency.
 //
+// Scale (issue 16; DESIGN.md "Scale and budgets"): a node hosts
+// thousands of partition groups, so an idle group must cost nothing.
+// Three extensions of the spec serve that, none of them part of any
+// safety argument (they only decide when timers run):
+//   - quiescence (quiesce.go): an idle group goes quiet on every replica,
+//     with no timer armed and no heartbeat of its own; any input wakes it;
+//   - the node-level heartbeat (liveness.go, wire/nodeheartbeat.go): one
+//     frame per peer link per interval carries the quiescence entries of
+//     every group, and failure detection for quiet groups is per node
+//     (PeerLost runs the election a heartbeat timeout would);
+//   - deadline ticking (clock.go): IdleTicks and Advance let a shell touch
+//     a group only when one of its timers is due.
+//
+// A whole-cluster restart elects as soon as the probers hear a quorum of
+// each other probing (viewchange.go, recoveringQuorum) instead of after
+// view_probe_attempts_max unanswered probes: thousands of groups each
+// waiting 5 s made a restarted cluster slow to take writes.
+//
 // Invariants asserted (a violation is a bug, not bad input, and panics with
 // the invariant's name): commit_min <= commit_max, commit_min <= sequencer,
 // view >= log_view, the pipeline is contiguous and hash-chained. Peer input

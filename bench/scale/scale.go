@@ -1,9 +1,11 @@
 // Package scale measures a loopback cluster of node processes as its
 // partition count grows (issue 16): per node idle CPU and RSS, the time to
-// create the partitions, and send MB/s to one partition against the same
-// cluster before the partitions existed; then, optionally, the time for
-// writes to a sample of partitions to succeed again after the leader's
-// node is killed, and after the whole cluster restarts.
+// create the partitions, and send MB/s to one partition against a second
+// cluster of the same nodes with that one partition only, the two sending
+// in turn (Rounds each, medians compared: the machine's speed drifts, the
+// ratio in one run is what counts); then, optionally, the time for writes
+// to a sample of partitions to succeed again after the leader's node is
+// killed, and after the whole cluster restarts.
 //
 // It builds ./cmd/node from Source, starts Nodes processes on free
 // loopback ports with their data in a temporary directory (or Dir), and
@@ -23,6 +25,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -43,6 +46,7 @@ type Config struct {
 	Idle       time.Duration
 	// Send: one producer, Batches batches of MessagesPerBatch x MessageSize.
 	Batches, MessagesPerBatch, MessageSize int
+	Rounds                                 int  // alternating send rounds per step (default 3)
 	Kill, Restart                          bool // measure recovery after killing node 0, after restarting every node
 	Sample                                 int  // partitions written after a kill or restart (default 50)
 	Env                                    []string
@@ -55,7 +59,8 @@ type Step struct {
 	CreateSeconds float64   `json:"create_seconds"`
 	IdleCPU       []float64 `json:"idle_cpu_percent"` // per node, % of one core
 	RSSMiB        []float64 `json:"rss_mib"`
-	SendMBps      float64   `json:"send_mb_per_s"`
+	SendMBps      float64   `json:"send_mb_per_s"`      // median over the rounds
+	RefMBps       float64   `json:"reference_mb_per_s"` // the one-partition cluster's median, same rounds
 }
 
 // Result is a whole run.
@@ -93,12 +98,16 @@ func (c *Config) defaults() {
 	if c.Sample == 0 {
 		c.Sample = 50
 	}
+	if c.Rounds == 0 {
+		c.Rounds = 3
+	}
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
 }
 
 type cluster struct {
+	ref   *cluster // the one-partition cluster sends are compared with
 	cfg   Config
 	bin   string
 	dir   string
@@ -119,21 +128,26 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		defer os.RemoveAll(d)
 		dir = d
 	}
-	c := &cluster{cfg: cfg, dir: dir, bin: filepath.Join(dir, "node")}
-	build := exec.CommandContext(ctx, "go", "build", "-o", c.bin, "./cmd/node")
+	bin := filepath.Join(dir, "node")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/node")
 	build.Dir, build.Stdout, build.Stderr = cfg.Source, cfg.Log, cfg.Log
 	if err := build.Run(); err != nil {
 		return Result{}, fmt.Errorf("building %s/cmd/node: %w", cfg.Source, err)
 	}
-	if err := c.configure(); err != nil {
-		return Result{}, err
-	}
-	defer c.stopAll()
-	for i := range c.nodes {
-		if err := c.start(ctx, i); err != nil {
+	c := &cluster{cfg: cfg, dir: filepath.Join(dir, "scale"), bin: bin}
+	ref := &cluster{cfg: cfg, dir: filepath.Join(dir, "reference"), bin: bin}
+	for _, cl := range []*cluster{c, ref} {
+		if err := cl.configure(); err != nil {
 			return Result{}, err
 		}
+		defer cl.stopAll()
+		for i := range cl.nodes {
+			if err := cl.start(ctx, i); err != nil {
+				return Result{}, err
+			}
+		}
 	}
+	c.ref = ref
 	admin, err := c.connect(ctx, 0)
 	if err != nil {
 		return Result{}, err
@@ -190,6 +204,9 @@ func (c *cluster) configure() error {
 	if err != nil {
 		return err
 	}
+	if err := os.MkdirAll(c.dir, 0o700); err != nil {
+		return err
+	}
 	c.nodes, c.addrs, c.env = make([]*exec.Cmd, n), make([]string, n), make([][]string, n)
 	common := []string{"IGGY_CLUSTER_ENABLED=true", "IGGY_CLUSTER_NAME=scale", "IGGY_QUIC_ENABLED=false",
 		"IGGY_WEBSOCKET_ENABLED=false", "IGGY_HTTP_ENABLED=false",
@@ -211,10 +228,17 @@ func (c *cluster) start(ctx context.Context, i int) error {
 	cmd := exec.Command(c.bin)
 	cmd.Dir = c.dir
 	cmd.Env = append(os.Environ(), c.env[i]...)
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
-	if err := cmd.Start(); err != nil {
+	// Each node's log, appended over restarts (kept with --dir).
+	logFile, err := os.OpenFile(filepath.Join(c.dir, fmt.Sprintf("node%d.log", i)), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
 		return err
 	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return err
+	}
+	_ = logFile.Close() // the child holds its own descriptor
 	c.nodes[i] = cmd
 	return waitListening(ctx, c.addrs[i])
 }
@@ -278,14 +302,42 @@ func (c *cluster) measure(ctx context.Context, partitions int, created time.Dura
 		}
 		s.RSSMiB = append(s.RSSMiB, rss)
 	}
+	var mine, theirs []float64
+	for range c.cfg.Rounds {
+		for _, cl := range []*cluster{c.ref, c} {
+			mbps, err := cl.send(ctx)
+			if err != nil {
+				return s, fmt.Errorf("send at %d partitions: %w", partitions, err)
+			}
+			if cl == c {
+				mine = append(mine, mbps)
+			} else {
+				theirs = append(theirs, mbps)
+			}
+		}
+	}
+	s.SendMBps, s.RefMBps = median(mine), median(theirs)
+	return s, nil
+}
+
+// send is one producer's MB/s to the one-partition stream bench-1.
+func (c *cluster) send(ctx context.Context) (float64, error) {
 	rep, err := bench.Run(ctx, bench.Config{Address: c.addrs[0], Producers: 1, Streams: 1, PartitionsPerTopic: 1,
 		MessageSize: c.cfg.MessageSize, MessagesPerBatch: c.cfg.MessagesPerBatch, BatchCount: c.cfg.Batches,
 		Workload: bench.WorkloadPinnedProducer})
 	if err != nil {
-		return s, fmt.Errorf("send at %d partitions: %w", partitions, err)
+		return 0, err
 	}
-	s.SendMBps = float64(rep.Producers.PayloadBytes) / 1e6 / rep.Producers.Duration.Seconds()
-	return s, nil
+	return float64(rep.Producers.PayloadBytes) / 1e6 / rep.Producers.Duration.Seconds(), nil
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // createTopic creates a stream holding one topic of n partitions.

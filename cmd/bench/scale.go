@@ -32,7 +32,9 @@ func runScale(args []string, out io.Writer) error {
 	fs.BoolVar(&cfg.Kill, "kill", false, "then kill node 0 and time writes to a sample of partitions")
 	fs.BoolVar(&cfg.Restart, "restart", false, "then restart every node and time writes to a sample")
 	fs.IntVar(&cfg.Sample, "sample", 50, "partitions written after a kill or restart")
+	fs.IntVar(&cfg.Rounds, "rounds", 3, "send rounds per step, alternating with the one-partition cluster")
 	fs.StringVar(&cfg.Source, "source", ".", "repository root to build ./cmd/node from")
+	fs.StringVar(&cfg.Dir, "dir", "", "keep the nodes' data and logs (nodeN.log) here instead of a temporary directory")
 	env := fs.String("env", "", "extra IGGY_* settings for every node, comma-separated KEY=VALUE")
 	jsonPath := fs.String("json", "", "write the result as JSON to this file")
 	timeout := fs.Duration("timeout", 30*time.Minute, "bound on the whole run")
@@ -56,8 +58,8 @@ func runScale(args []string, out io.Writer) error {
 	defer cancel()
 	res, err := scale.Run(ctx, cfg)
 	for _, s := range res.Steps {
-		fmt.Fprintf(out, "%6d partitions: create %6.1f s, idle CPU %v %%, RSS %v MiB, send %.0f MB/s\n",
-			s.Partitions, s.CreateSeconds, rounded(s.IdleCPU), rounded(s.RSSMiB), s.SendMBps)
+		fmt.Fprintf(out, "%6d partitions: create %6.1f s, idle CPU %v %%, RSS %v MiB, send %.0f MB/s (one-partition cluster %.0f MB/s, ratio %.2f)\n",
+			s.Partitions, s.CreateSeconds, rounded(s.IdleCPU), rounded(s.RSSMiB), s.SendMBps, s.RefMBps, s.SendMBps/s.RefMBps)
 	}
 	if res.KillSeconds > 0 {
 		fmt.Fprintf(out, "node 0 killed: %d sampled partitions took writes again after %.1f s\n", cfg.Sample, res.KillSeconds)

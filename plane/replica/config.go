@@ -15,7 +15,14 @@ import (
 
 // Defaults (replica-plane.md 3.1, 3.2, 10.3).
 const (
-	DefaultPeerQueueCapacity    = 256
+	// DefaultPeerQueueCapacity is larger than the spec's 256 (3.2): one
+	// link carries the traffic of every group the two nodes share, and a
+	// mass election of thousands of quiet groups (a node lost, a cluster
+	// restarted) overflowed 256 frames in a storm of retransmissions that
+	// never settled. The queue grows as frames queue, so the bound costs
+	// nothing idle; DefaultPeerQueueBytes bounds its memory.
+	DefaultPeerQueueCapacity    = 16384
+	DefaultPeerQueueBytes       = 256 << 20
 	DefaultMaxBatch             = 256
 	DefaultReconnectPeriod      = 5 * time.Second
 	DefaultHandshakeGrace       = 10 * time.Second
@@ -69,8 +76,11 @@ type Config struct {
 
 	// MaxFrameSize is message_bus.max_message_size (64 MiB).
 	MaxFrameSize uint32
-	// PeerQueueCapacity bounds each peer's outbound queue (256).
+	// PeerQueueCapacity bounds each peer's outbound queue in frames
+	// (16384), PeerQueueBytes in bytes (256 MiB; one frame is always let
+	// in).
 	PeerQueueCapacity int
+	PeerQueueBytes    int
 	// MaxBatch is the most frames one write coalesces (256).
 	MaxBatch int
 	// ReconnectPeriod is message_bus.reconnect_period (5 s).
@@ -90,6 +100,9 @@ func (c *Config) defaults() {
 	}
 	if c.PeerQueueCapacity <= 0 {
 		c.PeerQueueCapacity = DefaultPeerQueueCapacity
+	}
+	if c.PeerQueueBytes <= 0 {
+		c.PeerQueueBytes = DefaultPeerQueueBytes
 	}
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = DefaultMaxBatch

@@ -21,27 +21,57 @@ const (
 type outFrame struct{ head, body []byte }
 
 // frameQueue is a link's bounded outbound queue (3.2 rule 1): push never
-// blocks, a full or closed queue refuses.
+// blocks, a full or closed queue refuses. It is bounded in frames
+// (message_bus.peer_queue_capacity) and in bytes
+// (message_bus.peer_queue_bytes), and its ring grows as frames queue up
+// to the frame bound, so a large bound costs nothing on an idle link.
+// Urgent frames (the node-level heartbeat, wire.Command.Extension) have a
+// lane of their own, taken first: a link full of a mass election's frames
+// must not starve the heartbeat that tells the peer this node is alive.
 type frameQueue struct {
-	mu       sync.Mutex
-	ring     []outFrame
-	start, n int
-	closed   bool
-	wake     chan struct{} // capacity 1: "there is something to take"
+	mu              sync.Mutex
+	ring            []outFrame
+	start, n        int
+	capacity        int
+	bytes, maxBytes int
+	urgent          []outFrame
+	closed          bool
+	wake            chan struct{} // capacity 1: "there is something to take"
 }
 
-func newFrameQueue(capacity int) frameQueue {
-	return frameQueue{ring: make([]outFrame, capacity), wake: make(chan struct{}, 1)}
+// urgentCapacity bounds the urgent lane: a heartbeat or two per interval.
+const urgentCapacity = 8
+
+func newFrameQueue(capacity, maxBytes int) frameQueue {
+	return frameQueue{ring: make([]outFrame, min(capacity, 64)), capacity: capacity, maxBytes: maxBytes, wake: make(chan struct{}, 1)}
 }
 
 func (q *frameQueue) push(f outFrame) bool {
+	size := len(f.head) + len(f.body)
 	q.mu.Lock()
-	if q.closed || q.n == len(q.ring) {
+	urgent := wire.HeaderOf(f.head).Command().Extension()
+	switch {
+	case q.closed:
 		q.mu.Unlock()
 		return false
+	case urgent:
+		if len(q.urgent) == urgentCapacity {
+			q.mu.Unlock()
+			return false
+		}
+		q.urgent = append(q.urgent, f)
+	default:
+		if q.n == q.capacity || (q.n > 0 && q.bytes+size > q.maxBytes) {
+			q.mu.Unlock()
+			return false
+		}
+		if q.n == len(q.ring) {
+			q.grow()
+		}
+		q.ring[(q.start+q.n)%len(q.ring)] = f
+		q.n++
+		q.bytes += size
 	}
-	q.ring[(q.start+q.n)%len(q.ring)] = f
-	q.n++
 	q.mu.Unlock()
 	select {
 	case q.wake <- struct{}{}:
@@ -50,12 +80,29 @@ func (q *frameQueue) push(f outFrame) bool {
 	return true
 }
 
-// take appends up to max queued frames to dst, oldest first.
+// grow doubles the ring (up to the capacity), oldest frame first.
+func (q *frameQueue) grow() {
+	ring := make([]outFrame, min(2*len(q.ring), q.capacity))
+	for i := 0; i < q.n; i++ {
+		ring[i] = q.ring[(q.start+i)%len(q.ring)]
+	}
+	q.ring, q.start = ring, 0
+}
+
+// take appends up to max queued frames to dst, urgent ones first, then
+// the oldest.
 func (q *frameQueue) take(dst []outFrame, max int) []outFrame {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	for len(q.urgent) > 0 && len(dst) < max {
+		dst = append(dst, q.urgent[0])
+		q.urgent[0] = outFrame{}
+		q.urgent = q.urgent[1:]
+	}
 	for ; q.n > 0 && len(dst) < max; q.n-- {
-		dst = append(dst, q.ring[q.start])
+		f := q.ring[q.start]
+		dst = append(dst, f)
+		q.bytes -= len(f.head) + len(f.body)
 		q.ring[q.start] = outFrame{}
 		q.start = (q.start + 1) % len(q.ring)
 	}
@@ -67,9 +114,9 @@ func (q *frameQueue) close() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.closed = true
-	k := q.n
+	k := q.n + len(q.urgent)
 	clear(q.ring)
-	q.n = 0
+	q.n, q.bytes, q.urgent = 0, 0, nil
 	return k
 }
 
@@ -90,7 +137,7 @@ type link struct {
 
 func (n *Node) newLink(raw, conn net.Conn, br *bufio.Reader, peer uint8, outbound bool) *link {
 	return &link{peer: peer, outbound: outbound, tls: conn != raw, raw: raw, conn: conn, br: br,
-		queue: newFrameQueue(n.cfg.PeerQueueCapacity), done: make(chan struct{})}
+		queue: newFrameQueue(n.cfg.PeerQueueCapacity, n.cfg.PeerQueueBytes), done: make(chan struct{})}
 }
 
 // serve runs the link until either side fails or the node closes, and
