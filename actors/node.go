@@ -82,6 +82,8 @@ type Node struct {
 	log    *slog.Logger
 	system *actor.ActorSystem
 	store  *storage.Store
+	// atRest is system.encryption (encryption.go).
+	atRest atRest
 	refs   *nodeRefs
 	tcp    *clientplane.TCPListener
 	quic   *clientplane.QUICListener
@@ -113,8 +115,6 @@ type Node struct {
 	memory *memoryBudget
 	// auth verifies login credentials off the metadata actor (auth.go).
 	auth *authService
-	// atRest is system.encryption (encryption.go).
-	atRest atRest
 }
 
 // Start opens storage, recovers state, spawns the actors and opens the
