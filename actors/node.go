@@ -82,6 +82,8 @@ type Node struct {
 	log    *slog.Logger
 	system *actor.ActorSystem
 	store  *storage.Store
+	// atRest is system.encryption (encryption.go).
+	atRest atRest
 	refs   *nodeRefs
 	tcp    *clientplane.TCPListener
 	quic   *clientplane.QUICListener
@@ -138,8 +140,13 @@ func Start(opts Options) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open storage in %s: %w", cfg.System.Path, err)
 	}
+	enc, err := openAtRest(cfg.System.Encryption, store, opts.Logger)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
 	n := &Node{opts: opts, log: opts.Logger, store: store, refs: &nodeRefs{}, collector: diag.NewCollector(cfg.System.Path),
-		stop: make(chan struct{}), clock: newNodeClock()}
+		stop: make(chan struct{}), clock: newNodeClock(), atRest: enc}
 	n.peerLive.bits.Store(^uint32(0))
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return opts.Logger.With("component", "actors")

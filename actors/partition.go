@@ -401,7 +401,8 @@ func (p *partitionActor) boot() error {
 	if err := st.Put(creationKey(p.ref.Group), creation, false); err != nil {
 		return err
 	}
-	p.plog = partition.New(partition.Config{SegmentSize: p.settings.segmentSize, CacheBytes: uint64(p.node.memory.limit)}, storeAdapter{st, p.ref.Group})
+	p.plog = partition.New(partition.Config{SegmentSize: p.settings.segmentSize, CacheBytes: uint64(p.node.memory.limit),
+		Cipher: p.node.atRest.cipher}, storeAdapter{st, p.ref.Group})
 	p.time = timeKeeper{lastTick: p.node.clock.now()}
 	var infos []partition.BatchInfo
 	err := st.ScanBatches(p.ref.Group, 0, func(_ uint64, b []byte) error {
@@ -515,9 +516,17 @@ func (p *partitionActor) onSend(ctx actor.Context, m *partitionSend) {
 	// The prepare header goes into the 256 bytes in front of the batch:
 	// the request header and send metadata, already decoded (no copy).
 	at := len(req.frame) - len(m.batch) - wire.HeaderSize
+	frame := req.frame[at:]
+	if p.node.atRest.cipher != nil { // sealed into a new frame (encryption.go)
+		var code wire.ErrorCode
+		if frame, code = p.sealForPrepare(m.batch); code != 0 {
+			p.replyTo(ctx, req, denyReply(&req.hdr, req.connID, 0, code))
+			return
+		}
+	}
 	err := p.core.Submit(vsr.Request{
 		Client: req.hdr.Client, Request: req.hdr.Request, RequestChecksum: req.hdr.RequestChecksum,
-		Operation: wire.OpSendMessages, UserID: req.bound.userID, Frame: req.frame[at:], Tag: &pending{req: req},
+		Operation: wire.OpSendMessages, UserID: req.bound.userID, Frame: frame, Tag: &pending{req: req},
 	}, p.node.opts.Clock())
 	if err != nil {
 		p.replyTo(ctx, req, denyReply(&req.hdr, req.connID, 0, wire.ErrTransientNotAccepted))
@@ -737,11 +746,17 @@ func (p *partitionActor) replyTo(ctx actor.Context, req *clientRequest, frame []
 // the records).
 func (p *partitionActor) onPoll(ctx actor.Context, m *partitionPoll) {
 	p.mem.touch()
+	if p.refusePoll(ctx, m, nil) {
+		return
+	}
 	stored, has := p.plog.GetOffset(m.kind, m.key)
 	frame := clientplane.GetFrame(wire.HeaderSize + wire.PolledMessagesHeaderSize + p.pollHint(m.poll.Count))
 	frame, polled, err := p.plog.AppendPollReply(frame[:wire.HeaderSize], m.partition, m.poll.Strategy, m.poll.Count, stored, has)
 	if err != nil {
 		p.log.Error("poll read failure", "err", err)
+		if p.refusePoll(ctx, m, err) {
+			return
+		}
 	}
 	if m.poll.AutoCommit && polled.Count > 0 {
 		// Best effort, not acknowledged (8.4.1): applied and persisted

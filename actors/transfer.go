@@ -552,7 +552,7 @@ func (p *partitionActor) installPartition(tr *vsr.TransferSession) error {
 	if err := st.Delete(installKey(g)); err != nil {
 		return err
 	}
-	p.plog = partition.New(partition.Config{SegmentSize: p.settings.segmentSize}, storeAdapter{st, g})
+	p.plog = partition.New(partition.Config{SegmentSize: p.settings.segmentSize, Cipher: p.node.atRest.cipher}, storeAdapter{st, g})
 	if err := p.plog.Restore(infos, offsets.NextOffset, restored); err != nil {
 		return err
 	}

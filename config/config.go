@@ -20,11 +20,11 @@
 // boot" placeholders system.segment.archive_expired and
 // system.recovery.recreate_missing_state, ranges, orderings, secret
 // lengths, cluster TLS needing auth and its files), all violations in one
-// error. Constraints on ignored keys are not checked: they only warn. Two
-// refusals are ours: system.encryption.enabled (at-rest encryption is not
-// implemented; with a valid key the error says so, ErrEncryptionNotImplemented)
-// and http.tls.enabled (the HTTP listener has no TLS): a node asked for
-// encryption must not run without it.
+// error. Constraints on ignored keys are not checked: they only warn.
+// system.encryption.enabled needs a key that decodes (Encryption.KeyBytes)
+// or boot is refused. One refusal is ours: http.tls.enabled (the HTTP
+// listener has no TLS): a node asked for encryption must not run without
+// it.
 //
 // Keys of ours: cluster.replica_id (--replica-id), cluster.allow_insecure
 // (an unauthenticated replica plane may listen beyond loopback),
@@ -60,7 +60,12 @@
 //	frame_budget = "256 MiB"           # bytes held by partially read frames, node-wide
 package config
 
-import "path/filepath"
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"path/filepath"
+)
 
 // Config is the whole node configuration.
 type Config struct {
@@ -88,8 +93,8 @@ type System struct {
 	Runtime  PathOnly       `toml:"runtime"`
 	Segment  Segment        `toml:"segment"`
 	Sharding map[string]any `toml:"sharding"`
-	// Encryption is at-rest encryption (11.3); not implemented yet, so
-	// enabling it refuses boot (Validate) rather than run unencrypted.
+	// Encryption is at-rest encryption of message payloads and user
+	// headers (11.3); enabled, it needs a valid key or refuses boot.
 	Encryption Encryption `toml:"encryption"`
 	// Recovery holds an unsupported placeholder of the reference server.
 	Recovery Recovery `toml:"recovery"`
@@ -98,11 +103,30 @@ type System struct {
 	StrictConfig bool `toml:"strict_config"`
 }
 
-// Encryption is system.encryption: AES-256-GCM at rest upstream.
+// Encryption is system.encryption: AES-256-GCM at rest of message
+// payloads and user headers (wire/batch_crypt.go).
 type Encryption struct {
 	Enabled bool `toml:"enabled"`
 	// Key is base64 of 32 bytes; secret (11.2.5).
 	Key string `toml:"key"`
+}
+
+// EncryptionKeySize is the length system.encryption.key decodes to.
+const EncryptionKeySize = 32
+
+// KeyBytes decodes the key (standard base64 of 32 bytes). Its errors say
+// what is wrong with the key, never what it is (a secret, 11.2.5).
+func (e Encryption) KeyBytes() ([]byte, error) {
+	key, err := base64.StdEncoding.DecodeString(e.Key)
+	switch {
+	case e.Key == "":
+		return nil, errors.New("system.encryption.enabled needs system.encryption.key (base64 of 32 bytes)")
+	case err != nil:
+		return nil, errors.New("system.encryption.key is not valid base64 (want base64 of 32 bytes)")
+	case len(key) != EncryptionKeySize:
+		return nil, fmt.Errorf("system.encryption.key decodes to %d bytes, want %d", len(key), EncryptionKeySize)
+	}
+	return key, nil
 }
 
 // Recovery is system.recovery.

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,13 +10,6 @@ import (
 // MinSharedSecretLen is the floor on cluster.auth secrets (replica-plane.md
 // 10.1).
 const MinSharedSecretLen = 32
-
-// ErrEncryptionNotImplemented refuses system.encryption.enabled with a
-// valid key: at-rest encryption is not implemented yet, and running
-// unencrypted under a configuration that asks for it would be worse than
-// not running.
-var ErrEncryptionNotImplemented = errors.New("system.encryption.enabled: at-rest encryption is not implemented " +
-	"in this build; refusing to start rather than store data unencrypted")
 
 // Validate applies the rules under which the reference server refuses to
 // boot (server-behaviour.md 11.3, replica-plane.md 10.1 and 10.3) to the
@@ -51,17 +43,8 @@ func validateSystem(c Config, check checkFunc) {
 	check(!c.System.Recovery.RecreateMissingState,
 		"system.recovery.recreate_missing_state = true is an unsupported placeholder; the reference server refuses to boot with it")
 	if e := c.System.Encryption; e.Enabled {
-		// The key is a secret: say what is wrong with it, never what it is.
-		key, err := base64.StdEncoding.DecodeString(e.Key)
-		switch {
-		case e.Key == "":
-			check(false, "system.encryption.enabled needs system.encryption.key (base64 of 32 bytes)")
-		case err != nil:
-			check(false, "system.encryption.key is not valid base64 (want base64 of 32 bytes)")
-		case len(key) != 32:
-			check(false, "system.encryption.key decodes to %d bytes, want 32", len(key))
-		default:
-			check(false, "%w", ErrEncryptionNotImplemented)
+		if _, err := e.KeyBytes(); err != nil {
+			check(false, "%w", err)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package config
 
 import (
 	"encoding/base64"
-	"errors"
 	"strings"
 	"testing"
 )
@@ -24,8 +23,6 @@ func TestLoadRefusesWhatTheReferenceServerRefuses(t *testing.T) {
 		{"encryption key not base64", []string{"IGGY_SYSTEM_ENCRYPTION_ENABLED=true", "IGGY_SYSTEM_ENCRYPTION_KEY=not*base64!"}, "not valid base64"},
 		{"encryption key of 16 bytes", []string{"IGGY_SYSTEM_ENCRYPTION_ENABLED=true",
 			"IGGY_SYSTEM_ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString(make([]byte, 16))}, "decodes to 16 bytes"},
-		{"encryption with a valid key", []string{"IGGY_SYSTEM_ENCRYPTION_ENABLED=true", "IGGY_SYSTEM_ENCRYPTION_KEY=" + key32},
-			"at-rest encryption is not implemented"},
 		{"http tls", []string{"IGGY_HTTP_TLS_ENABLED=true"}, "http.tls.enabled"},
 		{"quic mtu", []string{"IGGY_QUIC_INITIAL_MTU=1000 B"}, "quic.initial_mtu"},
 		{"quic stream window", []string{"IGGY_QUIC_STREAM_RECEIVE_WINDOW=128 MiB"}, "quic.stream_receive_window"},
@@ -74,9 +71,13 @@ func TestLoadRefusesWhatTheReferenceServerRefuses(t *testing.T) {
 			}
 		})
 	}
-	_, _, err := Load("", []string{"IGGY_SYSTEM_ENCRYPTION_ENABLED=true", "IGGY_SYSTEM_ENCRYPTION_KEY=" + key32})
-	if !errors.Is(err, ErrEncryptionNotImplemented) {
-		t.Fatalf("a valid key must refuse with ErrEncryptionNotImplemented, got %v", err)
+	// 11.2.1: the key from IGGY_SYSTEM_ENCRYPTION_KEY loads and decodes.
+	c, _, err := Load("", []string{"IGGY_SYSTEM_ENCRYPTION_ENABLED=true", "IGGY_SYSTEM_ENCRYPTION_KEY=" + key32})
+	if err != nil {
+		t.Fatalf("a valid key must load: %v", err)
+	}
+	if key, err := c.System.Encryption.KeyBytes(); err != nil || len(key) != 32 || !c.System.Encryption.Enabled {
+		t.Fatalf("key of %d bytes, %v", len(key), err)
 	}
 }
 

@@ -94,6 +94,21 @@
 //     partition whose retained batches were all deleted keeps its offsets.
 //     Stored offsets past the restored newest offset are clamped to it.
 //
+// # Encryption at rest
+//
+// With Config.Cipher set (system.encryption), the batches the log is
+// handed are already sealed (wire/batch_crypt.go; the shell seals at
+// admission, before the prepare is built): StampNext, VerifyStamp,
+// ApplySend, the index, the segments, the cache and the sizes Stats
+// reports all see the sealed bytes, as storage and state transfer do.
+// Only Poll opens them: every record it serves, cached or read back,
+// whole or sliced, is decrypted and rebuilt with its lengths and
+// checksums recomputed (client-plane.md 13.4), the record a log without
+// encryption serves. An evicted batch served whole is opened in place in
+// the reply it was read into. A batch that fails authentication (another
+// key, tampered bytes) fails the poll with wire.ErrCannotDecryptData; it
+// is not served as ciphertext.
+//
 // # Performance
 //
 // Poll finds its first batch by binary search over the 24-byte-per-batch

@@ -38,6 +38,10 @@ type Config struct {
 	// before the bound would be passed, but the first record is always
 	// served whole.
 	MaxPollBytes uint64
+	// Cipher, when set, is the at-rest key: committed batches are sealed
+	// (wire.BatchCipher) and polls serve them opened (client-plane.md
+	// 13.4, last item). Nil: batches are plaintext and served as stored.
+	Cipher *wire.BatchCipher
 }
 
 func (c *Config) setDefaults() {

@@ -64,8 +64,11 @@ func (l *Log) StartOffset(s wire.PollingStrategy, count uint32, storedOffset uin
 // Whole batches are served as stored; the first and last may be sliced.
 // Batches still in the cache are served without touching the Store; an
 // evicted batch is read back through it, and a failure returns dst as it
-// was and an error wrapping ErrReadFailure. Apart from growing dst, Poll
-// does not allocate.
+// was and an error wrapping ErrReadFailure. With a Cipher every record is
+// opened (decrypted and rebuilt, client-plane.md 13.4), and a batch that
+// does not authenticate returns dst as it was and an error wrapping
+// wire.ErrCannotDecryptData. Apart from growing dst, Poll does not
+// allocate.
 func (l *Log) Poll(dst []byte, s wire.PollingStrategy, count uint32, storedOffset uint64, hasStored bool) ([]byte, Polled, error) {
 	start, ok := l.StartOffset(s, count, storedOffset, hasStored)
 	if !ok {
@@ -84,7 +87,9 @@ func (l *Log) Poll(dst []byte, s wire.PollingStrategy, count uint32, storedOffse
 			if err != nil {
 				return dst[:at], Polled{}, err
 			}
-			dst, n = wire.AppendRecord(dst, wire.Batch(batch), start, count-p.Count)
+			if dst, n, err = l.appendRecord(dst, batch, start, count-p.Count); err != nil {
+				return dst[:at], Polled{}, fmt.Errorf("partition: batch at %d: %w", e.baseOffset, err)
+			}
 		}
 		if n == 0 {
 			continue // offset deltas that are not frame indexes; skip the batch
@@ -105,6 +110,18 @@ func (l *Log) Poll(dst []byte, s wire.PollingStrategy, count uint32, storedOffse
 		start = e.next()
 	}
 	return dst, p, nil
+}
+
+// appendRecord appends the poll record of a stored batch: as stored or
+// sliced (wire.AppendRecord), or opened when the log is encrypted, which
+// fails with wire.ErrCannotDecryptData when the batch does not
+// authenticate under the key.
+func (l *Log) appendRecord(dst, batch []byte, start uint64, maxCount uint32) ([]byte, uint32, error) {
+	if l.cfg.Cipher == nil {
+		dst, n := wire.AppendRecord(dst, wire.Batch(batch), start, maxCount)
+		return dst, n, nil
+	}
+	return l.cfg.Cipher.AppendOpenedRecord(dst, wire.Batch(batch), start, maxCount)
 }
 
 // AppendPollReply appends a whole PolledMessages body (client-plane.md
@@ -169,6 +186,15 @@ func (l *Log) appendEvictedWhole(dst []byte, i int, e indexEntry, start uint64, 
 	info, err := BatchInfoOf(out[at:])
 	if err != nil || info.BaseOffset != e.baseOffset || info.Count != e.count || info.Size != e.size {
 		return out[:at], false
+	}
+	if l.cfg.Cipher != nil {
+		// Opened where it was read; on failure the general path reads it
+		// again and reports the error.
+		n, err := l.cfg.Cipher.OpenBatchInPlace(out[at:])
+		if err != nil {
+			return out[:at], false
+		}
+		out = out[:at+n]
 	}
 	return out, true
 }

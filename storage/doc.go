@@ -130,6 +130,18 @@
 // trailer or with a wrong one is ErrCorrupt (this store never wrote legacy
 // unsealed snapshots).
 //
+// # Encryption
+//
+// With system.encryption the batches the store is handed are sealed
+// (wire/batch_crypt.go): it stores, scans and serves them as any batch,
+// and never holds the key's plaintext. The generic key
+// "storage/encryption" records how the batches were written (crypt.go):
+// version 1, mode (0 plaintext, 1 AES-256-GCM), and for mode 1 a key
+// check, a short constant sealed under the key. CheckEncryption, at the
+// node's start, refuses another key (ErrWrongEncryptionKey) or a switch
+// of mode (ErrEncryptionChanged) while any batch file exists, and
+// otherwise (re)writes the record, synced, before any batch is written.
+//
 // # Durability
 //
 // A badger write returns after badger has copied it into its memtable WAL

@@ -251,10 +251,12 @@ func ComputeBatchChecksum(b []byte) uint64 {
 	return c.sum()
 }
 
-// BatchError is a batch refused at admission. It unwraps to the IggyError
-// code a compatible server answers with (client-plane.md 8.4.2):
+// BatchError is a batch refused at admission, or one that cannot be
+// sealed or opened (batch_crypt.go). It unwraps to the IggyError code a
+// compatible server answers with (client-plane.md 8.4.2):
 // InvalidBatchChecksum (4039), InvalidMessageChecksum (4027) or
-// InvalidCommand (3) for layout problems.
+// InvalidCommand (3) for layout problems; CannotEncryptData (71) and
+// CannotDecryptData (72) for encryption.
 type BatchError struct {
 	Code   ErrorCode
 	Reason string
@@ -347,26 +349,7 @@ func ValidateBatch(b []byte, messagesCount uint32) error {
 // contiguous frames (12.2, last row). dst grows at most once; nothing else
 // is allocated.
 func AppendRecord(dst []byte, b Batch, start uint64, maxCount uint32) ([]byte, uint32) {
-	if maxCount == 0 || len(b) < BatchHeaderSize {
-		return dst, 0
-	}
-	base := b.BaseOffset()
-	it := b.Frames()
-	from, to := BatchHeaderSize, BatchHeaderSize
-	var taken uint32
-	for taken < maxCount {
-		f, ok := it.Next()
-		if !ok {
-			break
-		}
-		if taken == 0 && base+uint64(f.OffsetDelta()) < start {
-			from += len(f)
-			to = from
-			continue
-		}
-		taken++
-		to += len(f)
-	}
+	from, to, taken := recordFrames(b, start, maxCount)
 	if taken == 0 {
 		return dst, 0
 	}
@@ -382,4 +365,31 @@ func AppendRecord(dst []byte, b Batch, start uint64, maxCount uint32) ([]byte, u
 	binary.LittleEndian.PutUint32(rec[BatchMessageCountOffset:], taken)
 	binary.LittleEndian.PutUint64(rec[BatchChecksumOffset:], ComputeBatchChecksum(rec))
 	return dst, taken
+}
+
+// recordFrames selects the frames a poll record of b serves (AppendRecord):
+// the contiguous run b[from:to] of taken frames, at most maxCount, starting
+// with the first frame whose offset is >= start. taken is 0 when nothing is
+// served.
+func recordFrames(b Batch, start uint64, maxCount uint32) (from, to int, taken uint32) {
+	if maxCount == 0 || len(b) < BatchHeaderSize {
+		return 0, 0, 0
+	}
+	base := b.BaseOffset()
+	it := b.Frames()
+	from, to = BatchHeaderSize, BatchHeaderSize
+	for taken < maxCount {
+		f, ok := it.Next()
+		if !ok {
+			break
+		}
+		if taken == 0 && base+uint64(f.OffsetDelta()) < start {
+			from += len(f)
+			to = from
+			continue
+		}
+		taken++
+		to += len(f)
+	}
+	return from, to, taken
 }

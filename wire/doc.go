@@ -53,4 +53,18 @@
 // ConsumerOffsetsArtifact (7.8.3), each with its H64 trailer verified
 // before anything else is read. The handshake key and MAC (3.3, 3.6) are
 // ClusterID, MACKey, HandshakeMAC and MACEqual.
+//
+// # Message batches and at-rest encryption
+//
+// Batch (batch.go) is a view over the one message layout of the Message
+// batches page; ValidateBatch, the Stamp methods and AppendRecord work on
+// the bytes in place. BatchCipher (batch_crypt.go) seals a batch for
+// system.encryption into the same layout, each frame
+// [header 48][nonce 12][AES-256-GCM of payload ‖ user headers][tag 16]
+// with payload_length = 12 + payload and user_headers_length = headers +
+// 16, checksums recomputed over the sealed bytes so the sealed batch
+// validates without the key; AppendOpenedRecord and OpenBatchInPlace
+// rebuild the plaintext record a poll serves (client-plane.md 13.4). The
+// node seals at the partition primary's admission, so prepares, segments
+// and state transfers all carry the sealed bytes (actors/encryption.go).
 package wire

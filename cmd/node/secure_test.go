@@ -143,7 +143,6 @@ func TestRunRefusesUnsafeSettings(t *testing.T) {
 		{"archive_expired", []string{"IGGY_SYSTEM_SEGMENT_ARCHIVE_EXPIRED=true"}, "system.segment.archive_expired"},
 		{"recreate_missing_state", []string{"IGGY_SYSTEM_RECOVERY_RECREATE_MISSING_STATE=true"}, "recreate_missing_state"},
 		{"encryption without a key", []string{"IGGY_SYSTEM_ENCRYPTION_ENABLED=true"}, "system.encryption.key"},
-		{"encryption with a key", []string{"IGGY_SYSTEM_ENCRYPTION_ENABLED=true", "IGGY_SYSTEM_ENCRYPTION_KEY=" + key}, "not implemented"},
 		{"relocated key", []string{"IGGY_SYSTEM_PARTITION_ENFORCE_FSYNC=true"}, "relocated"},
 		{"cluster tls without auth", append([]string{"IGGY_CLUSTER_TLS_ENABLED=true", "IGGY_CLUSTER_TLS_SELF_SIGNED=true"}, twoNodes...),
 			"requires cluster.auth.enabled"},
