@@ -33,6 +33,7 @@ func Validate(c Config) error {
 		}
 	}
 	validateSystem(c, check)
+	validateDisk(c, check)
 	validateTransports(c, check)
 	validateBehaviour(c, check)
 	validateConsensus(c, check)
