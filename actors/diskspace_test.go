@@ -430,6 +430,10 @@ func TestClusterKeepsCommittingPastAFullBackup(t *testing.T) {
 	if _, err := c2.SendMessages(ctx2, wire.ID(s.ID), wire.ID(0), wire.PartitionID(0), numberedBatch(0)); !isNoSpace(err) {
 		t.Fatalf("a send to the full node: %v, want CannotWriteToFile", err)
 	}
+	if p, err := c2.PollMessages(ctx2, wire.SingleConsumer(wire.ID(1)), wire.ID(s.ID), wire.ID(0), wire.Partition(0),
+		wire.FirstStrategy(), 10, false); err != nil || p.MessagesCount == 0 {
+		t.Fatalf("a poll on the full node: %v %v", p, err)
+	}
 	pollAllNumbered(t, ctx, c, s.ID, acked)
 
 	if err := os.Remove(filler); err != nil {

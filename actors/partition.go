@@ -180,7 +180,13 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 			return
 		}
 	}
-	if p.waitingForDisk && p.whileWaitingForDisk(ctx) {
+	if p.waitingForDisk {
+		// Out of its group (diskspace.go): its time stands still and
+		// what it does not refuse is served without the core moving.
+		if !p.whileWaitingForDisk(ctx) {
+			p.lastTick = p.node.clock.now()
+			p.beh.Receive(ctx)
+		}
 		return
 	}
 	p.catchUp(ctx)

@@ -196,7 +196,8 @@
 // left counts as no space) every CheckInterval (1 s by default) and
 // after every refreshBytes written (an eighth of the band between the
 // reserves, 256 KiB..64 MiB), with the bytes written since the last
-// statfs subtracted in between. Two reserves make three states:
+// statfs subtracted in between; below the soft reserve every batch append
+// measures afresh before it is admitted. Two reserves make three states:
 //
 //	state        free space            what is refused
 //	SpaceOK      >= soft               nothing

@@ -218,14 +218,16 @@ func (g *Space) Reserves() (soft, hard int64) {
 }
 
 // admitBatch refuses a batch append of n bytes that would leave less than
-// the hard reserve free. A refusal on the estimate is checked against a
-// fresh statfs first (space may have been freed since).
+// the hard reserve free. Below the soft reserve every append measures
+// afresh (statfs costs about what the write does), so the estimate is
+// trusted only while the disk is far from full, and a refusal is never
+// made on a stale figure (space may have been freed since).
 func (g *Space) admitBatch(n int64) error {
 	if g == nil {
 		return nil
 	}
 	free := g.free.Load()
-	if free < 0 || free-n >= g.opts.ReserveHard {
+	if free < 0 || free-n >= g.opts.ReserveSoft {
 		return nil
 	}
 	g.refresh()
