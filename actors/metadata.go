@@ -638,6 +638,12 @@ func (m *metadataActor) onMetadataWrite(ctx actor.Context, req *clientRequest) {
 		transient(pf.Code)
 		return
 	}
+	if refusedOnLowDisk(hdr.Operation) && !m.n.acceptsClientWrites() {
+		// Before admission, so nothing is committed (diskspace.go); a
+		// pre-commit failure travels in the header (server-behaviour.md 12.2).
+		m.reply(ctx, req, &replyOut{frame: denyReply(hdr, req.connID, m.commit(), m.n.refusedForSpace())})
+		return
+	}
 	p, denial := m.state.Admit(metadata.Request{Client: b.client, UserID: b.userID, Operation: hdr.Operation,
 		Body: req.frame[wire.HeaderSize:]}, m.admitEnv())
 	if denial != nil {

@@ -115,6 +115,8 @@ type Node struct {
 	memory *memoryBudget
 	// auth verifies login credentials off the metadata actor (auth.go).
 	auth *authService
+	// diskWaits: partition replicas waiting for disk space (diskspace.go).
+	diskWaits diskWaits
 }
 
 // Start opens storage, recovers state, spawns the actors and opens the
@@ -136,7 +138,7 @@ func Start(opts Options) (*Node, error) {
 		}
 	}
 	cfg := opts.Config
-	store, err := storage.Open(cfg.System.Path, storage.Options{Logger: opts.Logger})
+	store, err := storage.Open(cfg.System.Path, storage.Options{Logger: opts.Logger, Space: spaceOptions(cfg.System.Disk)})
 	if err != nil {
 		return nil, fmt.Errorf("open storage in %s: %w", cfg.System.Path, err)
 	}
@@ -161,6 +163,7 @@ func Start(opts Options) (*Node, error) {
 		peerDrops = n.peerDrops
 	}
 	n.refs.tel = newNodeTelemetry(opts, n.cluster.self, n.cluster.id, &n.refs.restarts, peerDrops)
+	n.refs.tel.disk.Store(store.Space())
 	budget := int64(cfg.Partition.MemoryBudget)
 	if budget <= 0 {
 		budget = defaultMemoryBudget()

@@ -64,6 +64,13 @@ type partitionActor struct {
 	// (membudget.go) and memUsed what it last reported.
 	mem     *memAccount
 	memUsed int64
+	// Disk space (diskspace.go): waitingForDisk, the replica is out of its
+	// group until a committed batch it could not store fits; cancelCode
+	// answers the ops a journal failure cancels (CannotWriteToFile when
+	// the disk is full, else 57); journalSpace logs such failures once.
+	waitingForDisk bool
+	cancelCode     wire.ErrorCode
+	journalSpace   noSpaceLog
 }
 
 // partitionSettings are the topic options a partition acts on.
@@ -172,6 +179,15 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 			return
 		}
 	}
+	if p.waitingForDisk {
+		// Out of its group (diskspace.go): its time stands still and
+		// what it does not refuse is served without the core moving.
+		if !p.whileWaitingForDisk(ctx) {
+			p.lastTick = p.node.clock.now()
+			p.beh.Receive(ctx)
+		}
+		return
+	}
 	p.catchUp(ctx)
 	p.beh.Receive(ctx)
 	p.afterTurn(ctx)
@@ -251,6 +267,9 @@ func (p *partitionActor) receive(ctx actor.Context) {
 		}
 		p.mem.close() // a restarted actor gives back what it held
 		p.mem, p.memUsed = p.node.memory.open(ctx.Self()), 0
+		if p.storeAtCommit {
+			p.startDiskWait(ctx)
+		}
 	case *actor.Stopping:
 		p.saveTail(true)
 		p.tr.close()
@@ -502,6 +521,11 @@ func (p *partitionActor) onSend(ctx actor.Context, m *partitionSend) {
 		p.replyTo(ctx, req, denyReply(&req.hdr, req.connID, 0, code))
 		return
 	}
+	if !p.node.acceptsClientWrites() {
+		// Refused before consensus (diskspace.go): nothing to take back.
+		p.replyTo(ctx, req, denyReply(&req.hdr, req.connID, 0, p.node.refusedForSpace()))
+		return
+	}
 	if !p.core.Leading() {
 		if !p.forward(req, req.frame) {
 			p.replyTo(ctx, req, denyReply(&req.hdr, req.connID, 0, wire.ErrTransientNotAccepted))
@@ -563,6 +587,12 @@ func (p *partitionActor) drive(ctx actor.Context) {
 			}
 			p.core.Journaled(ph.Op, err)
 			if err != nil {
+				if storage.IsNoSpace(err) {
+					// A group of one: the ops this cancels were never
+					// journaled nor committed, so the producer may be told
+					// plainly (diskspace.go), not to replay (57).
+					p.cancelCode = errNoSpace
+				}
 				break // the core truncated this op and every later one
 			}
 		}
@@ -595,10 +625,15 @@ func (p *partitionActor) drive(ctx actor.Context) {
 		}
 		for _, t := range rd.Canceled {
 			if pd, ok := t.(*pending); ok {
-				p.replyTo(ctx, pd.req, denyReply(&pd.req.hdr, pd.req.connID, 0, wire.ErrTransientNotCommitted))
+				code := wire.ErrTransientNotCommitted
+				if p.cancelCode != 0 {
+					code = p.node.refusedForSpace()
+				}
+				p.replyTo(ctx, pd.req, denyReply(&pd.req.hdr, pd.req.connID, 0, code))
 			}
 		}
 	}
+	p.cancelCode = 0
 	p.repairs.observe(p.log, p.core, p.tr)
 	p.transfers.maybeStart(ctx)
 	p.beh.follow(p.core, p.log, p.ref.Group, p.tr)
@@ -634,9 +669,14 @@ func (p *partitionActor) journal(ph wire.PrepareHeader, body []byte) error {
 	}
 	if err := p.node.store.AppendBatch(p.ref.Group, base, body, p.settings.enforceFsync); err != nil {
 		p.plog.RollbackJournal(base)
-		p.log.Error("journal append failed", "err", err)
+		if storage.IsNoSpace(err) {
+			p.journalSpace.failed(p.log, "journal append", err)
+		} else {
+			p.log.Error("journal append failed", "err", err)
+		}
 		return err
 	}
+	p.journalSpace.succeeded(p.log, "journal append")
 	return nil
 }
 
@@ -715,11 +755,19 @@ func (p *partitionActor) alreadyStored(batch []byte) bool {
 // backups). The op is committed on a quorum and cannot be taken back, so a
 // replica that fails to store it cannot go on consistently: as 5.5 step 3
 // does for an unreclaimable op, it stops, here the partition actor, whose
-// supervisor restarts it from its durable state.
+// supervisor restarts it from its durable state. When the disk is full,
+// the restarted replica first waits out of its group until the batch fits
+// (diskspace.go), so the stop happens once per episode, not per repair.
 func (p *partitionActor) storeCommitted(batch []byte) {
 	base := wire.Batch(batch).BaseOffset()
 	if err := p.node.store.AppendBatch(p.ref.Group, base, batch, p.settings.enforceFsync); err != nil {
+		if storage.IsNoSpace(err) {
+			p.node.diskWaits.park(p.ref.Group, int64(len(batch)))
+		}
 		panic(fmt.Sprintf("partition %d: storing committed batch at offset %d: %v", p.ref.Group, base, err))
+	}
+	if p.node.diskWaits.clear(p.ref.Group) {
+		p.log.Info("partition replica stores committed batches again")
 	}
 }
 
@@ -799,6 +847,10 @@ func (p *partitionActor) onGetOffset(ctx actor.Context, m *partitionGetOffset) {
 // through consensus (class E).
 func (p *partitionActor) onOffsetWrite(ctx actor.Context, m *partitionOffsetWrite) {
 	req := m.req
+	if m.ack != wire.AckNone && !m.delete && !p.node.acceptsClientWrites() {
+		p.replyTo(ctx, req, denyReply(&req.hdr, req.connID, 0, p.node.refusedForSpace()))
+		return
+	}
 	if m.ack != wire.AckNone && !p.core.Leading() {
 		// The primary checks the offset against its log: a backup's may
 		// not have applied the latest sends yet.

@@ -15,6 +15,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	clientplane "iggynode/plane/client"
+	"iggynode/storage"
 	"iggynode/telemetry/spanfile"
 	"iggynode/telemetry/traceid"
 	"iggynode/vsr"
@@ -84,6 +85,10 @@ type nodeTelemetry struct {
 	loginVerifyLat metric.Float64Histogram
 	// edge is the client edge's limits guard; set when the listeners open.
 	edge atomic.Pointer[clientplane.Guard]
+	// disk is the store's disk space guard, diskRefused the writes it
+	// made the node refuse (diskspace.go).
+	disk        atomic.Pointer[storage.Space]
+	diskRefused atomic.Int64
 }
 
 // attrs is one attribute set as each kind of measurement takes it.
@@ -194,6 +199,7 @@ func newNodeTelemetry(o Options, replica uint8, cluster wire.U128, restarts *ato
 	t.entityGauges(m)
 	t.loginMetrics(m, seconds)
 	t.edgeMetrics(m)
+	t.diskMetrics(m)
 	groupGauge := func(name, desc string, read func(*groupGauges) int64) {
 		_, _ = m.Int64ObservableGauge(name, metric.WithDescription(desc),
 			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {

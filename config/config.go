@@ -28,7 +28,8 @@
 //
 // Keys of ours: cluster.replica_id (--replica-id), cluster.allow_insecure
 // (an unauthenticated replica plane may listen beyond loopback),
-// system.strict_config, http.metrics.token and the telemetry extras.
+// system.strict_config, system.disk (the disk space reserves, disk.go),
+// http.metrics.token and the telemetry extras.
 //
 // Choices where the spec is silent or where the issue overrides it:
 //   - the root user defaults to iggy/iggy on a single node (the issue's
@@ -98,6 +99,8 @@ type System struct {
 	Encryption Encryption `toml:"encryption"`
 	// Recovery holds an unsupported placeholder of the reference server.
 	Recovery Recovery `toml:"recovery"`
+	// Disk is the disk space guard (ours, disk.go).
+	Disk Disk `toml:"disk"`
 	// StrictConfig (ours; also --strict on cmd/node) turns the loader's
 	// warnings into a refusal to start.
 	StrictConfig bool `toml:"strict_config"`
@@ -382,7 +385,7 @@ type Ports struct {
 // REST transport is not implemented (transports.md 10) and stays off.
 func Default() Config {
 	return Config{
-		System: System{Path: "local_data", Logging: Logging{Path: "logs", Level: "info"}, Runtime: PathOnly{Path: "runtime"}},
+		System: System{Path: "local_data", Logging: Logging{Path: "logs", Level: "info"}, Runtime: PathOnly{Path: "runtime"}, Disk: defaultDisk()},
 		TCP:    TCP{Enabled: true, Address: "127.0.0.1:8090", TLS: TLS{SelfSigned: true, CertFile: "core/certs/iggy_cert.pem", KeyFile: "core/certs/iggy_key.pem"}},
 		QUIC: QUIC{Enabled: true, Address: "127.0.0.1:8080", MaxConcurrentBidiStreams: 1, InitialMTU: 1200,
 			SendWindow: 64 << 20, ReceiveWindow: 64 << 20, StreamReceiveWindow: 64 << 20,

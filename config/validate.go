@@ -25,6 +25,7 @@ func Validate(c Config) error {
 		}
 	}
 	validateSystem(c, check)
+	validateDisk(c, check)
 	validateTransports(c, check)
 	validateBehaviour(c, check)
 	validateConsensus(c, check)

@@ -31,14 +31,23 @@ func (s *Store) AppendBatch(group, baseOffset uint64, batch []byte, sync bool) e
 		return fmt.Errorf("storage: batch at %d: header says base_offset %d, batch_length %d of %d bytes",
 			baseOffset, b.BaseOffset(), b.Length(), len(batch))
 	}
+	// The hard reserve is badger's (space.go): a batch that would cut
+	// into it is refused before a byte is written.
+	if err := s.space.admitBatch(int64(len(batch))); err != nil {
+		return fmt.Errorf("storage: append batch group %d at %d: %w", group, baseOffset, err)
+	}
 	g, err := s.lockedGroup(group)
 	if err != nil {
 		return fmt.Errorf("storage: append batch group %d at %d: %w", group, baseOffset, err)
 	}
 	defer g.mu.Unlock()
 	if err := s.appendBatch(g, baseOffset, batch, sync); err != nil {
+		if IsNoSpace(err) {
+			s.space.sawNoSpace()
+		}
 		return fmt.Errorf("storage: append batch group %d at %d: %w", group, baseOffset, err)
 	}
+	s.space.charge(int64(len(batch)))
 	return nil
 }
 

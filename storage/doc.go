@@ -198,6 +198,48 @@
 // compacted journals give back disk; deleted batch files give it back at
 // once.
 //
+// # Disk space
+//
+// A full filesystem must be an error, never a crash: badger writes its
+// memtable WAL and value log through memory-mapped files it extends
+// sparsely, and a store into a mapped page the filesystem cannot back
+// kills the process with SIGBUS. So the store keeps a guard (space.go)
+// over the filesystem holding its directory: statfs (f_bavail; no inode
+// left counts as no space) every CheckInterval (1 s by default) and
+// after every refreshBytes written (an eighth of the band between the
+// reserves, 256 KiB..64 MiB), with the bytes written since the last
+// statfs subtracted in between; below the soft reserve every batch append
+// measures afresh before it is admitted. Two reserves make three states:
+//
+//	state        free space            what is refused
+//	SpaceOK      >= soft               nothing
+//	SpaceLow     < soft, >= hard       new client writes, by the callers (AcceptsClientWrites);
+//	                                   the store still writes everything
+//	SpaceHard    < hard                also batch appends (ErrNoSpace, before a byte is written);
+//	                                   badger records are still written
+//
+// The band between the reserves takes what was admitted before the soft
+// reserve was crossed and what must never be refused by a client-facing
+// rule: committed batches a backup stores, consensus records. Below the
+// hard reserve only badger's records are written (superblocks, journal
+// entries such as logins and logouts, consumer offsets, snapshots): they
+// are small and must not fail, and the hard reserve is sized for them and
+// for badger's own growth (badgerReserve: 4 memtables and 2 value-log
+// files; a hard reserve smaller than that lowers MemTableBytes and
+// ValueLogFileBytes to fit, down to 1 MiB each, MinReserveHard in all; the
+// value-log file size also bounds the largest record badger takes, so
+// production reserves stay at the 256 MiB default or above). A state is
+// left for a better one only once free space is a hysteresis (a quarter
+// of the band, at least 1 MiB) above the reserve that entered it; the
+// guard logs once per state change, never per write. An ENOSPC or EDQUOT
+// from a batch write makes it measure again at once, and believe the
+// kernel over statfs until the next tick.
+//
+// Nothing outside the store is accounted: another process filling the
+// filesystem is seen at the next statfs, and one that takes the hard
+// reserve too can still make badger fault. Zero reserves turn the guard
+// off (the library default; the node always sets them, system.disk).
+//
 // # File permissions
 //
 // The store creates its folder, partitions/ and every group folder 0700,

@@ -76,6 +76,10 @@ type Options struct {
 	// groups; the least recently used idle one is closed beyond it
 	// (default 256).
 	MaxOpenBatchFiles int
+	// Space is the disk space guard (space.go; doc.go, "Disk space"); zero
+	// reserves turn it off. A hard reserve smaller than badger's needs
+	// lowers MemTableBytes and ValueLogFileBytes to fit it.
+	Space SpaceOptions
 }
 
 func (o Options) withDefaults() Options {
@@ -154,6 +158,8 @@ type Store struct {
 	seqMu sync.Mutex
 	seqs  map[uint64]*superblockSeq
 
+	space *Space // nil: no disk space guard
+
 	stop     chan struct{}
 	gcDone   sync.WaitGroup
 	closeErr error
@@ -165,20 +171,30 @@ type Store struct {
 // the group's first use (doc.go, "Recovery").
 func Open(dir string, opts Options) (*Store, error) {
 	opts = opts.withDefaults()
+	if opts.fitBadgerToReserve() {
+		opts.Logger.Info("storage: badger's memtables and value-log files lowered to fit the hard disk reserve",
+			"memtable_bytes", opts.MemTableBytes, "value_log_file_bytes", opts.ValueLogFileBytes, "reserve_hard", opts.Space.ReserveHard)
+	}
 	if err := os.MkdirAll(dir, dirMode); err != nil {
 		return nil, fmt.Errorf("storage: %w", err)
 	}
+	space, err := newSpace(dir, opts.Space, opts.Logger)
+	if err != nil {
+		return nil, err
+	}
 	db, err := badger.Open(opts.badger(dir))
 	if err != nil {
+		space.close()
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}
 	partsDir, err := openPartitionsDir(dir)
 	if err != nil {
 		db.Close()
+		space.close()
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}
 	s := &Store{db: db, dir: dir, opts: opts, partsDir: partsDir, parts: make(map[uint64]*groupLog),
-		seqs: make(map[uint64]*superblockSeq), stop: make(chan struct{})}
+		seqs: make(map[uint64]*superblockSeq), stop: make(chan struct{}), space: space}
 	s.files.max = opts.MaxOpenBatchFiles
 	s.syncer.init()
 	if opts.GCInterval > 0 {
@@ -196,12 +212,17 @@ func (s *Store) Close() error {
 		close(s.stop)
 		s.gcDone.Wait()
 		s.closeErr = errors.Join(s.closeBatchFiles(), s.db.Close())
+		s.space.close()
 	})
 	return s.closeErr
 }
 
 // Dir is the directory the store lives in.
 func (s *Store) Dir() string { return s.dir }
+
+// Space is the store's disk space guard (nil when off; its methods work
+// on nil).
+func (s *Store) Space() *Space { return s.space }
 
 // Sync makes every badger write that returned before the call durable
 // (fsync). Concurrent callers share one fsync (doc.go, "Durability").
@@ -352,6 +373,7 @@ func (s *Store) set(key, value []byte, sync bool) error {
 	if err := txn.Commit(); err != nil {
 		return err
 	}
+	s.space.charge(int64(len(key) + len(value)))
 	if sync {
 		return s.Sync()
 	}
