@@ -201,12 +201,12 @@ func (p *partitionActor) whileWaitingForDisk(ctx actor.Context) bool {
 			return true
 		}
 		p.waitingForDisk = false
-		p.lastTick, p.scheduled = p.node.clock.now(), 0
+		p.time = timeKeeper{lastTick: p.node.clock.now()}
 		p.log.Info("disk space is back: partition replica rejoins its group", "free_bytes", p.node.store.Space().Free())
 		ctx.Send(ctx.Self(), &tick{})
 		return true
 	case *peerFrame, *tick, *quietIn, *peerChange:
-		p.lastTick, p.scheduled = p.node.clock.now(), 0
+		p.time = timeKeeper{lastTick: p.node.clock.now()}
 		return true
 	case *partitionSend:
 		p.replyTo(ctx, m.req, denyReply(&m.req.hdr, m.req.connID, 0, p.node.refusedForSpace()))

@@ -183,7 +183,7 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 		// Out of its group (diskspace.go): its time stands still and
 		// what it does not refuse is served without the core moving.
 		if !p.whileWaitingForDisk(ctx) {
-			p.lastTick = p.node.clock.now()
+			p.time.lastTick = p.node.clock.now()
 			p.beh.Receive(ctx)
 		}
 		return
