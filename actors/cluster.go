@@ -103,7 +103,7 @@ func (n *Node) persistState(log *slog.Logger, core *vsr.Replica, group uint64, s
 		return false
 	}
 	core.StatePersisted()
-	log.Info("view state durable", "group", group, "view", s.View, "log_view", s.LogView, "status", core.Status().String())
+	log.Debug("view state durable", "group", group, "view", s.View, "log_view", s.LogView, "status", core.Status().String())
 	return true
 }
 

@@ -493,7 +493,7 @@ func (p *partitionActor) boot() error {
 			rc.Retained = p.tail.frames(func(base uint64) ([]byte, error) { return st.ReadBatch(p.ref.Group, base) })
 		}
 		p.core.Recover(rc)
-		p.log.Info("partition rejoining the cluster", "view", sb.View, "commit", p.core.CommitMin(), "next_offset", p.plog.HighWatermark(),
+		p.log.Debug("partition rejoining the cluster", "view", sb.View, "commit", p.core.CommitMin(), "next_offset", p.plog.HighWatermark(),
 			"servable_from", p.core.OldestServable(), "retained", len(rc.Retained))
 	case p.node.opts.PartitionView != nil && len(infos) == 0:
 		if v := p.node.opts.PartitionView(p.ref.Group); v > 0 {

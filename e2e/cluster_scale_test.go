@@ -60,10 +60,18 @@ func TestKill9PrimaryOfAThousandQuietPartitions(t *testing.T) {
 	}
 	_ = pc.cmds[0].Wait()
 	killed := time.Now()
-	survivor, err := client.Connect(ctx, client.Options{Address: pc.clients[1], Username: "iggy", Password: "iggy",
-		RequestTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
+	var survivor *client.Client
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		// A login commits on the metadata group, which elects too.
+		c, err := client.Connect(ctx, client.Options{Address: pc.clients[1], Username: "iggy", Password: "iggy",
+			RequestTimeout: 10 * time.Second})
+		if err == nil {
+			survivor = c
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no login on a survivor a minute after the kill: %v", err)
+		}
 	}
 	defer survivor.Close()
 	for _, p := range parts {
