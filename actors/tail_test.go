@@ -82,7 +82,9 @@ func TestCommittedTailRoundTrip(t *testing.T) {
 // restart gets them from it.
 func TestRestartedPartitionServesItsCommittedTail(t *testing.T) {
 	var logs testutil.Buffer
-	adjust := func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})) }
+	adjust := func(o *Options) {
+		o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	nodes := startNodes(t, 3, adjust)
 	for _, n := range nodes {
 		if err := n.SetReplicaRoster(replicaRoster(nodes)); err != nil {
