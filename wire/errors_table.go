@@ -1,4 +1,4 @@
-// Code generated from ../shared/spec/client-plane.md section 15 (the IggyError table). DO NOT EDIT.
+// Code generated from docs/spec/client-plane.md section 15 (the IggyError table). DO NOT EDIT.
 
 package wire
 
