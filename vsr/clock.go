@@ -37,9 +37,16 @@ func (r *Replica) IdleTicks() (ticks int, ok bool) {
 func (r *Replica) Advance(k int) {
 	limit, ok := r.IdleTicks()
 	assert(k >= 1 && ok && k <= limit, "advance within the idle ticks")
-	for _, t := range r.timers() {
-		if t.running {
-			t.left -= k - 1
+	r.advance(k)
+}
+
+// advance is Advance without the check (Elapse computed k itself).
+func (r *Replica) advance(k int) {
+	if k > 1 {
+		for _, t := range r.timers() {
+			if t.running {
+				t.left -= k - 1
+			}
 		}
 	}
 	r.Tick()
@@ -56,7 +63,7 @@ func (r *Replica) Elapse(n int) (steps int) {
 			return steps
 		}
 		k = min(k, n)
-		r.Advance(k)
+		r.advance(k)
 		n -= k
 		steps++
 	}

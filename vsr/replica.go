@@ -315,6 +315,9 @@ type Replica struct {
 	// probe began, and the highest view they named.
 	probing        uint32
 	probingViewMax uint32
+	// escalations counts view changes in a row escalated by the
+	// ViewChangeStatus timeout (viewchange.go); Normal resets it.
+	escalations int
 	// durable is the (view, log_view) the shell was asked to persist;
 	// persisted what it last confirmed. stateBackoff holds sends back
 	// after a failed write (6.13 rule 3).
@@ -460,6 +463,7 @@ func (r *Replica) Restore(view, logView uint32, head uint64, headChecksum wire.U
 
 func (r *Replica) enterNormal() {
 	r.leaveQuiet()
+	r.escalations = 0
 	r.status = StatusNormal
 	if r.IsPrimary() && !r.ceded {
 		r.heartbeatTimer.stop()

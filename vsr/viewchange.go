@@ -74,6 +74,22 @@ type viewChange struct {
 	tried            uint64     // repair sources that stalled for this merged log
 }
 
+// Retransmission and escalation (an extension of 4.7, which backs off only
+// the Prepare timer): a node hosts thousands of groups, and when all of
+// them elect at once (a node lost, a cluster restarted) fixed 500 ms
+// resends of SVC, DVC and RSV and a fixed 5 s escalation multiplied the
+// load while the nodes were still working through the first round, which
+// then timed out and escalated in lockstep, round after round. So the
+// resends back off (x2 per resend, at most x4, with jitter), a view
+// change escalated by ViewChangeStatus waits longer before escalating
+// again (x2, at most x4, reset in Normal), and the first probe of a
+// restart is jittered. Timers decide only when messages go out, never
+// what a replica accepts: safety is untouched.
+const (
+	retransmitShiftMax = 2
+	escalationShiftMax = 2
+)
+
 // beginViewChange is 6.3: enter a view change at v.
 func (r *Replica) beginViewChange(v uint32) {
 	r.leaveQuiet()
@@ -85,7 +101,7 @@ func (r *Replica) beginViewChange(v uint32) {
 	r.prepareTimer.stop()
 	r.dvcTimer.stop()
 	r.svcTimer.start()
-	r.vcStatusTimer.start()
+	r.vcStatusTimer.startJittered(r.random, min(r.escalations, escalationShiftMax))
 	r.rsvTimer.start()
 	r.ViewChangesStarted++
 	r.broadcastSVC()
@@ -587,6 +603,9 @@ func (r *Replica) onRequestStartView(q wire.RequestStartViewHeader) {
 	if r.status == StatusRecovering {
 		r.probing |= 1 << q.Replica // another prober: see recoveringQuorum
 		r.probingViewMax = max(r.probingViewMax, q.View)
+		if r.probeAttempts >= 1 && r.recoveringQuorum() {
+			r.beginViewChange(max(r.view, r.probingViewMax) + 1) // at once, not at the next probe
+		}
 		return
 	}
 	if r.status != StatusNormal {
@@ -634,7 +653,7 @@ func (r *Replica) startProbe() {
 	r.svcTimer.stop()
 	r.dvcTimer.stop()
 	r.vcStatusTimer.stop()
-	r.rsvTimer.start()
+	r.rsvTimer.startJittered(r.random, 0)
 	r.Probes++
 }
 
@@ -665,16 +684,17 @@ func (r *Replica) tickViewChange() {
 	if r.svcTimer.tick() {
 		if r.status == StatusViewChange {
 			r.broadcastSVC()
-			r.svcTimer.start()
+			r.svcTimer.backoffCapped(r.random, retransmitShiftMax)
 		}
 	}
 	if r.dvcTimer.tick() {
 		if r.status == StatusViewChange && r.vc.sentDVC && !r.vc.decided {
 			r.broadcastDVC()
-			r.dvcTimer.start()
+			r.dvcTimer.backoffCapped(r.random, retransmitShiftMax)
 		}
 	}
 	if r.vcStatusTimer.tick() && r.status == StatusViewChange {
+		r.escalations++
 		r.beginViewChange(r.view + 1) // 6.2 rule 4
 	}
 	if r.rsvTimer.tick() {
@@ -689,7 +709,7 @@ func (r *Replica) tickViewChange() {
 			r.rsvTimer.start()
 		case r.status == StatusViewChange && !r.IsPrimary():
 			r.broadcastRSV() // 6.12 rule 5
-			r.rsvTimer.start()
+			r.rsvTimer.backoffCapped(r.random, retransmitShiftMax)
 		}
 	}
 	if r.vc.merged != nil {

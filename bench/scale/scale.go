@@ -314,6 +314,7 @@ func (c *cluster) measure(ctx context.Context, partitions int, created time.Dura
 			} else {
 				theirs = append(theirs, mbps)
 			}
+			fmt.Fprintf(c.cfg.Log, "  send round: %s %.0f MB/s\n", map[bool]string{true: "scale", false: "reference"}[cl == c], mbps)
 		}
 	}
 	s.SendMBps, s.RefMBps = median(mine), median(theirs)
