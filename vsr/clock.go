@@ -10,9 +10,12 @@ package vsr
 // touches a group only when one of its timers is due. Advance(k) with
 // k <= IdleTicks() is exactly k calls of Tick: the k-1 skipped ticks
 // would only have decremented running timers, none of which reaches zero
-// before the k-th (each has left >= k), and the work Tick does besides
-// the timers (repair stall counts, an elect's progress, the state write
-// backoff) makes IdleTicks 1, so it runs tick by tick. The simulator runs
+// before the k-th (each has left >= k). The work Tick does besides the
+// timers counts too: a repair session's stall count and the backoff after
+// a refused repair are counters that Advance moves on as it moves the
+// timers (a backup repairing thousands of groups after a mass election
+// would otherwise be ticked every 10 ms), while an elect's progress and
+// the state write backoff make IdleTicks 1, so they run tick by tick. The simulator runs
 // the same cores both ways and checks the runs are identical
 // (sim.TestDeadlineTickingMatchesTicks).
 
@@ -21,10 +24,10 @@ package vsr
 // running timer, or 1 while tick-driven work is pending. ok is false when
 // nothing is armed: no tick does anything until the next input.
 func (r *Replica) IdleTicks() (ticks int, ok bool) {
-	if r.tickWorkPending() {
+	ticks = r.tickWork()
+	if ticks == 1 {
 		return 1, true
 	}
-	ticks = 0
 	for _, t := range r.timers() {
 		if t.running && (ticks == 0 || t.left < ticks) {
 			ticks = t.left
@@ -46,6 +49,15 @@ func (r *Replica) advance(k int) {
 		for _, t := range r.timers() {
 			if t.running {
 				t.left -= k - 1
+			}
+		}
+		// The counters tickRepair would have moved on the silent ticks.
+		if !r.IsPrimary() && r.vc.merged == nil {
+			switch {
+			case r.repairBackoff > 0:
+				r.repairBackoff -= k - 1
+			case r.repair.open && r.status == StatusNormal:
+				r.repair.idle += k - 1
 			}
 		}
 	}
@@ -76,17 +88,29 @@ func (r *Replica) timers() [7]*timer {
 		&r.svcTimer, &r.dvcTimer, &r.vcStatusTimer, &r.rsvTimer}
 }
 
-// tickWorkPending reports whether the next Tick does work besides
-// counting timers: it mirrors the branches of Tick, tickViewChange and
-// tickRepair that run without a timer firing.
-func (r *Replica) tickWorkPending() bool {
+// tickWork is how many ticks until one does work besides counting timers
+// and counters (1: the next), or 0 when none will: it mirrors the branches
+// of Tick, tickViewChange and tickRepair that run without a timer firing.
+func (r *Replica) tickWork() int {
 	if r.vc.merged != nil || r.stateBackoff > 0 || r.stateFailures > 0 {
-		return true // electProgress and tickRepair run; the state write backs off
+		return 1 // electProgress runs; the state write backs off
 	}
 	if r.IsPrimary() {
-		return false // tickRepair runs for a primary-elect only
+		return 0 // tickRepair runs for a primary-elect only
 	}
-	return r.repairBackoff > 0 || r.repair.open || r.repairWanted()
+	switch {
+	case r.repairBackoff > 0:
+		return r.repairBackoff // a refused repair may open again then
+	case r.repair.open && r.repairComplete():
+		return 1 // the session ends at the next tick
+	case r.repair.open && r.status != StatusNormal:
+		return 0 // the stall count stands still outside Normal
+	case r.repair.open:
+		return max(r.cfg.RepairRetryTicks-r.repair.idle, 1) // the stall retry
+	case r.repairWanted():
+		return 1
+	}
+	return 0
 }
 
 // repairWanted is maybeRepair's guard: a session would be looked for.
