@@ -27,6 +27,9 @@ func BenchmarkClusterSendForwarded1000x1KB(b *testing.B) {
 // must not slow the busy one).
 func BenchmarkClusterSendAmong2000Partitions(b *testing.B) { benchClusterSendAmong(b, 2000) }
 
+// BenchmarkClusterSendAmong10000Partitions: the same with 10000.
+func BenchmarkClusterSendAmong10000Partitions(b *testing.B) { benchClusterSendAmong(b, 10000) }
+
 func benchClusterSend(b *testing.B, adjust func(*Options)) { benchClusterSendAmong(b, 0, adjust) }
 
 func benchClusterSendAmong(b *testing.B, idle uint32, adjust ...func(*Options)) {
@@ -53,9 +56,7 @@ func benchClusterSendAmong(b *testing.B, idle uint32, adjust ...func(*Options)) 
 			b.Fatal(err)
 		}
 	}
-	if idle > 0 {
-		time.Sleep(3 * time.Second) // their groups boot and stay quiet
-	}
+	time.Sleep(3 * time.Second) // the groups boot and go quiet: the same start with and without idle ones
 	msgs := make([]wire.Message, 1000)
 	for i := range msgs {
 		msgs[i] = client.NewMessage(make([]byte, 1000))
