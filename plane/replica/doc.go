@@ -87,6 +87,16 @@
 //
 // # Choices where the spec is silent
 //
+//   - The outbound queue holds up to PeerQueueCapacity frames (default
+//     16384, not the spec's 256) and PeerQueueBytes bytes (256 MiB), its
+//     ring growing as frames queue: one link carries every group the two
+//     nodes share, and the burst of thousands of groups electing at once
+//     overflowed 256 frames into a storm of resends that never settled.
+//   - Frames of the iggynode extensions (the node heartbeat, command 64)
+//     travel on an urgent lane of their own, taken before the queue: a
+//     link full of an election's frames must not starve the heartbeat
+//     that tells the peer this node is alive. They are accepted on this
+//     plane only; a reference server closes the link on them (1.1 rule 3).
 //   - The outbound queue lives with the link, not the peer: a send to an
 //     unconnected peer is dropped anyway (3.2 rule 4), so a new link starts
 //     with an empty queue and never replays frames of the old one.
