@@ -28,7 +28,7 @@ type livenessActor struct {
 	n      *Node
 	live   *vsr.Liveness
 	time   timeKeeper // the core's tick and next wake-up (clock.go)
-	routes map[uint64]*actor.PID
+	routes routes
 	// wakes are the peer changes still being announced; cursor is the
 	// group list of the oldest.
 	wakes  []peerChange
@@ -91,7 +91,7 @@ func newLivenessActor(n *Node) *livenessActor {
 	cfg := vsr.LivenessConfig{Cluster: n.cluster.id, Self: n.cluster.self, Replicas: n.cluster.n,
 		IntervalTicks: ticks(interval), TimeoutTicks: ticks(c.HeartbeatTimeout),
 		Incarnation: wire.U128{Lo: binary.LittleEndian.Uint64(inc[:]) | 1, Hi: binary.LittleEndian.Uint64(inc[8:])}}
-	return &livenessActor{n: n, live: vsr.NewLiveness(cfg), time: timeKeeper{lastTick: n.clock.now()}, routes: map[uint64]*actor.PID{}}
+	return &livenessActor{n: n, live: vsr.NewLiveness(cfg), time: timeKeeper{lastTick: n.clock.now()}, routes: routes{}}
 }
 
 func (l *livenessActor) Receive(ctx actor.Context) {
@@ -104,17 +104,12 @@ func (l *livenessActor) Receive(ctx actor.Context) {
 }
 
 func (l *livenessActor) receive(ctx actor.Context) {
+	if l.routes.follow(ctx.Message()) {
+		return
+	}
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		ctx.Send(l.n.refs.metadata, &requestRoutes{peer: ctx.Self()})
-	case *routeTable:
-		l.routes = m.partitions
-	case *routeUpdate:
-		if m.pid == nil {
-			delete(l.routes, m.group)
-		} else {
-			l.routes[m.group] = m.pid
-		}
 	case *tick:
 		l.time.scheduled = 0
 		for now := l.n.clock.now(); l.time.lastTick < now; l.time.lastTick++ {

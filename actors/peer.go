@@ -14,7 +14,7 @@ import (
 type peerActor struct {
 	n          *Node
 	id         uint8
-	partitions map[uint64]*actor.PID
+	partitions routes
 }
 
 // routeUpdate tells the peer actors that a partition actor started (pid)
@@ -30,19 +30,35 @@ type routeTable struct{ partitions map[uint64]*actor.PID }
 // requestRoutes asks the metadata actor for the current table.
 type requestRoutes struct{ peer *actor.PID }
 
-func (p *peerActor) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
-	case *actor.Started:
-		p.partitions = map[uint64]*actor.PID{}
-		ctx.Send(p.n.refs.metadata, &requestRoutes{peer: ctx.Self()})
+// routes is an actor's copy of where each partition group lives, kept by
+// the metadata actor's routeTable and routeUpdate messages.
+type routes map[uint64]*actor.PID
+
+// follow applies msg when it is a route message and reports whether it was.
+func (r *routes) follow(msg any) bool {
+	switch m := msg.(type) {
 	case *routeTable:
-		p.partitions = m.partitions
+		*r = m.partitions
 	case *routeUpdate:
 		if m.pid == nil {
-			delete(p.partitions, m.group)
+			delete(*r, m.group)
 		} else {
-			p.partitions[m.group] = m.pid
+			(*r)[m.group] = m.pid
 		}
+	default:
+		return false
+	}
+	return true
+}
+
+func (p *peerActor) Receive(ctx actor.Context) {
+	if p.partitions.follow(ctx.Message()) {
+		return
+	}
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		p.partitions = routes{}
+		ctx.Send(p.n.refs.metadata, &requestRoutes{peer: ctx.Self()})
 	case *peerFrame:
 		p.route(ctx, m)
 	}

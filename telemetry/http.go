@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"iggynode/internal/netaddr"
 	"net"
 	"net/http"
 	"strings"
@@ -45,19 +46,9 @@ func (t *Telemetry) HTTPHandler(h config.HTTP) (http.Handler, error) {
 	}), nil
 }
 
-// IsLoopback reports whether the host of addr (host:port) is a loopback
-// address or "localhost". An empty host (all interfaces) is not.
-func IsLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		host = addr
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+// IsLoopback reports whether a host:port binds loopback only
+// (netaddr.IsLoopback, the rule every listener shares).
+func IsLoopback(addr string) bool { return netaddr.IsLoopback(addr) }
 
 // requireBearer passes requests that carry "Authorization: Bearer token";
 // an empty token lets everything through (HTTPHandler allows that only on

@@ -8,19 +8,17 @@
 package hostile
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"iggynode/bench/nodeproc"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -83,12 +81,10 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	}
 	defer os.RemoveAll(dir)
 	bin := filepath.Join(dir, "node")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/node")
-	build.Dir, build.Stdout, build.Stderr = c.Source, c.Log, c.Log
-	if err := build.Run(); err != nil {
-		return Result{}, fmt.Errorf("building %s/cmd/node: %w", c.Source, err)
+	if err := nodeproc.Build(ctx, c.Source, bin, c.Log); err != nil {
+		return Result{}, err
 	}
-	ports, err := freePorts(3)
+	ports, err := nodeproc.FreePorts(3)
 	if err != nil {
 		return Result{}, err
 	}
@@ -116,7 +112,7 @@ func Run(ctx context.Context, c Config) (Result, error) {
 			<-done
 		}
 	}()
-	if err := waitListening(ctx, "127.0.0.1:"+ports[0]); err != nil {
+	if err := nodeproc.WaitListening(ctx, "127.0.0.1:"+ports[0]); err != nil {
 		return Result{}, err
 	}
 	time.Sleep(time.Second) // let the node settle after boot
@@ -272,59 +268,8 @@ func alive(c io.Closer) bool {
 	return false
 }
 
-// memKiB is VmRSS and VmSize of pid, in KiB.
+// memKiB is the resident and virtual size of pid, in KiB.
 func memKiB(pid int) (rss, vm int64, err error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	field := func(line, name string, into *int64) {
-		if rest, ok := strings.CutPrefix(line, name); ok && err == nil {
-			*into, err = strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-		}
-	}
-	for sc.Scan() {
-		field(sc.Text(), "VmRSS:", &rss)
-		field(sc.Text(), "VmSize:", &vm)
-	}
-	if err == nil && (rss == 0 || vm == 0) {
-		err = errors.New("no VmRSS or VmSize in /proc/status")
-	}
-	return rss, vm, err
-}
-
-// freePorts finds n free loopback ports (TCP and UDP alike, by asking the
-// kernel and giving them back).
-func freePorts(n int) ([]string, error) {
-	var ports []string
-	for len(ports) < n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		_, port, _ := net.SplitHostPort(l.Addr().String())
-		_ = l.Close()
-		if u, err := net.ListenPacket("udp", "127.0.0.1:"+port); err == nil {
-			_ = u.Close()
-			ports = append(ports, port)
-		}
-	}
-	return ports, nil
-}
-
-func waitListening(ctx context.Context, addr string) error {
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		nc, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			_ = nc.Close()
-			return nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("node not listening on %s: %w", addr, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	u, err := nodeproc.Of(pid)
+	return int64(u.RSS >> 10), int64(u.VMS >> 10), err
 }

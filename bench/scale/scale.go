@@ -15,19 +15,16 @@
 package scale
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
+	"iggynode/bench/nodeproc"
 	"io"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -129,10 +126,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		dir = d
 	}
 	bin := filepath.Join(dir, "node")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/node")
-	build.Dir, build.Stdout, build.Stderr = cfg.Source, cfg.Log, cfg.Log
-	if err := build.Run(); err != nil {
-		return Result{}, fmt.Errorf("building %s/cmd/node: %w", cfg.Source, err)
+	if err := nodeproc.Build(ctx, cfg.Source, bin, cfg.Log); err != nil {
+		return Result{}, err
 	}
 	c := &cluster{cfg: cfg, dir: filepath.Join(dir, "scale"), bin: bin}
 	ref := &cluster{cfg: cfg, dir: filepath.Join(dir, "reference"), bin: bin}
@@ -200,7 +195,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 // configure picks ports and each node's environment.
 func (c *cluster) configure() error {
 	n := c.cfg.Nodes
-	ports, err := freePorts(2 * n)
+	ports, err := nodeproc.FreePorts(2 * n)
 	if err != nil {
 		return err
 	}
@@ -240,7 +235,7 @@ func (c *cluster) start(ctx context.Context, i int) error {
 	}
 	_ = logFile.Close() // the child holds its own descriptor
 	c.nodes[i] = cmd
-	return waitListening(ctx, c.addrs[i])
+	return nodeproc.WaitListening(ctx, c.addrs[i])
 }
 
 func (c *cluster) kill(i int) {
@@ -281,7 +276,8 @@ func (c *cluster) measure(ctx context.Context, partitions int, created time.Dura
 	time.Sleep(5 * time.Second) // let creation and its quiescence settle
 	before := make([]float64, len(c.nodes))
 	for i, cmd := range c.nodes {
-		before[i], _ = cpuSeconds(cmd.Process.Pid)
+		u, _ := nodeproc.Of(cmd.Process.Pid)
+		before[i] = u.CPUSeconds
 	}
 	t0 := time.Now()
 	select {
@@ -291,16 +287,12 @@ func (c *cluster) measure(ctx context.Context, partitions int, created time.Dura
 	}
 	wall := time.Since(t0).Seconds()
 	for i, cmd := range c.nodes {
-		after, err := cpuSeconds(cmd.Process.Pid)
+		u, err := nodeproc.Of(cmd.Process.Pid)
 		if err != nil {
 			return s, err
 		}
-		s.IdleCPU = append(s.IdleCPU, 100*(after-before[i])/wall)
-		rss, err := rssMiB(cmd.Process.Pid)
-		if err != nil {
-			return s, err
-		}
-		s.RSSMiB = append(s.RSSMiB, rss)
+		s.IdleCPU = append(s.IdleCPU, 100*(u.CPUSeconds-before[i])/wall)
+		s.RSSMiB = append(s.RSSMiB, float64(u.RSS)/(1<<20))
 	}
 	var mine, theirs []float64
 	for range c.cfg.Rounds {
@@ -425,77 +417,4 @@ func (c *cluster) connectAny(ctx context.Context, i int) (*client.Client, error)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-func freePorts(n int) ([]string, error) {
-	var out []string
-	var lns []net.Listener
-	defer func() {
-		for _, l := range lns {
-			_ = l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		lns = append(lns, l)
-		_, p, _ := net.SplitHostPort(l.Addr().String())
-		out = append(out, p)
-	}
-	return out, nil
-}
-
-func waitListening(ctx context.Context, addr string) error {
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			_ = c.Close()
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("nothing listens on %s", addr)
-}
-
-// cpuSeconds is a process's user + system CPU time (/proc/<pid>/stat).
-func cpuSeconds(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, errors.New("unreadable /proc stat")
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0, errors.New("short /proc stat")
-	}
-	ut, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return (ut + st) / 100, nil // USER_HZ is 100 on Linux
-}
-
-// rssMiB is a process's resident set (/proc/<pid>/status VmRSS).
-func rssMiB(pid int) (float64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			return kb / 1024, err
-		}
-	}
-	return 0, errors.New("no VmRSS")
 }

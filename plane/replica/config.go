@@ -5,9 +5,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"iggynode/internal/netaddr"
 	"log/slog"
-	"net"
-	"strings"
 	"time"
 
 	"iggynode/wire"
@@ -197,17 +196,6 @@ func validateRoster(self uint8, roster []Peer) error {
 	return nil
 }
 
-// IsLoopback reports whether a host:port (or a bare host) binds loopback
-// only: a loopback IP or "localhost". An empty host (every interface) and
-// any other name count as exposed.
-func IsLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		host = addr
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+// IsLoopback reports whether a host:port binds loopback only
+// (netaddr.IsLoopback, the rule every listener shares).
+func IsLoopback(addr string) bool { return netaddr.IsLoopback(addr) }
