@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"iggynode/bench"
+	"iggynode/internal/version"
 )
 
 func main() {
@@ -49,6 +50,10 @@ func main() {
 }
 
 func run(args []string, out io.Writer) error {
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version") {
+		fmt.Fprintln(out, version.Line("iggy-bench"))
+		return nil
+	}
 	if len(args) > 0 && args[0] == "loginflood" {
 		return runLoginFlood(args[1:], out)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"iggynode/client"
+	"iggynode/internal/version"
 	"iggynode/wire"
 )
 
@@ -86,6 +87,7 @@ func (a *app) rootCommand() *cobra.Command {
 		Short:         "Command-line client for an Iggy-compatible server (iggynode)",
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		Version:       version.Node,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			switch a.output {
 			case "table", "json":
@@ -101,6 +103,7 @@ func (a *app) rootCommand() *cobra.Command {
 		},
 	}
 	a.root = root
+	root.SetVersionTemplate(version.Line("iggy") + "\n")
 	f := root.PersistentFlags()
 	f.StringVar(&a.transport, "transport", client.TransportTCP, "transport: tcp, quic or ws")
 	f.StringVar(&a.address, "address", "", "server address (default 127.0.0.1:8090 tcp, 127.0.0.1:8080 quic, 127.0.0.1:8092 ws)")
