@@ -100,7 +100,9 @@ func (a *app) changed(name string) bool {
 // otherwise a stored session supplies whatever the flags do not.
 func (a *app) options() (client.Options, error) {
 	if a.connString != "" {
-		return client.ParseConnectionString(a.connString)
+		o, err := client.ParseConnectionString(a.connString)
+		o.ServerBalanced = true // as below
+		return o, err
 	}
 	sess, err := a.loadSession()
 	if err != nil {
@@ -134,6 +136,9 @@ func (a *app) options() (client.Options, error) {
 	o := client.DefaultOptions(transport)
 	o.Address = address
 	o.Reconnect.Retries = a.retries
+	// Each invocation is a fresh client whose own Balanced cursor would
+	// start at 0: let the server's per-topic cursor rotate instead.
+	o.ServerBalanced = true
 	o.TLS.Enabled = tlsOn
 	o.TLS.Domain = domain
 	o.TLS.CAFile = caFile
