@@ -447,7 +447,7 @@ func TestSystemCommands(t *testing.T) {
 		t.Fatalf("snapshot %v: %d bytes, err %v", snap, len(b), err)
 	}
 	contains(t, "snapshot", e.ok("snapshot", "--file", zip, "--types", "4"), "Wrote", zip)
-	contains(t, "snapshot without file", e.fails("snapshot"), "--file is required")
+	contains(t, "snapshot without file", e.fails("snapshot"), "--file or --out-dir is required")
 
 	var meta wire.ClusterMetadata
 	e.okJSON(&meta, "cluster", "status")

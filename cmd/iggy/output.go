@@ -33,6 +33,22 @@ func (a *app) print(v any, fill func(*table)) error {
 	}
 	var t table
 	fill(&t)
+	if a.listMode == "list" && len(t.rows) > 0 {
+		// Upstream's list mode: one line per row, each cell named by the
+		// header above it.
+		head := t.rows[0]
+		for _, r := range t.rows[1:] {
+			cells := make([]string, 0, len(r))
+			for i, c := range r {
+				if i < len(head) {
+					c = head[i] + ": " + c
+				}
+				cells = append(cells, c)
+			}
+			fmt.Fprintln(a.out, strings.Join(cells, ", "))
+		}
+		return nil
+	}
 	w := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
 	for _, r := range t.rows {
 		fmt.Fprintln(w, strings.Join(r, "\t"))
