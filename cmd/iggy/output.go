@@ -65,9 +65,11 @@ func (a *app) printDone(what string, fields map[string]any) error {
 	return a.print(fields, func(t *table) { t.row(what) })
 }
 
-// micros renders a µs-since-epoch timestamp; 0 stays "-".
+// micros renders a µs-since-epoch timestamp; 0 stays "-", and so does 1:
+// the root user's created_at is that fixed sentinel (server-behaviour.md
+// 2.1.4, identical on every replica), not a time in 1970.
 func micros(us uint64) string {
-	if us == 0 {
+	if us <= rootCreatedAtSentinel {
 		return "-"
 	}
 	return time.UnixMicro(int64(us)).UTC().Format(time.RFC3339)
@@ -86,6 +88,9 @@ func size(n uint64) string {
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
+
+// rootCreatedAtSentinel is the root user's created_at.
+const rootCreatedAtSentinel = 1
 
 // optionValue renders a TLV value by its kind.
 func optionValue(kind wire.HeaderKind, v []byte) string {

@@ -132,6 +132,10 @@ func TestUpstreamUserTokenClientClusterForms(t *testing.T) {
 	contains(t, "new password", e.ok("--username", "robert", "--password", "secret-2", "me"), "Client ID")
 	contains(t, "u l -l list", e.ok("u", "l", "-l", "list"), "USERNAME: iggy", "USERNAME: robert")
 	e.ok("u", "d", "robert")
+	// The root's created_at is the spec's sentinel (1 µs), not a date.
+	if out := e.ok("user", "get", "iggy"); strings.Contains(out, "1970") {
+		t.Fatalf("root shown created in 1970: %q", out)
+	}
 
 	contains(t, "pat c NAME EXPIRY", e.ok("pat", "c", "ci", "1", "day"), "Token")
 	contains(t, "pat l", e.ok("pat", "l"), "ci")
