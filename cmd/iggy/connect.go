@@ -15,7 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"iggynode/client"
-	"iggynode/config"
+	"iggynode/internal/units"
 	"iggynode/wire"
 )
 
@@ -388,7 +388,7 @@ func parseExpiry(words []string) (time.Duration, error) {
 	case "none", "unlimited", "never_expire", "0":
 		return 0, nil
 	}
-	d, err := config.ParseDuration(s)
+	d, err := units.ParseDuration(s)
 	if err != nil {
 		return 0, fmt.Errorf("expiry %q: %w", s, err)
 	}
