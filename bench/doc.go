@@ -83,9 +83,9 @@
 // TotalSize (ParseSize reads "1GB", "512MiB", ...) replaces BatchCount:
 // the total payload is split evenly over the producers (the consumers when
 // none produce) and rounded up to whole batches. RateLimit (ParseRate reads
-// "100MB/s") caps each actor's sends, warmup included, with a token bucket
-// holding one batch of credit that goes into debt and sleeps it off, so the
-// average is the rate whatever the batch size.
+// "100MB/s") caps each actor's sends, warmup included, with
+// golang.org/x/time/rate: one batch of burst, each send waits until its
+// bytes are due, so the average is the rate whatever the batch size.
 //
 // # Progress and time series
 //

