@@ -62,8 +62,30 @@ type peerChange struct {
 	found bool
 }
 
-// peerLiveMask holds a bit per replica whose node is live.
-type peerLiveMask struct{ bits atomic.Uint32 }
+// peerLiveMask holds a bit per replica whose node is live, and for the
+// cluster roster (clusterRoster) when each peer was last heard and whether
+// a node-level heartbeat runs at all (without one, with
+// cluster.quiescence off, nothing is known and every node counts as live).
+type peerLiveMask struct {
+	bits    atomic.Uint32
+	tracked atomic.Bool
+	heardUs [32]atomic.Uint64 // µs since the epoch; 0 = never
+}
+
+// heard records a frame from rep at nowUs.
+func (m *peerLiveMask) heard(rep uint8, nowUs uint64) {
+	if int(rep) < len(m.heardUs) {
+		m.heardUs[rep].Store(nowUs)
+	}
+}
+
+// lastHeard is when rep was last heard (0: never, or not tracked).
+func (m *peerLiveMask) lastHeard(rep uint8) uint64 {
+	if int(rep) >= len(m.heardUs) {
+		return 0
+	}
+	return m.heardUs[rep].Load()
+}
 
 func (m *peerLiveMask) live(rep uint8) bool { return m.bits.Load()&(1<<rep) != 0 }
 
@@ -109,6 +131,7 @@ func (l *livenessActor) receive(ctx actor.Context) {
 	}
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
+		l.n.peerLive.tracked.Store(true)
 		ctx.Send(l.n.refs.metadata, &requestRoutes{peer: ctx.Self()})
 	case *tick:
 		l.time.scheduled = 0
@@ -118,7 +141,9 @@ func (l *livenessActor) receive(ctx actor.Context) {
 		l.drive(ctx)
 		l.announce(ctx)
 	case *peerFrame:
-		l.live.Step(m.frame)
+		if from, ok := l.live.Step(m.frame); ok {
+			l.n.peerLive.heard(from, l.n.opts.Clock())
+		}
 		l.drive(ctx)
 	case *quietPost:
 		for _, e := range m.entries {

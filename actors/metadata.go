@@ -959,10 +959,11 @@ func (m *metadataActor) onInternalLogout(ctx actor.Context, l *internalLogout) {
 
 // clusterMetadata is the single-node roster (client-plane.md 7.15,
 // server-behaviour.md 8.7.1): one node, Leader and Healthy, with the bound
-// port of every transport (0 when disabled).
-func (m *metadataActor) clusterMetadata() []byte {
+// port of every transport (0 when disabled). lastHeard adds iggynode's
+// extension (wire.ClusterMetadata.LastHeardUs) for a client that asked.
+func (m *metadataActor) clusterMetadata(lastHeard bool) []byte {
 	if m.n.cluster.n > 1 {
-		return m.clusterRoster()
+		return m.clusterRoster(lastHeard)
 	}
 	node := wire.ClusterNode{Name: "iggy-node", IP: "127.0.0.1", Role: wire.RoleLeader, Status: wire.NodeHealthy}
 	port := func(addr string) uint16 {
@@ -979,13 +980,19 @@ func (m *metadataActor) clusterMetadata() []byte {
 	node.TCPPort = port(m.n.TCPAddr())
 	node.QUICPort = port(m.n.QUICAddr())
 	node.WebSocketPort = port(m.n.WebSocketAddr())
-	return (&wire.ClusterMetadata{Name: "single-node", Nodes: []wire.ClusterNode{node}}).AppendTo(nil)
+	md := wire.ClusterMetadata{Name: "single-node", Nodes: []wire.ClusterNode{node}}
+	if lastHeard {
+		md.LastHeardUs = []uint64{m.n.opts.Clock()}
+	}
+	return md.AppendTo(nil)
 }
 
 // clusterRoster is the configured roster with the metadata primary of this
 // node's current view as the one Leader (replica-plane.md 10.4); a node
-// that is not in normal status names no leader.
-func (m *metadataActor) clusterRoster() []byte {
+// that is not in normal status names no leader. A peer the node-level
+// heartbeat has not heard within cluster.heartbeat_timeout is Unreachable
+// (rosterStatus).
+func (m *metadataActor) clusterRoster(lastHeard bool) []byte {
 	c := m.n.opts.Config.Cluster
 	md := wire.ClusterMetadata{Name: c.Name}
 	nodes := c.Nodes
@@ -1001,9 +1008,37 @@ func (m *metadataActor) clusterRoster() []byte {
 		if m.core.Status() == vsr.StatusNormal && uint8(node.ReplicaID) == m.core.Primary() {
 			cn.Role = wire.RoleLeader
 		}
+		cn.Status = m.rosterStatus(uint8(node.ReplicaID))
 		md.Nodes = append(md.Nodes, cn)
+		if lastHeard {
+			md.LastHeardUs = append(md.LastHeardUs, m.rosterLastHeard(uint8(node.ReplicaID)))
+		}
 	}
 	return md.AppendTo(nil)
+}
+
+// rosterStatus is a roster node's status as this node sees it
+// (client-plane.md 7.15): Unreachable when the node-level heartbeat
+// (liveness.go) lost it, else Healthy. The reference server reports every
+// node Healthy, so first-party SDKs keep dead nodes as reconnect
+// candidates; this is an improvement on it. Without a node-level heartbeat
+// (cluster.quiescence off) nothing is known and every node is Healthy, as
+// there.
+func (m *metadataActor) rosterStatus(replica uint8) wire.NodeStatus {
+	live := &m.n.peerLive
+	if replica != m.n.cluster.self && live.tracked.Load() && !live.live(replica) {
+		return wire.NodeUnreachable
+	}
+	return wire.NodeHealthy
+}
+
+// rosterLastHeard is when this node last heard from replica: now for
+// itself, 0 when never or not tracked.
+func (m *metadataActor) rosterLastHeard(replica uint8) uint64 {
+	if replica == m.n.cluster.self {
+		return m.n.opts.Clock()
+	}
+	return m.n.peerLive.lastHeard(replica)
 }
 
 // verifyHeartbeats asks every bound connection whose client is a member of

@@ -27,7 +27,9 @@ func (m *metadataActor) onRead(ctx actor.Context, req *clientRequest) {
 	}
 	switch hdr.Code {
 	case wire.CodeGetClusterMetadata:
-		answer(0, m.clusterMetadata())
+		var r wire.GetClusterMetadata
+		_ = r.Decode(body)
+		answer(0, m.clusterMetadata(r.LastHeard))
 	case wire.CodeGetMe:
 		answer(0, m.clientDetails(req.connID, true))
 	case wire.CodeGetClient:

@@ -27,8 +27,11 @@ type ChartSeries struct {
 var groupColors = map[string]string{"producers": "#1f77b4", "consumers": "#d62728", "producing consumers": "#2ca02c"}
 
 // WriteChart writes a self-contained HTML page (inline SVG, no script, no
-// network) with two charts over the run's seconds: throughput in MB/s per
-// actor group, and p50/p99 request latency in microseconds per group.
+// network) with two charts over the run's seconds, throughput in MB/s per
+// actor group and p50/p99 request latency in milliseconds (the console's
+// unit) per group, and a table of each group's latency percentiles. Every
+// point is also drawn as a dot, so a run under a second (one point per
+// line) still shows.
 func WriteChart(w io.Writer, r Report) error {
 	var throughput, latency []ChartSeries
 	for _, g := range r.groups() {
@@ -42,8 +45,8 @@ func WriteChart(w io.Writer, r Report) error {
 		for _, s := range g.Series {
 			x := float64(s.Second)
 			mb.X, mb.Y = append(mb.X, x), append(mb.Y, s.MBPerSec)
-			p50.X, p50.Y = append(p50.X, x), append(p50.Y, s.P50Us)
-			p99.X, p99.Y = append(p99.X, x), append(p99.Y, s.P99Us)
+			p50.X, p50.Y = append(p50.X, x), append(p50.Y, s.P50Us/1e3)
+			p99.X, p99.Y = append(p99.X, x), append(p99.Y, s.P99Us/1e3)
 		}
 		throughput = append(throughput, mb)
 		latency = append(latency, p50, p99)
@@ -52,9 +55,9 @@ func WriteChart(w io.Writer, r Report) error {
 	var b strings.Builder
 	b.WriteString("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>iggynode bench</title>\n")
 	b.WriteString("<style>body{font-family:sans-serif;margin:20px}svg{background:#fff;border:1px solid #ccc}</style></head><body>\n")
-	fmt.Fprintf(&b, "<h1>iggynode bench: %s</h1>\n<p>%s, %s: %d producers, %d consumers, %d batches x %d messages x %d B, started %s</p>\n",
+	fmt.Fprintf(&b, "<h1>iggynode bench: %s</h1>\n<p>%s, %s: %s, %d batches x %d messages x %d B, started %s</p>\n",
 		html.EscapeString(c.Workload), html.EscapeString(c.Address), html.EscapeString(c.Transport),
-		c.Producers, c.Consumers, c.BatchCount, c.MessagesPerBatch, c.MessageSize, r.StartedAt.Format("2006-01-02 15:04:05 MST"))
+		html.EscapeString(c.ActorsText()), c.BatchCount, c.MessagesPerBatch, c.MessageSize, r.StartedAt.Format("2006-01-02 15:04:05 MST"))
 	b.WriteString("<h2>Throughput</h2>\n")
 	b.WriteString(SVGChart("Throughput per second", "MB/s", throughput, nil))
 	b.WriteString("<h2>Latency</h2>\n")
@@ -62,7 +65,8 @@ func WriteChart(w io.Writer, r Report) error {
 	for i := range latency {
 		dashed[i] = i%2 == 1
 	}
-	b.WriteString(SVGChart("Latency per second (p50 solid, p99 dashed)", "µs", latency, dashed))
+	b.WriteString(SVGChart("Latency per second (p50 solid, p99 dashed)", "ms", latency, dashed))
+	b.WriteString(percentileTable(r))
 	b.WriteString("</body></html>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -114,6 +118,9 @@ func SVGChart(title, yUnit string, series []ChartSeries, dashed map[int]bool) st
 		}
 		fmt.Fprintf(&b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s points=\"%s\"><title>%s</title></polyline>\n",
 			html.EscapeString(s.Color), dash, strings.Join(pts, " "), html.EscapeString(s.Name))
+		for j := range s.X {
+			fmt.Fprintf(&b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", px(s.X[j]), py(s.Y[j]), html.EscapeString(s.Color))
+		}
 		ly := chartTop + 14*i
 		fmt.Fprintf(&b, "<text x=\"%d\" y=\"%d\" font-size=\"11\" fill=\"%s\" text-anchor=\"end\">%s</text>\n",
 			chartWidth-chartRight-5, ly+10, html.EscapeString(s.Color), html.EscapeString(s.Name))
@@ -145,4 +152,24 @@ func formatTick(v float64) string {
 		return fmt.Sprintf("%.0f", v)
 	}
 	return fmt.Sprintf("%.3g", v)
+}
+
+// percentileTable is the run's latency percentiles per group, in ms.
+func percentileTable(r Report) string {
+	var b strings.Builder
+	b.WriteString("<h2>Latency percentiles (ms)</h2>\n<table border=\"1\" cellpadding=\"4\" style=\"border-collapse:collapse\">\n")
+	b.WriteString("<tr><th>group</th><th>requests</th><th>min</th><th>mean</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>p99.9</th><th>p99.99</th><th>max</th></tr>\n")
+	for _, g := range r.groups() {
+		if g.Actors == 0 {
+			continue
+		}
+		l := g.Latency
+		fmt.Fprintf(&b, "<tr><td>%s (%s)</td><td>%d</td>", html.EscapeString(g.name), g.latency, l.Count)
+		for _, us := range []float64{l.MinUs, l.MeanUs, l.P50Us, l.P90Us, l.P95Us, l.P99Us, l.P999Us, l.P9999Us, l.MaxUs} {
+			fmt.Fprintf(&b, "<td>%.3f</td>", us/1e3)
+		}
+		b.WriteString("</tr>\n")
+	}
+	b.WriteString("</table>\n")
+	return b.String()
 }

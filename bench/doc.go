@@ -27,11 +27,27 @@
 //   - end-to-end-producing-consumer: Producers actors, each on its own
 //     stream, that send a batch and poll it back from the confirmed base
 //     offset until all of it is read, BatchCount times; the latency is from
-//     the send to the poll that completes the batch (group "producing
-//     consumers" in the report).
+//     the send to the poll that completes the batch, not counting the rate
+//     limiter's wait before the send (group "producing consumers" in the
+//     report; the header counts them as producing consumers).
+//   - balanced-producer-and-consumer-group: producers send Balanced to one
+//     stream while consumers of the group read, together, every message
+//     sent (the shared quota is Producers*BatchCount*MessagesPerBatch);
+//     max(producers, consumers) partitions by default.
+//   - end-to-end-producing-consumer-group: Producers actors, one stream,
+//     all members of the group: each sends a batch Balanced and polls the
+//     group, BatchCount times, then polls on until the group has read every
+//     message sent. Latency is a message's age when polled (reply time
+//     minus the oldest polled message's origin timestamp, stamped after the
+//     rate limiter's wait). No warmup: its messages would be read as
+//     measured ones.
 //
-// The pinned and end-to-end workloads use one stream per actor (Streams
-// must be left 0 or equal the actor count).
+// The pinned and the end-to-end-producing-consumer workloads use one
+// stream per actor (Streams must be left 0 or equal the actor count).
+//
+// cmd/bench also takes upstream iggy-bench's form, BENCHMARK [flags]
+// TRANSPORT [flags] (pinned-producer ... tcp --server-address A), beside
+// --workload.
 //
 // Setup makes sure streams <prefix><n> (n = 1..Streams, "bench-" by
 // default) each hold the topic "bench" with at least PartitionsPerTopic
@@ -67,9 +83,9 @@
 // TotalSize (ParseSize reads "1GB", "512MiB", ...) replaces BatchCount:
 // the total payload is split evenly over the producers (the consumers when
 // none produce) and rounded up to whole batches. RateLimit (ParseRate reads
-// "100MB/s") caps each actor's sends, warmup included, with a token bucket
-// holding one batch of credit that goes into debt and sleeps it off, so the
-// average is the rate whatever the batch size.
+// "100MB/s") caps each actor's sends, warmup included, with
+// golang.org/x/time/rate: one batch of burst, each send waits until its
+// bytes are due, so the average is the rate whatever the batch size.
 //
 // # Progress and time series
 //
@@ -81,7 +97,10 @@
 // Actors fold their current second into the group once per second, not
 // per request. WriteChart turns a Report into a self-contained HTML page
 // (inline SVG, no script or network) with throughput and latency over
-// time; SVGChart draws one polyline per series.
+// time, a dot per point (a run under a second has one point per line) and
+// a table of each group's latency percentiles; SVGChart draws one polyline
+// per series. Latency is in milliseconds everywhere: console, chart and
+// table.
 //
 // # Figures
 //

@@ -3,39 +3,37 @@ package bench
 import (
 	"context"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
-// tokenBucket limits an actor's send rate to rate bytes per second. It holds
-// at most burst bytes of credit (so an idle actor cannot save up a long
-// burst) and lets a take go into debt: a batch larger than the credit is
-// sent at once and the actor then sleeps the debt off. That keeps the
-// average at the rate whatever the batch size, and a batch larger than the
-// burst still goes through. It is owned by one actor (not safe for
-// concurrent use).
+// tokenBucket limits an actor's send rate to rate bytes per second with
+// golang.org/x/time/rate: a burst of one batch of credit (so an idle actor
+// cannot save up a long burst), and each take reserves its bytes and
+// sleeps until the reservation is due, so the average is the rate whatever
+// the batch size. A take larger than the burst raises the burst to it, so
+// it still goes through (at the rate). now and sleep are the limiter's
+// clock, replaced in tests. It is owned by one actor.
 type tokenBucket struct {
-	rate   float64 // bytes per second
-	burst  float64
-	tokens float64
-	last   time.Time
-	now    func() time.Time
-	sleep  func(context.Context, time.Duration) error
+	lim   *rate.Limiter
+	now   func() time.Time
+	sleep func(context.Context, time.Duration) error
 }
 
 // newTokenBucket starts with burst bytes of credit.
 func newTokenBucket(bytesPerSec uint64, burst uint64) *tokenBucket {
-	b := &tokenBucket{rate: float64(bytesPerSec), burst: float64(burst), now: time.Now, sleep: pause}
-	b.tokens, b.last = b.burst, b.now()
-	return b
+	return &tokenBucket{lim: rate.NewLimiter(rate.Limit(bytesPerSec), int(burst)), now: time.Now, sleep: pause}
 }
 
-// take spends n bytes of credit, sleeping off any debt it leaves.
+// take spends n bytes of credit, sleeping until they are due.
 func (b *tokenBucket) take(ctx context.Context, n int) error {
 	now := b.now()
-	b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
-	b.last = now
-	b.tokens -= float64(n)
-	if b.tokens >= 0 {
+	if n > b.lim.Burst() {
+		b.lim.SetBurstAt(now, n)
+	}
+	d := b.lim.ReserveN(now, n).DelayFrom(now)
+	if d <= 0 {
 		return nil
 	}
-	return b.sleep(ctx, time.Duration(-b.tokens/b.rate*float64(time.Second)))
+	return b.sleep(ctx, d)
 }

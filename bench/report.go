@@ -132,8 +132,8 @@ func (a *actor) report() ActorReport {
 func (r Report) WriteText(w io.Writer) error {
 	c := r.Config
 	p := &printer{w: w}
-	p.printf("target %s, workload %s: %d producers, %d consumers, %d streams x %d partitions, %d batches x %d messages x %d B, warmup %v",
-		c.Address, c.Workload, c.Producers, c.Consumers, c.Streams, c.PartitionsPerTopic, c.BatchCount, c.MessagesPerBatch, c.MessageSize, c.Warmup)
+	p.printf("target %s, workload %s: %s, %d streams x %d partitions, %d batches x %d messages x %d B, warmup %v",
+		c.Address, c.Workload, c.ActorsText(), c.Streams, c.PartitionsPerTopic, c.BatchCount, c.MessagesPerBatch, c.MessageSize, c.Warmup)
 	if c.RateLimit > 0 {
 		p.printf(", rate limit %.1f MB/s per actor", float64(c.RateLimit)/bytesPerMB)
 	}
@@ -155,7 +155,7 @@ func (r Report) WriteText(w io.Writer) error {
 			}
 			p.printf("  %s %d (stream %d, topic %d, partition %s): %.1f MB/s, %.0f msgs/s, p50 %s, p99 %s, max %s\n",
 				a.Kind, a.Index, a.StreamID, a.TopicID, partition, a.MBPerSec, a.MessagesPerSec,
-				micros(a.Latency.P50Us), micros(a.Latency.P99Us), micros(a.Latency.MaxUs))
+				millis(a.Latency.P50Us), millis(a.Latency.P99Us), millis(a.Latency.MaxUs))
 		}
 	}
 	return p.err
@@ -163,19 +163,12 @@ func (r Report) WriteText(w io.Writer) error {
 
 func latencyLine(l Latency) string {
 	return fmt.Sprintf("p50 %s, p90 %s, p95 %s, p99 %s, p999 %s, p9999 %s, max %s (%d requests)",
-		micros(l.P50Us), micros(l.P90Us), micros(l.P95Us), micros(l.P99Us), micros(l.P999Us), micros(l.P9999Us), micros(l.MaxUs), l.Count)
+		millis(l.P50Us), millis(l.P90Us), millis(l.P95Us), millis(l.P99Us), millis(l.P999Us), millis(l.P9999Us), millis(l.MaxUs), l.Count)
 }
 
-// micros prints a microsecond figure in the unit that reads best.
-func micros(us float64) string {
-	switch {
-	case us >= 1e6:
-		return fmt.Sprintf("%.2f s", us/1e6)
-	case us >= 1e3:
-		return fmt.Sprintf("%.2f ms", us/1e3)
-	}
-	return fmt.Sprintf("%.1f µs", us)
-}
+// millis prints a latency measured in µs in milliseconds, the one unit of
+// the console, the chart and the percentile table (as upstream's bench).
+func millis(us float64) string { return fmt.Sprintf("%.3f ms", us/1e3) }
 
 // printer keeps the first write error.
 type printer struct {

@@ -55,12 +55,22 @@ const (
 	// WorkloadEndToEnd: each actor sends a batch then polls it back; the
 	// latency is end to end.
 	WorkloadEndToEnd = "end-to-end-producing-consumer"
+	// WorkloadBalancedProducerAndConsumerGroup: producers send Balanced to
+	// one topic while consumers of one consumer group read everything they
+	// send.
+	WorkloadBalancedProducerAndConsumerGroup = "balanced-producer-and-consumer-group"
+	// WorkloadEndToEndGroup: each actor sends a batch Balanced to one topic
+	// and polls the consumer group all of them belong to; its latency is a
+	// message's age when polled (now minus its origin timestamp, stamped
+	// when the rate limiter let its batch go).
+	WorkloadEndToEndGroup = "end-to-end-producing-consumer-group"
 )
 
 // Workloads lists the accepted Config.Workload values.
 func Workloads() []string {
 	return []string{WorkloadMixed, WorkloadPinnedProducer, WorkloadPinnedConsumer, WorkloadPinnedProducerAndConsumer,
-		WorkloadBalancedProducer, WorkloadBalancedConsumerGroup, WorkloadEndToEnd}
+		WorkloadBalancedProducer, WorkloadBalancedConsumerGroup, WorkloadBalancedProducerAndConsumerGroup,
+		WorkloadEndToEnd, WorkloadEndToEndGroup}
 }
 
 // Config describes one run.
@@ -139,6 +149,8 @@ func (c Config) withDefaults() Config {
 			c.PartitionsPerTopic = max(c.Producers, 1)
 		case WorkloadBalancedConsumerGroup:
 			c.PartitionsPerTopic = max(c.Consumers, 1)
+		case WorkloadBalancedProducerAndConsumerGroup, WorkloadEndToEndGroup:
+			c.PartitionsPerTopic = max(c.Producers, c.Consumers, 1)
 		default:
 			c.PartitionsPerTopic = 1
 		}
@@ -187,6 +199,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("bench: %d messages per batch, %d batches", c.MessagesPerBatch, c.BatchCount)
 	case c.Warmup < 0:
 		return fmt.Errorf("bench: negative warmup %v", c.Warmup)
+	case c.Warmup > 0 && c.Workload == WorkloadEndToEndGroup:
+		return fmt.Errorf("bench: workload %s has no warmup (the group's polls would read its messages)", c.Workload)
 	case !slices.Contains(Workloads(), c.Workload):
 		return fmt.Errorf("bench: unknown workload %q (one of %v)", c.Workload, Workloads())
 	}
@@ -198,7 +212,7 @@ func (c Config) validate() error {
 		return fmt.Errorf("bench: a batch of %d x %d B is %d bytes, above the %d-byte frame limit",
 			c.MessagesPerBatch, c.MessageSize, batch, wire.DefaultMaxFrameSize)
 	}
-	if c.Producers > 0 && c.Consumers > 0 {
+	if c.Producers > 0 && c.Consumers > 0 && !c.balanced() {
 		written := map[[2]int]bool{}
 		for i := range c.Producers {
 			written[c.placement(i)] = true
@@ -214,7 +228,41 @@ func (c Config) validate() error {
 
 // balanced reports whether the workload runs on one shared topic.
 func (c Config) balanced() bool {
-	return c.Workload == WorkloadBalancedProducer || c.Workload == WorkloadBalancedConsumerGroup
+	switch c.Workload {
+	case WorkloadBalancedProducer, WorkloadBalancedConsumerGroup, WorkloadBalancedProducerAndConsumerGroup, WorkloadEndToEndGroup:
+		return true
+	}
+	return false
+}
+
+// grouped reports whether the workload reads through a consumer group.
+func (c Config) grouped() bool {
+	switch c.Workload {
+	case WorkloadBalancedConsumerGroup, WorkloadBalancedProducerAndConsumerGroup, WorkloadEndToEndGroup:
+		return true
+	}
+	return false
+}
+
+// endToEnd reports whether every actor both sends and polls.
+func (c Config) endToEnd() bool {
+	return c.Workload == WorkloadEndToEnd || c.Workload == WorkloadEndToEndGroup
+}
+
+// ActorsText says who runs: "2 producers, 1 consumer", or for the
+// end-to-end workloads (whose actors are counted as producers)
+// "2 producing consumers".
+func (c Config) ActorsText() string {
+	plural := func(n int, what string) string {
+		if n == 1 {
+			return fmt.Sprintf("1 %s", what)
+		}
+		return fmt.Sprintf("%d %ss", n, what)
+	}
+	if c.endToEnd() {
+		return plural(c.Producers, "producing consumer")
+	}
+	return plural(c.Producers, "producer") + ", " + plural(c.Consumers, "consumer")
 }
 
 // validateWorkload checks the actor counts each workload runs with.
@@ -228,7 +276,7 @@ func (c Config) validateWorkload() error {
 		return nil
 	}
 	switch c.Workload {
-	case WorkloadPinnedProducer, WorkloadBalancedProducer, WorkloadEndToEnd:
+	case WorkloadPinnedProducer, WorkloadBalancedProducer, WorkloadEndToEnd, WorkloadEndToEndGroup:
 		if err := need(true, false); err != nil {
 			return err
 		}
@@ -236,7 +284,7 @@ func (c Config) validateWorkload() error {
 		if err := need(false, true); err != nil {
 			return err
 		}
-	case WorkloadPinnedProducerAndConsumer:
+	case WorkloadPinnedProducerAndConsumer, WorkloadBalancedProducerAndConsumerGroup:
 		if err := need(true, true); err != nil {
 			return err
 		}
@@ -283,14 +331,20 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}()
 	// The group's shared quota: consumers claim polls from it until it is
 	// read (balanced-consumer-group).
-	shared := &quota{total: uint64(cfg.Consumers) * uint64(cfg.BatchCount) * uint64(cfg.MessagesPerBatch)}
+	// Consumers alone read BatchCount batches each; beside producers (or as
+	// producing consumers) they read what the producers send.
+	readers := cfg.Consumers
+	if cfg.Producers > 0 {
+		readers = cfg.Producers
+	}
+	shared := &quota{total: uint64(readers) * uint64(cfg.BatchCount) * uint64(cfg.MessagesPerBatch)}
 	shared.left.Store(int64(shared.total))
 	for i := range cfg.Producers + cfg.Consumers {
 		kind, index := KindProducer, i
 		if i >= cfg.Producers {
 			kind, index = KindConsumer, i-cfg.Producers
 		}
-		if cfg.Workload == WorkloadEndToEnd {
+		if cfg.endToEnd() {
 			kind = KindProducingConsumer
 		}
 		p := cfg.placement(index)
@@ -389,7 +443,7 @@ func setup(ctx context.Context, cfg Config) ([]target, error) {
 		}
 		out[i] = target{stream: stream, topic: topic}
 	}
-	if cfg.Workload == WorkloadBalancedConsumerGroup {
+	if cfg.grouped() {
 		group, err := ensureGroup(ctx, c, out[0], cfg.ConsumerGroup)
 		if err != nil {
 			return nil, fmt.Errorf("bench: setup of consumer group %s: %w", cfg.ConsumerGroup, err)
@@ -496,9 +550,11 @@ func (a *actor) run(ctx context.Context) error {
 	switch {
 	case a.kind == KindProducer:
 		return a.produce(ctx)
+	case a.kind == KindProducingConsumer && a.cfg.grouped():
+		return a.produceConsumeGroup(ctx)
 	case a.kind == KindProducingConsumer:
 		return a.produceConsume(ctx)
-	case a.cfg.Workload == WorkloadBalancedConsumerGroup:
+	case a.cfg.grouped():
 		return a.consumeGroup(ctx)
 	}
 	return a.consume(ctx)
@@ -529,7 +585,7 @@ func (a *actor) limit(ctx context.Context, n int) error {
 func (a *actor) produce(ctx context.Context) error {
 	msgs, restamp := a.batch()
 	stream, topic, partitioning := wire.ID(a.target.stream), wire.ID(a.target.topic), wire.PartitionID(a.target.partition)
-	if a.cfg.Workload == WorkloadBalancedProducer {
+	if a.cfg.balanced() {
 		partitioning = wire.Balanced()
 	}
 	batchBytes := a.cfg.MessagesPerBatch * a.cfg.MessageSize

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -94,59 +95,138 @@ func (a *actor) consumeGroup(ctx context.Context) error {
 // produceConsume is the end-to-end workload: BatchCount times, send a batch
 // to the actor's partition and poll it back from the confirmed base offset
 // (Offset strategy) until every message of it has been read. The latency
-// is from the send to the poll that completes the batch; the figures count
-// the messages read back. Warmup runs the same cycle unmeasured.
+// is from the send to the poll that completes the batch, after the rate
+// limiter let the batch go (its wait is pacing, not latency); the figures
+// count the messages read back. Warmup runs the same cycle unmeasured.
 func (a *actor) produceConsume(ctx context.Context) error {
 	msgs, restamp := a.batch()
 	consumer := wire.SingleConsumer(wire.ID(uint32(a.index)))
 	stream, topic := wire.ID(a.target.stream), wire.ID(a.target.topic)
 	partitioning, partition := wire.PartitionID(a.target.partition), wire.Partition(a.target.partition)
 	batchBytes := a.cfg.MessagesPerBatch * a.cfg.MessageSize
-	cycle := func() (messages, bytes uint64, err error) {
+	cycle := func() (messages, bytes uint64, took time.Duration, err error) {
 		if err := a.limit(ctx, batchBytes); err != nil {
-			return 0, 0, err
+			return 0, 0, 0, err
 		}
 		restamp()
+		sent := time.Now()
 		confirmations, err := a.client.SendMessages(ctx, stream, topic, partitioning, msgs)
 		if err != nil {
-			return 0, 0, fmt.Errorf("send: %w", err)
+			return 0, 0, 0, fmt.Errorf("send: %w", err)
 		}
 		if len(confirmations) == 0 {
-			return 0, 0, errors.New("send: no confirmation to read the base offset from")
+			return 0, 0, 0, errors.New("send: no confirmation to read the base offset from")
 		}
 		offset, want := confirmations[0].BaseOffset, uint64(len(msgs))
 		for messages < want {
 			polled, err := a.client.PollMessages(ctx, consumer, stream, topic, partition, wire.OffsetStrategy(offset), uint32(want-messages), false)
 			if err != nil {
-				return 0, 0, fmt.Errorf("poll at offset %d: %w", offset, err)
+				return 0, 0, 0, fmt.Errorf("poll at offset %d: %w", offset, err)
 			}
 			n, b, last := tally(polled)
 			if n == 0 {
 				if err := a.emptyPoll(ctx); err != nil {
-					return 0, 0, err
+					return 0, 0, 0, err
 				}
 				continue
 			}
 			messages, bytes, offset = messages+n, bytes+b, last+1
 		}
-		return messages, bytes, nil
+		return messages, bytes, time.Since(sent), nil
 	}
 	for warmEnd := time.Now().Add(a.cfg.Warmup); time.Now().Before(warmEnd); {
-		if _, _, err := cycle(); err != nil {
+		if _, _, _, err := cycle(); err != nil {
 			return fmt.Errorf("warmup: %w", err)
 		}
 	}
 	a.emptyPolls = 0
 	a.start = time.Now()
 	for range a.cfg.BatchCount {
-		sent := time.Now()
-		n, bytes, err := cycle()
+		n, bytes, took, err := cycle()
 		if err != nil {
 			return err
 		}
-		done := time.Now()
-		a.record(done, done.Sub(sent), n, bytes)
+		a.record(time.Now(), took, n, bytes)
 	}
 	a.end = time.Now()
 	return nil
+}
+
+// produceConsumeGroup is the end-to-end consumer-group workload: BatchCount
+// times, send a batch Balanced to the shared topic and poll the group the
+// actors share (Next, auto-commit); then poll on until the group has read
+// every message the actors sent (the shared quota), wherever it landed.
+// Each non-empty poll records the age of its oldest message: the reply's
+// time minus that message's origin timestamp, stamped when the rate
+// limiter let its batch go. It has no warmup: the group's polls would read
+// the warmup's messages as measured ones.
+func (a *actor) produceConsumeGroup(ctx context.Context) error {
+	msgs, restamp := a.batch()
+	stream, topic, group := wire.ID(a.target.stream), wire.ID(a.target.topic), wire.ID(a.target.group)
+	if err := a.client.JoinConsumerGroup(ctx, stream, topic, group); err != nil {
+		return fmt.Errorf("join consumer group %d: %w", a.target.group, err)
+	}
+	batchBytes := a.cfg.MessagesPerBatch * a.cfg.MessageSize
+	perPoll := uint64(a.cfg.MessagesPerBatch)
+	a.start = time.Now()
+	for sent := 0; sent < a.cfg.BatchCount || !a.shared.done(); {
+		sending := sent < a.cfg.BatchCount
+		if sending {
+			if err := a.limit(ctx, batchBytes); err != nil {
+				return err
+			}
+			restamp()
+			if _, err := a.client.SendMessages(ctx, stream, topic, wire.Balanced(), msgs); err != nil {
+				return fmt.Errorf("send: %w", err)
+			}
+			sent++
+		}
+		claimed := a.shared.claim(perPoll)
+		if claimed == 0 {
+			if !sending {
+				if err := pause(ctx, emptyPollPause); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		polled, err := a.client.PollConsumerGroup(ctx, stream, topic, group, wire.NextStrategy(), uint32(claimed), true)
+		if err != nil {
+			a.shared.settle(claimed, 0)
+			return fmt.Errorf("group poll: %w", err)
+		}
+		done := time.Now()
+		n, bytes, oldestUs := tallyOldest(polled, claimed)
+		a.shared.settle(claimed, n)
+		if n == 0 {
+			if !sending {
+				if err := a.emptyPoll(ctx); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		a.record(done, max(done.Sub(time.UnixMicro(int64(oldestUs))), 0), n, bytes)
+	}
+	a.end = time.Now()
+	return nil
+}
+
+// tallyOldest counts at most limit messages of a poll and their payload
+// bytes, and finds the earliest origin timestamp among them.
+func tallyOldest(p *wire.PolledMessages, limit uint64) (messages, payloadBytes, oldestUs uint64) {
+	oldestUs = math.MaxUint64
+	for it := p.Messages(); messages < limit; {
+		m, ok := it.Next()
+		if !ok {
+			break
+		}
+		messages++
+		payloadBytes += uint64(len(m.Payload))
+		oldestUs = min(oldestUs, m.OriginTimestamp)
+	}
+	if messages == 0 {
+		oldestUs = 0
+	}
+	return messages, payloadBytes, oldestUs
 }

@@ -29,6 +29,8 @@ func TestWorkloadsAgainstSink(t *testing.T) {
 		{WorkloadBalancedProducer, 3, 0, 150, 0, 0, 1, 3},
 		{WorkloadBalancedConsumerGroup, 0, 3, 0, 150, 0, 1, 3},
 		{WorkloadEndToEnd, 2, 0, 0, 0, 100, 2, 1},
+		{WorkloadBalancedProducerAndConsumerGroup, 2, 2, 100, 100, 0, 1, 2},
+		{WorkloadEndToEndGroup, 2, 0, 0, 0, 100, 1, 2},
 		{WorkloadMixed, 2, 1, 100, 50, 0, 2, 1},
 	} {
 		t.Run(c.workload, func(t *testing.T) {
@@ -149,26 +151,26 @@ func TestParseSize(t *testing.T) {
 }
 
 // The token bucket on a fake clock: the burst goes at once, then every
-// take sleeps exactly its debt at the rate, and credit never exceeds the
+// take sleeps exactly its bytes at the rate, and credit never exceeds the
 // burst however long the actor was idle.
 func TestTokenBucketOnKnownBudget(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var slept []time.Duration
 	b := newTokenBucket(1000, 100) // 1000 B/s, 100 B of burst
 	b.now = func() time.Time { return now }
-	b.last = now
 	b.sleep = func(_ context.Context, d time.Duration) error {
 		slept = append(slept, d)
 		now = now.Add(d)
 		return nil
 	}
+	// The limiter starts full at its first use.
 	ctx := context.Background()
-	for _, n := range []int{100, 100, 50, 300} {
+	for _, n := range []int{100, 100, 50, 100} {
 		if err := b.take(ctx, n); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want := []time.Duration{100 * time.Millisecond, 50 * time.Millisecond, 300 * time.Millisecond}
+	want := []time.Duration{100 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond}
 	if len(slept) != len(want) {
 		t.Fatalf("slept %v, want %v", slept, want)
 	}
@@ -177,13 +179,17 @@ func TestTokenBucketOnKnownBudget(t *testing.T) {
 			t.Errorf("sleep %d: %v, want %v", i, slept[i], want[i])
 		}
 	}
-	// 550 B in 450 ms of sleeping: the burst plus the rate.
 	now = now.Add(10 * time.Second) // idle: credit caps at the burst
 	slept = nil
 	_ = b.take(ctx, 100)
 	_ = b.take(ctx, 100)
 	if len(slept) != 1 || (slept[0]-100*time.Millisecond).Abs() > time.Microsecond {
 		t.Errorf("after idling slept %v, want one 100ms sleep", slept)
+	}
+	// A take above the burst still goes through, paced at the rate.
+	slept = nil
+	if err := b.take(ctx, 300); err != nil || len(slept) != 1 || slept[0] < 200*time.Millisecond {
+		t.Errorf("oversized take: %v, slept %v", err, slept)
 	}
 }
 
@@ -316,6 +322,70 @@ func TestWriteChart(t *testing.T) {
 	}
 	if !strings.HasPrefix(page, "<!DOCTYPE html>") || strings.Count(page, "<svg") != 2 {
 		t.Errorf("page shape:\n%s", page)
+	}
+	// A dot per point (3+2 throughput, 2x3+2x2 latency), latency in ms as
+	// on the console (100 µs is 0.1), and the percentile table.
+	if n := strings.Count(page, "<circle"); n != 15 {
+		t.Errorf("%d dots, want 15", n)
+	}
+	if !strings.Contains(page, ">ms</text>") || strings.Contains(page, "µs") {
+		t.Errorf("latency chart not in ms")
+	}
+	if !strings.Contains(page, "Latency percentiles (ms)") || !strings.Contains(page, "<th>p99.9</th>") {
+		t.Errorf("no percentile table")
+	}
+}
+
+// A run under a second has one point per line: its dot still shows, and
+// the page names the actors as the run had them.
+func TestChartOfASubSecondRun(t *testing.T) {
+	s := startSink(t, SinkOptions{PollMessageSize: 10})
+	r, err := Run(testContext(t), Config{Address: s.Addr(), Workload: WorkloadEndToEnd, Producers: 2, MessageSize: 10, MessagesPerBatch: 10, BatchCount: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.ProducingConsumers.Series) != 1 {
+		t.Fatalf("series %+v, want one second", r.ProducingConsumers.Series)
+	}
+	var b strings.Builder
+	if err := WriteChart(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if n := strings.Count(page, "<circle"); n != 3 { // MB/s, p50, p99
+		t.Errorf("%d dots for a one-second run, want 3", n)
+	}
+	if !strings.Contains(page, "2 producing consumers") || strings.Contains(page, "0 consumers") {
+		t.Errorf("header does not say 2 producing consumers")
+	}
+	if !strings.Contains(page, "<td>producing consumers (end-to-end)</td><td>6</td>") {
+		t.Errorf("percentile table lacks the 6 end-to-end requests")
+	}
+	var text strings.Builder
+	if err := r.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "2 producing consumers,") || strings.Contains(text.String(), "µs") {
+		t.Errorf("text report: %s", text.String())
+	}
+}
+
+// End-to-end latency is the send-to-read time, not the rate limiter's
+// pacing: at 20 kB/s, 1 kB batches wait 50 ms each for the limiter, and
+// the sink answers in well under that.
+func TestEndToEndLatencyExcludesTheRateLimit(t *testing.T) {
+	s := startSink(t, SinkOptions{PollMessageSize: 100})
+	r, err := Run(testContext(t), Config{Address: s.Addr(), Workload: WorkloadEndToEnd, Producers: 1, MessageSize: 100,
+		MessagesPerBatch: 10, BatchCount: 6, RateLimit: 20_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := r.ProducingConsumers
+	if pc.Duration < 200*time.Millisecond {
+		t.Fatalf("run took %v: the limiter did not pace it", pc.Duration)
+	}
+	if p50 := pc.Latency.P50Us; p50 > 25e3 {
+		t.Errorf("end-to-end p50 %.0f µs includes the limiter's 50 ms wait", p50)
 	}
 }
 

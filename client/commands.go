@@ -108,9 +108,11 @@ func (c *Client) GetSnapshot(ctx context.Context, compression uint8, types []uin
 	return append([]byte(nil), rep.body...), nil
 }
 
-// GetClusterMetadata reads the cluster roster (code 12).
+// GetClusterMetadata reads the cluster roster (code 12), asking for
+// iggynode's last-heard extension (LastHeardUs; nil from a server without
+// it, which ignores the request's extension byte).
 func (c *Client) GetClusterMetadata(ctx context.Context) (*wire.ClusterMetadata, error) {
-	return fetch[wire.ClusterMetadata](ctx, c, wire.GetClusterMetadata{})
+	return fetch[wire.ClusterMetadata](ctx, c, wire.GetClusterMetadata{LastHeard: true})
 }
 
 // DescribeOptions reads the option catalogue of a scope: 1 topic, 2

@@ -533,3 +533,31 @@ func TestSendRaw(t *testing.T) {
 		t.Fatalf("session unusable after raw requests: %v", err)
 	}
 }
+
+// Options.ServerBalanced: Balanced travels as kind 1 (server-behaviour.md
+// 5.1) with no GetTopic read, so the server's shared cursor picks.
+func TestServerBalancedSendsBalanced(t *testing.T) {
+	f := newFake(t)
+	f.setScript(func(fc *fakeConn, r fakeRequest) bool {
+		if r.operation == 160 {
+			fc.reply(r, 160, 0, confirmation(0, 0, 0, 0))
+			return true
+		}
+		return false
+	})
+	o := testOptions(f)
+	o.ServerBalanced = true
+	c := loggedIn(t, f, o)
+	if _, err := c.SendMessages(t.Context(), wire.ID(0), wire.ID(0), wire.Balanced(), []wire.Message{helloMessage()}); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := f.last(160, 0)
+	if r.body[16] != 1 || r.body[17] != 0 {
+		t.Fatalf("partitioning sent as kind %d len %d, want Balanced", r.body[16], r.body[17])
+	}
+	for _, r := range f.requests() {
+		if r.operation == 2 && r.code == 300 {
+			t.Fatal("GetTopic read for a server-balanced send")
+		}
+	}
+}

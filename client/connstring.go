@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"iggynode/internal/units"
 	"iggynode/wire"
 )
 
@@ -296,57 +297,17 @@ func parseRetries(v string) (int, error) {
 	return int(n), nil
 }
 
-// durationUnits are the humantime unit spellings the Rust SDK accepts.
-var durationUnits = map[string]time.Duration{
-	"nsec": time.Nanosecond, "ns": time.Nanosecond,
-	"usec": time.Microsecond, "us": time.Microsecond, "µs": time.Microsecond,
-	"msec": time.Millisecond, "ms": time.Millisecond,
-	"seconds": time.Second, "second": time.Second, "sec": time.Second, "secs": time.Second, "s": time.Second,
-	"minutes": time.Minute, "minute": time.Minute, "min": time.Minute, "mins": time.Minute, "m": time.Minute,
-	"hours": time.Hour, "hour": time.Hour, "hr": time.Hour, "hrs": time.Hour, "h": time.Hour,
-	"days": 24 * time.Hour, "day": 24 * time.Hour, "d": 24 * time.Hour,
-	"weeks": 7 * 24 * time.Hour, "week": 7 * 24 * time.Hour, "w": 7 * 24 * time.Hour,
-}
-
-// parseDuration reads a human duration ("5s", "500ms", "1m", "1h 30m");
-// "0", "unlimited", "disabled" and "none" mean zero (transports.md 8.1).
+// parseDuration reads a human duration ("5s", "500ms", "1m", "1h 30m",
+// units.ParseDuration); "0", "unlimited", "disabled" and "none" mean zero
+// (transports.md 8.1).
 func parseDuration(v string) (time.Duration, error) {
 	switch v {
 	case "0", "unlimited", "disabled", "none":
 		return 0, nil
 	}
-	bad := func() (time.Duration, error) { return 0, connErr(fmt.Sprintf("duration %q", v)) }
-	s := strings.TrimSpace(v)
-	if s == "" {
-		return bad()
+	d, err := units.ParseDuration(v)
+	if err != nil {
+		return 0, connErr(fmt.Sprintf("duration %q", v))
 	}
-	var total time.Duration
-	for s != "" {
-		i := 0
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		if i == 0 {
-			return bad()
-		}
-		n, err := strconv.ParseUint(s[:i], 10, 63)
-		if err != nil {
-			return bad()
-		}
-		s = s[i:]
-		j := 0
-		for j < len(s) && s[j] != ' ' && (s[j] < '0' || s[j] > '9') {
-			j++
-		}
-		unit, ok := durationUnits[s[:j]]
-		if !ok || n > uint64(1<<63-1)/uint64(unit) {
-			return bad()
-		}
-		total += time.Duration(n) * unit
-		if total < 0 {
-			return bad()
-		}
-		s = strings.TrimLeft(s[j:], " ")
-	}
-	return total, nil
+	return d, nil
 }

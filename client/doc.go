@@ -51,7 +51,9 @@
 //     SDK: Register, Logout, 128..=149).
 //   - Transient results: 57 is replayed on the same connection with the
 //     same header every 50 ms until the request deadline; 58 is replayed
-//     with backoff (50 ms doubling to 400 ms) for about 2 s, then reported.
+//     with backoff (50 ms doubling to 400 ms, github.com/cenkalti/backoff/v5)
+//     for about 2 s, then reported. Reconnects keep the reference's fixed
+//     Reconnect.Interval (transports.md 8.5), which is no backoff.
 //   - Deadlines: every request, its replays and any reconnect it triggers
 //     are bounded by the context and by RequestTimeout (30 s by default); a
 //     request that times out drops the connection (a late reply would

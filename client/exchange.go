@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
+
 	"iggynode/wire"
 )
 
@@ -183,7 +185,10 @@ func (c *Client) reconnect(ctx context.Context, deadline time.Time) error {
 // on the same connection with the same header. Lock held.
 func (c *Client) replay(ctx context.Context, deadline time.Time, frame []byte, request uint64) (reply, error) {
 	notAcceptedUntil := time.Now().Add(notAcceptedBudget)
-	wait := replayPace
+	// 58's pause: replayPace doubling to notAcceptedPause, no jitter (one
+	// client's replays need no spreading; the budget bounds them).
+	notAccepted := backoff.ExponentialBackOff{InitialInterval: replayPace, Multiplier: 2, MaxInterval: notAcceptedPause}
+	notAccepted.Reset()
 	for {
 		if err := c.conn.WriteFrame(ctx, deadline, frame); err != nil {
 			c.dropConn()
@@ -216,10 +221,10 @@ func (c *Client) replay(ctx context.Context, deadline time.Time, frame []byte, r
 				return rep, fmt.Errorf("client: still not committed at the deadline: %w", err)
 			}
 		case code == wire.ErrTransientNotAccepted && transientChannel(err):
+			wait := notAccepted.NextBackOff()
 			if time.Now().Add(wait).After(notAcceptedUntil) || pause(ctx, deadline, wait) != nil {
 				return rep, err
 			}
-			wait = min(wait*2, notAcceptedPause)
 		default:
 			return rep, err
 		}

@@ -26,6 +26,7 @@ func NewMessage(payload []byte) wire.Message {
 // with XXH32(key) mod partitions_count. Both need the topic's partition
 // count, read with GetTopic and cached per topic; the cache is dropped on
 // S 3007 or S 20 and whenever this client changes partitions or topics.
+// With Options.ServerBalanced, Balanced goes to the server as is.
 // A topic without partitions fails locally with TopicIdNotFound. The
 // messages are sent as given (OriginTimestamp included); the batch is
 // encoded into a reused buffer, nothing is allocated per message.
@@ -39,11 +40,16 @@ func (c *Client) SendMessages(ctx context.Context, stream, topic wire.Identifier
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	key := topicKey{stream, topic}
-	partition, err := c.route(ctx, key, partitioning)
-	if err != nil {
-		return nil, err
+	target := partitioning
+	if !(partitioning.Kind == wire.PartitionBalanced && c.opts.ServerBalanced) {
+		partition, err := c.route(ctx, key, partitioning)
+		if err != nil {
+			return nil, err
+		}
+		target = wire.PartitionID(partition)
 	}
-	c.wbuf = wire.AppendSendMessagesHeader(append(c.wbuf[:0], zeroHeader[:]...), stream, topic, wire.PartitionID(partition), uint32(len(msgs)))
+	var err error
+	c.wbuf = wire.AppendSendMessagesHeader(append(c.wbuf[:0], zeroHeader[:]...), stream, topic, target, uint32(len(msgs)))
 	if c.wbuf, err = wire.AppendBatch(c.wbuf, msgs); err != nil {
 		return nil, err
 	}

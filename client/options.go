@@ -64,6 +64,13 @@ type Options struct {
 	// primary, and metadata writes on a backup are answered
 	// TransientNotAccepted.
 	StayOnNode bool
+	// ServerBalanced sends Balanced partitioning to the server as is, so
+	// the topic's server-side round-robin cursor (server-behaviour.md 5.1)
+	// picks the partition, instead of this client's own cursor
+	// (client-plane.md 14.2). A client's cursor starts at 0, so clients
+	// that each send once (one CLI invocation per message) would all land
+	// on partition 0; the server's cursor is shared by every connection.
+	ServerBalanced bool
 	// SDKName and SDKVersion travel in the login's ClientVersionInfo.
 	SDKName    string
 	SDKVersion string

@@ -46,4 +46,13 @@
 // Further choices: a type listed twice yields one entry; test.txt holds
 // exactly "test"; server_logs.txt concatenates the regular files of the log
 // directory, oldest modification first, without separators.
+//
+// # Why procfs.go still reads /proc by hand
+//
+// The process and thread tables of the snapshot copy ps and top: they need
+// proc(5)'s raw fields (pgrp, session, tty_nr, tpgid for ps's STAT flags,
+// tick counts, the state letter), which gopsutil's process API does not
+// expose (it reports states as words and times as float seconds).
+// github.com/prometheus/procfs, already in the module graph, parses those
+// fields and is the library to move to; that move is still to be made.
 package diag

@@ -196,20 +196,21 @@ func (l *Liveness) sendTo(peer uint8) {
 	}
 }
 
-// Step takes a NodeHeartbeat frame from a peer. A frame that does not
-// decode, or names another cluster or an unknown replica, is dropped.
-func (l *Liveness) Step(frame []byte) {
+// Step takes a NodeHeartbeat frame from a peer and reports which peer it
+// heard (ok false: dropped). A frame that does not decode, or names
+// another cluster or an unknown replica, is dropped.
+func (l *Liveness) Step(frame []byte) (from uint8, ok bool) {
 	m, err := wire.DecodeNodeHeartbeat(frame)
 	switch {
 	case err != nil:
 		l.drop("bad node heartbeat")
-		return
+		return 0, false
 	case m.Cluster != l.cfg.Cluster:
 		l.drop("node heartbeat of another cluster")
-		return
+		return 0, false
 	case int(m.Replica) >= len(l.peers) || m.Replica == l.cfg.Self:
 		l.drop("node heartbeat from an unknown replica")
-		return
+		return 0, false
 	}
 	p := &l.peers[m.Replica]
 	p.heard = l.now
@@ -226,6 +227,7 @@ func (l *Liveness) Step(frame []byte) {
 	for _, e := range m.Entries {
 		l.ready.Entries = append(l.ready.Entries, ReceivedQuiet{From: m.Replica, Group: e.Group, Kind: QuietKind(e.Kind), View: e.View, Commit: e.Commit})
 	}
+	return m.Replica, true
 }
 
 // Restarts is how many times peer was seen with a new incarnation.

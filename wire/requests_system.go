@@ -48,9 +48,30 @@ func (x GetSnapshot) Validate() error {
 }
 
 // GetClusterMetadata (12): empty body; not accepted before login (8.1.4).
-type GetClusterMetadata struct{ Empty }
+// LastHeard asks for iggynode's roster extension (ClusterMetadata.LastHeardUs):
+// the body is then the one byte RosterExtLastHeard, which the reference
+// server ignores like any trailing byte (2.9), answering the plain roster.
+type GetClusterMetadata struct{ LastHeard bool }
+
+// RosterExtLastHeard is the GetClusterMetadata body byte that asks for the
+// last-heard extension.
+const RosterExtLastHeard = 1
 
 func (GetClusterMetadata) Code() CommandCode { return CodeGetClusterMetadata }
+
+func (x GetClusterMetadata) AppendTo(b []byte) []byte {
+	if x.LastHeard {
+		b = append(b, RosterExtLastHeard)
+	}
+	return b
+}
+
+// Decode never fails: the body is empty for every first-party SDK, and
+// anything else is ignored except the extension byte.
+func (x *GetClusterMetadata) Decode(body []byte) error {
+	x.LastHeard = len(body) > 0 && body[0] == RosterExtLastHeard
+	return nil
+}
 
 // DescribeOptions (13): [scope u8], 1 topic, 2 stream, 3 user. A scope
 // outside 1..=3 fails to decode (11.1), which the server answers S 3.

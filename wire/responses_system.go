@@ -175,9 +175,18 @@ const MaxClusterNodes = 64
 // ClusterMetadata is GetClusterMetadata's reply (7.15). Its decoder applies
 // the Go SDK's limits (at most 64 nodes, role 0/1, status 0..=4) and, like
 // it, ignores trailing bytes.
+//
+// LastHeardUs is iggynode's extension, sent only to a request that asked
+// for it (GetClusterMetadata.LastHeard) and so never seen by a first-party
+// SDK: after the nodes, `[count: u32][last_heard_us: u64 x count]`, one
+// per node in roster order, when the answering node last heard from that
+// node (µs since the Unix epoch; its own entry is the time of the answer,
+// 0 = never heard or not tracked). A decoder takes it when the trailing
+// bytes are exactly that shape and ignores them otherwise.
 type ClusterMetadata struct {
-	Name  string
-	Nodes []ClusterNode
+	Name        string
+	Nodes       []ClusterNode
+	LastHeardUs []uint64
 }
 
 func (c ClusterMetadata) AppendTo(b []byte) []byte {
@@ -185,6 +194,12 @@ func (c ClusterMetadata) AppendTo(b []byte) []byte {
 	b = AppendU32(b, uint32(len(c.Nodes)))
 	for _, n := range c.Nodes {
 		b = n.AppendTo(b)
+	}
+	if c.LastHeardUs != nil {
+		b = AppendU32(b, uint32(len(c.LastHeardUs)))
+		for _, us := range c.LastHeardUs {
+			b = AppendU64(b, us)
+		}
 	}
 	return b
 }
@@ -198,6 +213,15 @@ func (c *ClusterMetadata) Decode(body []byte) error {
 			return
 		}
 		c.Nodes = respReadN(r, r.respFitCount("cluster nodes_count", n, minClusterNodeSize), (*ClusterNode).read)
+		if r.err == nil && r.Len() >= 4 && len(c.Nodes) > 0 {
+			rest := NewReader(r.Rest())
+			if k := rest.U32("last heard count"); int(k) == len(c.Nodes) && rest.Len() == 8*int(k) {
+				c.LastHeardUs = make([]uint64, k)
+				for i := range c.LastHeardUs {
+					c.LastHeardUs[i] = rest.U64("last heard")
+				}
+			}
+		}
 	})
 }
 

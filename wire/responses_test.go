@@ -828,3 +828,30 @@ func TestTopicOptionCatalog(t *testing.T) {
 		t.Fatal("TopicOptionCatalog shares its default bytes between calls")
 	}
 }
+
+// ClusterMetadata.LastHeardUs: iggynode's opt-in extension round-trips,
+// and a roster without it, or with trailing bytes of another shape, decodes
+// as the plain roster (7.15: trailing bytes are ignored).
+func TestClusterMetadataLastHeardExtension(t *testing.T) {
+	md := ClusterMetadata{Name: "c", Nodes: []ClusterNode{{Name: "a", IP: "x"}, {Name: "b", IP: "y", Status: NodeUnreachable}},
+		LastHeardUs: []uint64{7, 0}}
+	var got ClusterMetadata
+	if err := got.Decode(md.AppendTo(nil)); err != nil || !reflect.DeepEqual(got, md) {
+		t.Fatalf("round trip %+v, %v", got, err)
+	}
+	plain := md
+	plain.LastHeardUs = nil
+	for _, body := range [][]byte{plain.AppendTo(nil), append(plain.AppendTo(nil), 1, 2, 3, 4, 5)} {
+		got = ClusterMetadata{}
+		if err := got.Decode(body); err != nil || got.LastHeardUs != nil || len(got.Nodes) != 2 {
+			t.Fatalf("plain roster %+v, %v", got, err)
+		}
+	}
+	var req GetClusterMetadata
+	if b := (GetClusterMetadata{LastHeard: true}).AppendTo(nil); req.Decode(b) != nil || !req.LastHeard || len(b) != 1 {
+		t.Fatalf("request %x decodes as %+v", b, req)
+	}
+	if b := (GetClusterMetadata{}).AppendTo(nil); len(b) != 0 {
+		t.Fatalf("plain request body %x, want empty", b)
+	}
+}

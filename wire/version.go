@@ -22,9 +22,14 @@ const (
 	ProtocolVersion Version = 0x00002C00
 	// MinProtocolVersion is the lowest client version the server accepts.
 	MinProtocolVersion Version = 0x00002C00
-	// ServerVersion is the free-text build version the node reports.
-	ServerVersion = "0.9.0-iggynode"
-	// ServerSemver is ServerVersion as stats encode it: major*1e6+minor*1e3+patch.
+	// NodeVersion is iggynode's own release, unrelated to the protocol
+	// version above.
+	NodeVersion = "0.9.0"
+	// ServerVersion is the free-text build version the node reports at
+	// login and in stats: both numbers, labelled, so nobody reads the
+	// node's 0.9.0 as an Iggy release older than the protocol it speaks.
+	ServerVersion = "iggynode " + NodeVersion + " (Apache Iggy binary protocol 0.11.0)"
+	// ServerSemver is NodeVersion as stats encode it: major*1e6+minor*1e3+patch.
 	ServerSemver uint32 = 9000
 )
 

@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"iggynode/bench"
+	"iggynode/internal/version"
 )
 
 func main() {
@@ -49,6 +50,10 @@ func main() {
 }
 
 func run(args []string, out io.Writer) error {
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version") {
+		fmt.Fprintln(out, version.Line("iggy-bench"))
+		return nil
+	}
 	if len(args) > 0 && args[0] == "loginflood" {
 		return runLoginFlood(args[1:], out)
 	}
@@ -81,7 +86,7 @@ func run(args []string, out io.Writer) error {
 	timeout := fs.Duration("timeout", 10*time.Minute, "bound on the whole run")
 	useSink := fs.Bool("sink", false, "start the built-in sink on 127.0.0.1:0 and run against it")
 	jsonPath := fs.String("json", "", "write the report as JSON to this file")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(upstreamForm(fs, args)); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -165,4 +170,72 @@ func run(args []string, out io.Writer) error {
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// Upstream iggy-bench's command line is `iggy-bench [OPTIONS] BENCHMARK
+// [OPTIONS] TRANSPORT [OPTIONS]`, e.g. `iggy-bench pinned-producer
+// --producers 4 tcp --server-address 127.0.0.1:8090`. upstreamForm turns
+// that into this command's flags: the benchmark word into --workload, the
+// transport word into --transport, upstream's flag names into ours; the
+// --workload form is unchanged.
+var (
+	upstreamBenchmarks = map[string]string{
+		"pp": bench.WorkloadPinnedProducer, "pc": bench.WorkloadPinnedConsumer, "ppc": bench.WorkloadPinnedProducerAndConsumer,
+		"bp": bench.WorkloadBalancedProducer, "bcg": bench.WorkloadBalancedConsumerGroup,
+		"bpcg":  bench.WorkloadBalancedProducerAndConsumerGroup,
+		"e2epc": bench.WorkloadEndToEnd, "e2epcg": bench.WorkloadEndToEndGroup,
+	}
+	upstreamTransports = map[string]string{"tcp": "tcp", "quic": "quic", "ws": "ws", "websocket": "ws", "http": "http"}
+	upstreamFlags      = map[string]string{
+		"server-address": "address", "message-batches": "batches", "total-data": "total-size", "warmup-time": "warmup",
+	}
+)
+
+func upstreamForm(fs *flag.FlagSet, args []string) []string {
+	for _, w := range bench.Workloads() {
+		upstreamBenchmarks[w] = w
+	}
+	var flags, rest []string
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		if arg == "--" {
+			rest = append(rest, args[i+1:]...)
+			break
+		}
+		if !strings.HasPrefix(arg, "-") || arg == "-" {
+			if w, ok := upstreamBenchmarks[arg]; ok {
+				flags = append(flags, "--workload="+w)
+			} else if t, ok := upstreamTransports[arg]; ok {
+				flags = append(flags, "--transport="+t)
+			} else {
+				rest = append(rest, arg)
+			}
+			continue
+		}
+		name, value, inline := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+		if ours, ok := upstreamFlags[name]; ok {
+			name = ours
+		}
+		if inline {
+			flags = append(flags, "--"+name+"="+value)
+			continue
+		}
+		flags = append(flags, "--"+name)
+		if takesValue(fs, name) && i+1 < len(args) {
+			i++
+			flags = append(flags, args[i])
+		}
+	}
+	return append(flags, rest...)
+}
+
+// takesValue reports whether the flag name exists and is not a bool flag
+// (an unknown one is left for Parse to refuse).
+func takesValue(fs *flag.FlagSet, name string) bool {
+	f := fs.Lookup(name)
+	if f == nil {
+		return false
+	}
+	b, isBool := f.Value.(interface{ IsBoolFlag() bool })
+	return !isBool || !b.IsBoolFlag()
 }

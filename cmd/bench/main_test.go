@@ -63,3 +63,31 @@ func TestFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// Upstream iggy-bench's form: BENCHMARK [flags] TRANSPORT [flags], with
+// upstream's flag names, beside --workload.
+func TestUpstreamSubcommandForm(t *testing.T) {
+	var out strings.Builder
+	err := run([]string{"--message-size", "10", "pinned-producer", "--producers", "2", "--message-batches", "3",
+		"--messages-per-batch", "5", "tcp", "--server-address", "127.0.0.1:1", "--sink"}, &out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "workload pinned-producer: 2 producers, 0 consumers") || !strings.Contains(out.String(), "3 batches x 5 messages x 10 B") {
+		t.Errorf("report %s", out.String())
+	}
+	out.Reset()
+	if err := run([]string{"e2epcg", "--producers", "2", "--message-batches", "2", "--message-size", "10", "--messages-per-batch", "5", "tcp", "--sink"}, &out); err != nil {
+		t.Fatalf("e2epcg: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "end-to-end-producing-consumer-group: 2 producing consumers") {
+		t.Errorf("e2epcg report %s", out.String())
+	}
+	if err := run([]string{"no-such-benchmark", "tcp", "--sink"}, new(strings.Builder)); err == nil || !strings.Contains(err.Error(), "unexpected arguments") {
+		t.Errorf("unknown benchmark word: %v", err)
+	}
+	out.Reset()
+	if err := run([]string{"--version"}, &out); err != nil || !strings.Contains(out.String(), "protocol 0.11.0") {
+		t.Errorf("--version: %v %q", err, out.String())
+	}
+}

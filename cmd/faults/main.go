@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"iggynode/deploy/faults"
+	"iggynode/internal/version"
 )
 
 func main() {
@@ -28,7 +29,11 @@ func main() {
 	root := flag.String("root", ".", "repository root (where deploy/docker-compose.yml lives)")
 	list := flag.Bool("list", false, "list the experiments and exit")
 	timeout := flag.Duration("timeout", 5*time.Minute, "bound on each experiment")
+	showVersion := version.Flag(flag.CommandLine)
 	flag.Parse()
+	if version.Handled(showVersion, "faults", os.Stdout) {
+		return
+	}
 	if *list {
 		for _, e := range faults.Experiments {
 			fmt.Printf("%-18s %s\n", e.Name, e.Description)

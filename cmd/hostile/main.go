@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"iggynode/bench/hostile"
+	"iggynode/internal/version"
 )
 
 func main() {
@@ -28,7 +29,11 @@ func main() {
 	rounds := flag.Int("rounds", 1, "attacks in a row, each closing its connections before the next (memory reuse)")
 	verbose := flag.Bool("v", false, "show the build's and the node's output")
 	flag.Var(&env, "env", "KEY=VALUE for the node (repeatable), e.g. -env IGGY_LIMITS_LOGIN_TIMEOUT=0")
+	showVersion := version.Flag(flag.CommandLine)
 	flag.Parse()
+	if version.Handled(showVersion, "hostile", os.Stdout) {
+		return
+	}
 	var log io.Writer = io.Discard
 	if *verbose {
 		log = os.Stderr

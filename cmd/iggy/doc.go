@@ -27,32 +27,75 @@
 // --session-file, with mode 0600. Later commands use it for whatever the
 // flags do not say; explicit credential flags win over the stored token.
 //
+// # Contexts
+//
+//	iggy --address 10.0.0.5:8090 --username alice context create prod
+//	iggy context use prod        # later commands go to prod
+//	iggy context list            # * marks the active one
+//
+// As upstream's CLI: named settings in $XDG_CONFIG_HOME/iggy/contexts.toml,
+// the active name in active_context beside it. The active context fills
+// what the flags do not say; each context has its own session file
+// (session-NAME.json), so a token never travels to another context's
+// server. A stored token that a server refuses says to log in again.
+//
+// # Upstream's forms
+//
+// The commands, aliases, positional forms and flags of the reference `iggy`
+// CLI are accepted as its users type them; ours stay beside them where they
+// add something (--follow, --strategy/--value, QUIC and WebSocket, the
+// two-argument consumer-offset forms with --consumer/--group/--partition).
+// Global one-letter options (-q quiet, -d debug, -u username, -p password,
+// -t token, -n token-name, -o output) are taken before the command only,
+// as clap does upstream; after it, letters belong to the subcommand (message
+// send -p PARTITION -m KEY, poll -o OFFSET -m COUNT, user create -u STATUS).
+// Long global options work anywhere. A username given without a password
+// is asked for on a terminal; otherwise the defaults below apply. --quiet
+// prints nothing on stdout (errors still reach stderr); --debug[=FILE] logs
+// the connection settings (never secrets) and each command.
+//
 // # Commands
 //
-//	stream    create NAME [--option k=v] | get | list | update ID NAME | delete | purge
-//	topic     create STREAM NAME [-p N] [--option k=v]... | get | list | update | delete | purge
-//	partition create|delete STREAM TOPIC COUNT
-//	segment   delete STREAM TOPIC PARTITION COUNT
-//	message   send STREAM TOPIC [PAYLOAD...] [--file F] [--partition N | --key K] [--headers k=v]
-//	          poll STREAM TOPIC [--partition N] [--strategy offset|timestamp|first|last|next]
-//	               [--value V] [--count N] [--consumer C] [--auto-commit] [--follow]
-//	offset    get|store|delete STREAM TOPIC [OFFSET] [--consumer C] [--group] [--partition N]
-//	group     create|get|list|delete|join|leave|sync|poll
-//	user      create|get|list|update|delete|password|permissions
-//	pat       create NAME [--expiry 1h] | list | delete NAME
-//	client    list | get ID
-//	me, stats, snapshot --file F, cluster status, options [topic|stream|user]
+//	stream (s)    create (c) NAME | get (g) | list (l) [-l list] | update (u) ID NAME | delete (d) | purge (p)
+//	topic (t)     create (c) STREAM NAME [PARTITIONS COMPRESSION [EXPIRY...]] [-m MAX_SIZE] [-r N] [-p N] [--option k=v]...
+//	              update (u) STREAM TOPIC NAME [COMPRESSION [EXPIRY...]] | get | list | delete | purge
+//	partition (p) create (c) | delete (d) STREAM TOPIC COUNT
+//	segment (seg) delete (d) STREAM TOPIC PARTITION COUNT
+//	message (m)   send (s) STREAM TOPIC [MESSAGE...] [-p PARTITION | -m KEY] [-H key:kind:value,...]
+//	                   [--input-file F | --file F]
+//	              poll (p) STREAM TOPIC [PARTITION] [-o N | -f | -l | -n | --strategy S --value V]
+//	                   [-m COUNT] [-c CONSUMER] [-a] [-s] [--output-file F] [--follow]
+//	              flush (f) STREAM TOPIC PARTITION [-f]
+//	consumer-offset (o, offset)  get (g) | set (s, store) | delete (d)
+//	                   CONSUMER STREAM TOPIC PARTITION [OFFSET] [-k consumer|consumer-group]
+//	                   or STREAM TOPIC [OFFSET] [--consumer C] [--group] [--partition N]
+//	consumer-group (g, group)    create (c) | get (g) | list (l) | delete (d) | join | leave | sync | poll
+//	user (u)      create (c) NAME PASS [-u STATUS] [--perm ...] | get | list | delete | name (n) USER NAME
+//	              | status (s) USER STATUS | password (pwd) USER [CURRENT NEW] | permissions (p) | update
+//	pat           create (c) NAME [EXPIRY...] [-s] | list (l) | delete (d) NAME
+//	client (c)    list (l) | get (g) ID
+//	context (ctx) list (l) | use (u) NAME | create (c) NAME | delete (d) NAME
+//	session       login | logout | show;  login (li) [EXPIRY...], logout (lo)
+//	cluster       status | metadata (m): roles, health and when the node last heard each node
+//	me, stats, snapshot [--file F | -o DIR] [-c COMPRESSION] [-s TYPES], ping [-c N], options [topic|stream|user]
 //
 // Identifiers are numeric ids when they parse as a u32, names otherwise.
 // Options and headers given as key=value travel as String values; every
 // topic catalog key accepts a String form (client-plane.md 10.4; `iggy
-// options` prints the catalog). Send payloads come from the arguments, else
-// the lines of --file, else the lines of stdin (one message per non-empty
-// line), sent in batches of 1000, balanced across partitions unless
-// --partition or --key says otherwise. Polls read in batches of 1000,
-// continue by offset after the first batch, and with --follow keep tailing
-// until interrupted. A progress bar is drawn on stderr for sends and polls
-// of 2000 messages or more, only when stderr is a terminal.
+// options` prints the catalog). Typed headers (-H key:kind:value) travel in
+// their kind's encoding. Send payloads come from the arguments, else
+// --input-file (binary, as poll --output-file writes it: message batches
+// in the producer layout), else the lines of --file, else the lines of
+// stdin (one message per non-empty line), sent in batches of 1000,
+// balanced across partitions by the server's per-topic cursor (so one-shot
+// sends rotate, server-behaviour.md 5.1) unless -p or -m says otherwise.
+// Polls read in batches of 1000 (default count 10; 1 in upstream's form
+// with a PARTITION argument), continue by offset after the first batch,
+// and with --follow keep tailing until interrupted, in columns that stay
+// aligned. A progress bar is drawn on stderr for sends and polls of 2000
+// messages or more, only when stderr is a terminal. message flush reports
+// the server's answer: a VSR server has no unsaved buffer and answers
+// FeatureUnavailable.
 //
 // Permissions are written SCOPE=RIGHTS, repeatable:
 //

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -14,9 +15,11 @@ type offsetTarget struct {
 	consumer  string
 	group     bool
 	partition int64
+	kind      string
 }
 
 func (o *offsetTarget) register(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&o.kind, "kind", "k", "consumer", "upstream's form: consumer or consumer-group")
 	cmd.Flags().StringVar(&o.consumer, "consumer", "1", "consumer id or name")
 	cmd.Flags().BoolVar(&o.group, "group", false, "the consumer is a consumer group")
 	cmd.Flags().Int64Var(&o.partition, "partition", 0, "partition id (-1: none, the group's own)")
@@ -38,66 +41,116 @@ func (o *offsetTarget) parse() (wire.Consumer, wire.OptionalPartition, error) {
 	return cons, part, nil
 }
 
+// offsetArgs reads a consumer-offset command's arguments in either form:
+// upstream's CONSUMER STREAM TOPIC PARTITION [OFFSET] (with -k/--kind
+// consumer|consumer-group), or ours, STREAM TOPIC [OFFSET] with
+// --consumer, --group and --partition. extra is 1 for the OFFSET of set.
+func (o *offsetTarget) args(args []string, extra int) (wire.Consumer, wire.Identifier, wire.Identifier, wire.OptionalPartition, []string, error) {
+	fail := func(err error) (wire.Consumer, wire.Identifier, wire.Identifier, wire.OptionalPartition, []string, error) {
+		return wire.Consumer{}, wire.Identifier{}, wire.Identifier{}, wire.OptionalPartition{}, nil, err
+	}
+	if len(args) == 4+extra { // upstream's form
+		o.consumer = args[0]
+		switch strings.ToLower(o.kind) {
+		case "consumer":
+		case "consumer-group", "consumer_group", "group":
+			o.group = true
+		default:
+			return fail(fmt.Errorf("--kind must be consumer or consumer-group, not %q", o.kind))
+		}
+		p, err := parseU32(args[3])
+		if err != nil {
+			return fail(fmt.Errorf("partition: %w", err))
+		}
+		o.partition = int64(p)
+		args = append(args[1:3:3], args[4:]...)
+	} else if len(args) != 2+extra {
+		return fail(fmt.Errorf("want CONSUMER STREAM TOPIC PARTITION%s or STREAM TOPIC%s with flags",
+			strings.Repeat(" OFFSET", extra), strings.Repeat(" OFFSET", extra)))
+	}
+	id, err := ids(args[:2])
+	if err != nil {
+		return fail(err)
+	}
+	cons, part, err := o.parse()
+	if err != nil {
+		return fail(err)
+	}
+	return cons, id[0], id[1], part, args[2:], nil
+}
+
 func (a *app) offsetCommand() *cobra.Command {
-	var getT, storeT, delT offsetTarget
-	get := a.verb("get STREAM TOPIC", "Show a consumer's stored offset", 2, 2, func(id []wire.Identifier, _ []string) error {
-		cons, part, err := getT.parse()
-		if err != nil {
-			return err
-		}
-		c, err := a.connect()
-		if err != nil {
-			return err
-		}
-		off, err := c.GetConsumerOffset(a.ctx, cons, id[0], id[1], part)
-		if err != nil {
-			return err
-		}
-		return a.print(off, func(t *table) {
-			if off == nil {
-				t.row("no stored offset")
-				return
+	var getT, setT, delT offsetTarget
+	get := &cobra.Command{
+		Use: "get CONSUMER STREAM TOPIC PARTITION | get STREAM TOPIC", Short: "Show a consumer's stored offset",
+		Aliases: []string{"g"}, Args: cobra.RangeArgs(2, 4),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cons, stream, topic, part, _, err := getT.args(args, 0)
+			if err != nil {
+				return err
 			}
-			t.row("PARTITION", "CURRENT OFFSET", "STORED OFFSET")
-			t.row(off.PartitionID, off.CurrentOffset, off.StoredOffset)
-		})
-	})
+			c, err := a.connect()
+			if err != nil {
+				return err
+			}
+			off, err := c.GetConsumerOffset(a.ctx, cons, stream, topic, part)
+			if err != nil {
+				return err
+			}
+			return a.print(off, func(t *table) {
+				if off == nil {
+					t.row("no stored offset")
+					return
+				}
+				t.row("PARTITION", "CURRENT OFFSET", "STORED OFFSET")
+				t.row(off.PartitionID, off.CurrentOffset, off.StoredOffset)
+			})
+		},
+	}
 	getT.register(get)
-	store := a.verb("store STREAM TOPIC OFFSET", "Store a consumer's offset", 3, 2, func(id []wire.Identifier, args []string) error {
-		cons, part, err := storeT.parse()
-		if err != nil {
-			return err
-		}
-		n, err := parseU64(args[2])
-		if err != nil {
-			return err
-		}
-		c, err := a.connect()
-		if err != nil {
-			return err
-		}
-		if err := c.StoreConsumerOffset(a.ctx, cons, id[0], id[1], part, n, wire.AckQuorum); err != nil {
-			return err
-		}
-		return a.printDone("offset stored", map[string]any{"offset": n})
-	})
-	storeT.register(store)
-	del := a.verb("delete STREAM TOPIC", "Delete a consumer's stored offset", 2, 2, func(id []wire.Identifier, _ []string) error {
-		cons, part, err := delT.parse()
-		if err != nil {
-			return err
-		}
-		c, err := a.connect()
-		if err != nil {
-			return err
-		}
-		if err := c.DeleteConsumerOffset(a.ctx, cons, id[0], id[1], part, wire.AckQuorum); err != nil {
-			return err
-		}
-		return a.printDone("offset deleted", nil)
-	})
+	set := &cobra.Command{
+		Use: "set CONSUMER STREAM TOPIC PARTITION OFFSET | set STREAM TOPIC OFFSET", Short: "Store a consumer's offset",
+		Aliases: []string{"s", "store"}, Args: cobra.RangeArgs(3, 5),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cons, stream, topic, part, rest, err := setT.args(args, 1)
+			if err != nil {
+				return err
+			}
+			n, err := parseU64(rest[0])
+			if err != nil {
+				return err
+			}
+			c, err := a.connect()
+			if err != nil {
+				return err
+			}
+			if err := c.StoreConsumerOffset(a.ctx, cons, stream, topic, part, n, wire.AckQuorum); err != nil {
+				return err
+			}
+			return a.printDone("offset stored", map[string]any{"offset": n})
+		},
+	}
+	setT.register(set)
+	del := &cobra.Command{
+		Use: "delete CONSUMER STREAM TOPIC PARTITION | delete STREAM TOPIC", Short: "Delete a consumer's stored offset",
+		Aliases: []string{"d"}, Args: cobra.RangeArgs(2, 4),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cons, stream, topic, part, _, err := delT.args(args, 0)
+			if err != nil {
+				return err
+			}
+			c, err := a.connect()
+			if err != nil {
+				return err
+			}
+			if err := c.DeleteConsumerOffset(a.ctx, cons, stream, topic, part, wire.AckQuorum); err != nil {
+				return err
+			}
+			return a.printDone("offset deleted", nil)
+		},
+	}
 	delT.register(del)
-	return noun("offset", "Manage consumer offsets", get, store, del)
+	return alias(noun("consumer-offset", "Manage consumer offsets", get, set, del), "o", "offset")
 }
 
 func (a *app) groupCommand() *cobra.Command {
@@ -143,22 +196,22 @@ func (a *app) groupCommand() *cobra.Command {
 			return a.printDone(verb, map[string]any{"stream": args[0], "topic": args[1], "group": args[2]})
 		}
 	}
-	return noun("group", "Manage consumer groups",
-		a.clientVerb("create STREAM TOPIC NAME", "Create a consumer group", 3, 2, func(c *client.Client, id []wire.Identifier, args []string) error {
+	return alias(noun("consumer-group", "Manage consumer groups",
+		alias(a.clientVerb("create STREAM TOPIC NAME", "Create a consumer group", 3, 2, func(c *client.Client, id []wire.Identifier, args []string) error {
 			g, err := c.CreateConsumerGroup(a.ctx, id[0], id[1], args[2])
 			if err != nil {
 				return err
 			}
 			return a.printGroup(g)
-		}),
-		a.clientVerb("get STREAM TOPIC GROUP", "Show a consumer group and its members", 3, 3, func(c *client.Client, id []wire.Identifier, _ []string) error {
+		}), "c"),
+		alias(a.clientVerb("get STREAM TOPIC GROUP", "Show a consumer group and its members", 3, 3, func(c *client.Client, id []wire.Identifier, _ []string) error {
 			g, err := c.GetConsumerGroup(a.ctx, id[0], id[1], id[2])
 			if err != nil {
 				return err
 			}
 			return a.printGroup(g)
-		}),
-		a.clientVerb("list STREAM TOPIC", "List the consumer groups of a topic", 2, 2, func(c *client.Client, id []wire.Identifier, _ []string) error {
+		}), "g"),
+		alias(a.listing(a.clientVerb("list STREAM TOPIC", "List the consumer groups of a topic", 2, 2, func(c *client.Client, id []wire.Identifier, _ []string) error {
 			list, err := c.GetConsumerGroups(a.ctx, id[0], id[1])
 			if err != nil {
 				return err
@@ -169,14 +222,14 @@ func (a *app) groupCommand() *cobra.Command {
 					t.row(g.ID, g.Name, g.PartitionsCount, g.MembersCount)
 				}
 			})
-		}),
-		a.verb("delete STREAM TOPIC GROUP", "Delete a consumer group", 3, 3, membership("group deleted", func(s, t, g wire.Identifier) error {
+		})), "l"),
+		alias(a.verb("delete STREAM TOPIC GROUP", "Delete a consumer group", 3, 3, membership("group deleted", func(s, t, g wire.Identifier) error {
 			c, err := a.connect()
 			if err != nil {
 				return err
 			}
 			return c.DeleteConsumerGroup(a.ctx, s, t, g)
-		})),
+		})), "d"),
 		a.verb("join STREAM TOPIC GROUP", "Join a consumer group (for this connection)", 3, 3, membership("joined", func(s, t, g wire.Identifier) error {
 			c, err := a.connect()
 			if err != nil {
@@ -202,7 +255,7 @@ func (a *app) groupCommand() *cobra.Command {
 			})
 		}),
 		poll,
-	)
+	), "g", "group")
 }
 
 func (a *app) printGroup(g *wire.ConsumerGroupDetails) error {

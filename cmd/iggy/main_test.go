@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -446,7 +447,7 @@ func TestSystemCommands(t *testing.T) {
 		t.Fatalf("snapshot %v: %d bytes, err %v", snap, len(b), err)
 	}
 	contains(t, "snapshot", e.ok("snapshot", "--file", zip, "--types", "4"), "Wrote", zip)
-	contains(t, "snapshot without file", e.fails("snapshot"), "--file is required")
+	contains(t, "snapshot without file", e.fails("snapshot"), "--file or --out-dir is required")
 
 	var meta wire.ClusterMetadata
 	e.okJSON(&meta, "cluster", "status")
@@ -629,5 +630,26 @@ func TestDescribeError(t *testing.T) {
 		if got := describeError(tc.err); got != tc.want {
 			t.Errorf("describeError(%v) = %q, want %q", tc.err, got, tc.want)
 		}
+	}
+}
+
+// server-behaviour.md 5.1: Balanced sends rotate over the topic's
+// partitions even when each send is its own CLI process (its own
+// connection and client): four sends on three partitions hit all three.
+func TestBalancedSendsFromSeparateInvocationsRotate(t *testing.T) {
+	e := newEnv(t)
+	e.ok("stream", "create", "rr")
+	e.ok("topic", "create", "rr", "t", "--partitions", "3")
+	var hit []uint32
+	for i := range 4 {
+		var confs wire.SendConfirmations
+		e.okJSON(&confs, "message", "send", "rr", "t", "m"+strconv.Itoa(i))
+		if len(confs) != 1 {
+			t.Fatalf("send %d: confirmations %+v", i, confs)
+		}
+		hit = append(hit, confs[0].PartitionID)
+	}
+	if want := []uint32{0, 1, 2, 0}; !slices.Equal(hit, want) {
+		t.Fatalf("balanced sends went to partitions %v, want %v", hit, want)
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 	"unicode/utf8"
 
@@ -56,54 +56,68 @@ func readLines(r io.Reader) ([][]byte, error) {
 }
 
 func (a *app) messageCommand() *cobra.Command {
-	return noun("message", "Send and poll messages", a.sendCommand(), a.pollCommand())
+	return alias(noun("message", "Send, poll and flush messages",
+		alias(a.sendCommand(), "s"), alias(a.pollCommand(), "p"), alias(a.flushCommand(), "f")), "m")
 }
 
 func (a *app) sendCommand() *cobra.Command {
 	var partition int64
-	var key, file string
+	var key, file, inputFile string
 	var headers []string
 	cmd := &cobra.Command{
-		Use:   "send STREAM TOPIC [PAYLOAD...]",
-		Short: "Send messages: the PAYLOAD arguments, else the lines of --file, else the lines of stdin",
+		Use:   "send STREAM TOPIC [MESSAGE...]",
+		Short: "Send messages: the MESSAGE arguments, else --input-file, else the lines of --file, else the lines of stdin",
 		Args:  cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := ids(args[:2])
 			if err != nil {
 				return err
 			}
-			hdrs, err := parseKeyValues(headers)
+			hdrs, err := parseHeaders(headers)
 			if err != nil {
 				return err
 			}
-			var payloads [][]byte
+			var msgs []wire.Message
 			switch {
 			case len(args) > 2:
 				for _, p := range args[2:] {
-					payloads = append(payloads, []byte(p))
+					msgs = append(msgs, client.NewMessage([]byte(p)))
 				}
-			case file != "":
-				f, err := os.Open(file)
-				if err != nil {
-					return err
-				}
-				payloads, err = readLines(f)
-				f.Close()
-				if err != nil {
+			case inputFile != "":
+				if msgs, err = readMessageFile(inputFile); err != nil {
 					return err
 				}
 			default:
-				if payloads, err = readLines(a.in); err != nil {
+				var payloads [][]byte
+				if file != "" {
+					f, err := os.Open(file)
+					if err != nil {
+						return err
+					}
+					payloads, err = readLines(f)
+					f.Close()
+					if err != nil {
+						return err
+					}
+				} else if payloads, err = readLines(a.in); err != nil {
 					return err
 				}
+				for _, p := range payloads {
+					msgs = append(msgs, client.NewMessage(p))
+				}
 			}
-			if len(payloads) == 0 {
+			if len(msgs) == 0 {
 				return fmt.Errorf("no messages to send")
+			}
+			if len(hdrs) > 0 {
+				for i := range msgs {
+					msgs[i].Headers = append(slices.Clone(msgs[i].Headers), hdrs...)
+				}
 			}
 			part := wire.Balanced()
 			switch {
 			case key != "" && partition >= 0:
-				return fmt.Errorf("--key and --partition are exclusive")
+				return fmt.Errorf("--message-key and --partition-id are exclusive")
 			case key != "":
 				part = wire.MessagesKey([]byte(key))
 			case partition >= 0:
@@ -114,25 +128,19 @@ func (a *app) sendCommand() *cobra.Command {
 				return err
 			}
 			var bar *progressbar.ProgressBar
-			if len(payloads) >= progressThreshold {
-				bar = a.progress(int64(len(payloads)), "sending")
+			if len(msgs) >= progressThreshold {
+				bar = a.progress(int64(len(msgs)), "sending")
 			}
 			var confs wire.SendConfirmations
-			for start := 0; start < len(payloads); start += sendBatch {
-				end := min(start+sendBatch, len(payloads))
-				msgs := make([]wire.Message, 0, end-start)
-				for _, p := range payloads[start:end] {
-					m := client.NewMessage(p)
-					m.Headers = wire.UserHeaders(hdrs)
-					msgs = append(msgs, m)
-				}
-				got, err := c.SendMessages(a.ctx, id[0], id[1], part, msgs)
+			for start := 0; start < len(msgs); start += sendBatch {
+				chunk := msgs[start:min(start+sendBatch, len(msgs))]
+				got, err := c.SendMessages(a.ctx, id[0], id[1], part, chunk)
 				if err != nil {
 					return err
 				}
 				confs = append(confs, got...)
 				if bar != nil {
-					_ = bar.Add(len(msgs))
+					_ = bar.Add(len(chunk))
 				}
 			}
 			if bar != nil {
@@ -143,37 +151,103 @@ func (a *app) sendCommand() *cobra.Command {
 				for _, cf := range confs {
 					t.row(cf.StreamID, cf.TopicID, cf.PartitionID, cf.BaseOffset)
 				}
-				t.row(fmt.Sprintf("sent %d messages", len(payloads)))
+				t.row(fmt.Sprintf("sent %d messages", len(msgs)))
 			})
 		},
 	}
-	cmd.Flags().Int64Var(&partition, "partition", -1, "partition id (default: balanced)")
-	cmd.Flags().StringVar(&key, "key", "", "partition by this message key")
-	cmd.Flags().StringVar(&file, "file", "", "read payloads from this file, one per line")
-	cmd.Flags().StringArrayVar(&headers, "headers", nil, "user header key=value (String), repeatable")
+	f := cmd.Flags()
+	f.Int64VarP(&partition, "partition-id", "p", -1, "partition id (default: balanced)")
+	f.Int64Var(&partition, "partition", -1, "same as --partition-id")
+	f.StringVarP(&key, "message-key", "m", "", "partition by this message key")
+	f.StringVar(&key, "key", "", "same as --message-key")
+	f.StringVar(&file, "file", "", "read payloads from this text file, one per line")
+	f.StringVar(&inputFile, "input-file", "", "send the messages of this binary file (written by message poll --output-file)")
+	f.StringArrayVarP(&headers, "headers", "H", nil, "user header key:kind:value (kinds: raw, string, bool, int8..int128, uint8..uint128, float32, float64), comma separated or repeated; key=value is a String")
 	return cmd
 }
 
-// pollFlags are shared by `message poll` and `group poll`.
+func (a *app) flushCommand() *cobra.Command {
+	var fsync bool
+	cmd := a.verb("flush STREAM TOPIC PARTITION", "Flush a partition's unsaved messages to disk", 3, 2, func(id []wire.Identifier, args []string) error {
+		partition, err := parseU32(args[2])
+		if err != nil {
+			return err
+		}
+		c, err := a.connect()
+		if err != nil {
+			return err
+		}
+		// A VSR server stores every message as it commits, so there is never
+		// a buffer to flush; it answers FeatureUnavailable (client-plane.md
+		// 8.4.3), which is reported like any server error.
+		if err := c.FlushUnsavedBuffer(a.ctx, id[0], id[1], partition, fsync); err != nil {
+			return err
+		}
+		return a.printDone("flushed", map[string]any{"stream": args[0], "topic": args[1], "partition": partition})
+	})
+	cmd.Flags().BoolVarP(&fsync, "fsync", "f", false, "also fsync the partition's files")
+	return cmd
+}
+
+// pollFlags are shared by `message poll` and `group poll`: upstream's
+// -o/--offset, -f/--first, -l/--last, -n/--next, -m/--message-count and
+// -a/--auto-commit, beside ours (--strategy/--value, --count, --follow).
 type pollFlags struct {
-	strategy   string
-	value      uint64
-	count      uint32
-	autoCommit bool
-	follow     bool
+	strategy    string
+	value       uint64
+	offset      uint64
+	first       bool
+	last        bool
+	next        bool
+	count       uint32
+	autoCommit  bool
+	follow      bool
+	showHeaders bool
+	outputFile  string
+	cmd         *cobra.Command
 }
 
 func (p *pollFlags) register(cmd *cobra.Command, defaultStrategy string) {
-	cmd.Flags().StringVar(&p.strategy, "strategy", defaultStrategy, "offset, timestamp, first, last or next")
-	cmd.Flags().Uint64Var(&p.value, "value", 0, "offset, or timestamp in µs, for those strategies")
-	cmd.Flags().Uint32Var(&p.count, "count", 10, "number of messages")
-	cmd.Flags().BoolVar(&p.autoCommit, "auto-commit", false, "store the consumer offset after polling")
-	cmd.Flags().BoolVarP(&p.follow, "follow", "f", false, "keep polling new messages until interrupted")
+	p.cmd = cmd
+	f := cmd.Flags()
+	f.StringVar(&p.strategy, "strategy", defaultStrategy, "offset, timestamp, first, last or next")
+	f.Uint64Var(&p.value, "value", 0, "offset, or timestamp in µs, for those strategies")
+	f.Uint64VarP(&p.offset, "offset", "o", 0, "poll from this offset (strategy offset)")
+	f.BoolVarP(&p.first, "first", "f", false, "poll from the first message")
+	f.BoolVarP(&p.last, "last", "l", false, "poll the last messages")
+	f.BoolVarP(&p.next, "next", "n", false, "poll after the consumer's stored offset")
+	f.Uint32VarP(&p.count, "message-count", "m", 10, "number of messages (1 by default in upstream's form with a PARTITION argument)")
+	f.Uint32Var(&p.count, "count", 10, "same as --message-count")
+	f.BoolVarP(&p.autoCommit, "auto-commit", "a", false, "store the consumer offset after polling")
+	f.BoolVar(&p.follow, "follow", false, "keep polling new messages until interrupted")
+	f.BoolVarP(&p.showHeaders, "show-headers", "s", false, "show each message's user headers")
+	f.StringVar(&p.outputFile, "output-file", "", "write the polled messages to this binary file (message send --input-file reads it)")
 }
+
+func (p *pollFlags) changed(name string) bool { return p.cmd.Flags().Changed(name) }
 
 func (p *pollFlags) parse() (wire.PollingStrategy, error) {
 	if p.count == 0 {
-		return wire.PollingStrategy{}, fmt.Errorf("--count must be at least 1")
+		return wire.PollingStrategy{}, fmt.Errorf("--message-count must be at least 1")
+	}
+	picked := 0
+	for _, name := range []string{"strategy", "offset", "first", "last", "next"} {
+		if p.changed(name) {
+			picked++
+		}
+	}
+	if picked > 1 {
+		return wire.PollingStrategy{}, fmt.Errorf("--offset, --first, --last, --next and --strategy are exclusive")
+	}
+	switch {
+	case p.changed("offset"):
+		return wire.OffsetStrategy(p.offset), nil
+	case p.first:
+		return wire.FirstStrategy(), nil
+	case p.last:
+		return wire.LastStrategy(), nil
+	case p.next:
+		return wire.NextStrategy(), nil
 	}
 	switch strings.ToLower(p.strategy) {
 	case "offset":
@@ -223,33 +297,49 @@ func (a *app) pollLoop(p *pollFlags, forward bool, fetch func(wire.PollingStrate
 	if !p.follow && p.count >= progressThreshold {
 		bar = a.progress(int64(p.count), "polling")
 	}
+	var file *os.File
+	if p.outputFile != "" {
+		if file, err = os.OpenFile(p.outputFile, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600); err != nil {
+			return err
+		}
+		defer file.Close()
+	}
 	var all []polledView
 	asJSON := a.output == "json"
-	tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
-	if !asJSON {
-		fmt.Fprintln(tw, "PARTITION\tOFFSET\tTIMESTAMP\tID\tPAYLOAD")
+	rows := newRowWriter(a.out)
+	head := []string{"PARTITION", "OFFSET", "TIMESTAMP", "ID", "PAYLOAD"}
+	if p.showHeaders {
+		head = append(head, "HEADERS")
 	}
 	lines := json.NewEncoder(a.out)
-	emit := func(vs []polledView) {
+	emit := func(vs []polledView) error {
+		if file != nil {
+			return appendMessageFile(file, vs)
+		}
 		if asJSON && p.follow {
 			// One JSON object per line: a stream has no end to close an array at.
 			for _, v := range vs {
 				_ = lines.Encode(v)
 			}
-			return
+			return nil
 		}
 		if asJSON {
 			all = append(all, vs...)
-			return
+			return nil
 		}
 		for _, v := range vs {
 			payload := v.Text
 			if payload == "" && len(v.Payload) > 0 {
 				payload = fmt.Sprintf("0x%x", v.Payload)
 			}
-			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\n", v.Partition, v.Offset, micros(v.Timestamp), v.ID, payload)
+			row := []string{fmt.Sprint(v.Partition), fmt.Sprint(v.Offset), micros(v.Timestamp), v.ID.String(), payload}
+			if p.showHeaders {
+				row = append(row, headersText(v.Headers))
+			}
+			rows.add(head, row)
 		}
-		_ = tw.Flush() // per batch, so --follow shows messages as they come
+		rows.flush() // per batch, so --follow shows messages as they come
+		return nil
 	}
 	got := uint32(0)
 	for p.follow || got < p.count {
@@ -269,7 +359,9 @@ func (a *app) pollLoop(p *pollFlags, forward bool, fetch func(wire.PollingStrate
 		for i, m := range msgs {
 			vs[i] = view(polled.PartitionID, m)
 		}
-		emit(vs)
+		if err := emit(vs); err != nil {
+			return err
+		}
 		got += uint32(len(msgs))
 		if bar != nil {
 			_ = bar.Add(len(msgs))
@@ -280,7 +372,7 @@ func (a *app) pollLoop(p *pollFlags, forward bool, fetch func(wire.PollingStrate
 			}
 			select {
 			case <-a.ctx.Done():
-				return a.finishPoll(p, all, bar)
+				return a.finishPoll(p, all, bar, got)
 			case <-time.After(followInterval):
 			}
 			continue
@@ -289,12 +381,16 @@ func (a *app) pollLoop(p *pollFlags, forward bool, fetch func(wire.PollingStrate
 			strategy = wire.OffsetStrategy(msgs[len(msgs)-1].Offset + 1)
 		}
 	}
-	return a.finishPoll(p, all, bar)
+	return a.finishPoll(p, all, bar, got)
 }
 
-func (a *app) finishPoll(p *pollFlags, all []polledView, bar *progressbar.ProgressBar) error {
+func (a *app) finishPoll(p *pollFlags, all []polledView, bar *progressbar.ProgressBar, got uint32) error {
 	if bar != nil {
 		_ = bar.Finish()
+	}
+	if p.outputFile != "" {
+		return a.print(map[string]any{"file": p.outputFile, "messages": got},
+			func(t *table) { t.row(fmt.Sprintf("stored %d messages in %s", got, p.outputFile)) })
 	}
 	if a.output == "json" && !p.follow {
 		if all == nil {
@@ -310,13 +406,21 @@ func (a *app) pollCommand() *cobra.Command {
 	var partition uint32
 	var consumer string
 	cmd := &cobra.Command{
-		Use:   "poll STREAM TOPIC",
-		Short: "Poll messages from a partition",
-		Args:  cobra.ExactArgs(2),
+		Use:   "poll STREAM TOPIC [PARTITION]",
+		Short: "Poll messages from a partition (PARTITION, else --partition, else 0)",
+		Args:  cobra.RangeArgs(2, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := ids(args)
+			id, err := ids(args[:2])
 			if err != nil {
 				return err
+			}
+			if len(args) == 3 {
+				if partition, err = parseU32(args[2]); err != nil {
+					return fmt.Errorf("partition: %w", err)
+				}
+				if !p.changed("message-count") && !p.changed("count") {
+					p.count = 1 // upstream's default
+				}
 			}
 			cons, err := parseIdentifier(consumer)
 			if err != nil {
@@ -332,7 +436,7 @@ func (a *app) pollCommand() *cobra.Command {
 		},
 	}
 	p.register(cmd, "first")
-	cmd.Flags().Uint32Var(&partition, "partition", 0, "partition id")
-	cmd.Flags().StringVar(&consumer, "consumer", "1", "consumer id or name")
+	cmd.Flags().Uint32Var(&partition, "partition", 0, "partition id (or the third argument)")
+	cmd.Flags().StringVarP(&consumer, "consumer", "c", "1", "consumer id or name")
 	return cmd
 }

@@ -33,6 +33,22 @@ func (a *app) print(v any, fill func(*table)) error {
 	}
 	var t table
 	fill(&t)
+	if a.listMode == "list" && len(t.rows) > 0 {
+		// Upstream's list mode: one line per row, each cell named by the
+		// header above it.
+		head := t.rows[0]
+		for _, r := range t.rows[1:] {
+			cells := make([]string, 0, len(r))
+			for i, c := range r {
+				if i < len(head) {
+					c = head[i] + ": " + c
+				}
+				cells = append(cells, c)
+			}
+			fmt.Fprintln(a.out, strings.Join(cells, ", "))
+		}
+		return nil
+	}
 	w := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
 	for _, r := range t.rows {
 		fmt.Fprintln(w, strings.Join(r, "\t"))
@@ -49,9 +65,11 @@ func (a *app) printDone(what string, fields map[string]any) error {
 	return a.print(fields, func(t *table) { t.row(what) })
 }
 
-// micros renders a µs-since-epoch timestamp; 0 stays "-".
+// micros renders a µs-since-epoch timestamp; 0 stays "-", and so does 1:
+// the root user's created_at is that fixed sentinel (server-behaviour.md
+// 2.1.4, identical on every replica), not a time in 1970.
 func micros(us uint64) string {
-	if us == 0 {
+	if us <= rootCreatedAtSentinel {
 		return "-"
 	}
 	return time.UnixMicro(int64(us)).UTC().Format(time.RFC3339)
@@ -70,6 +88,9 @@ func size(n uint64) string {
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
+
+// rootCreatedAtSentinel is the root user's created_at.
+const rootCreatedAtSentinel = 1
 
 // optionValue renders a TLV value by its kind.
 func optionValue(kind wire.HeaderKind, v []byte) string {

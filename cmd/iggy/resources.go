@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -23,6 +24,18 @@ func noun(use, short string, verbs ...*cobra.Command) *cobra.Command {
 	}
 	c.AddCommand(verbs...)
 	return c
+}
+
+// alias gives a command upstream's short names (s, t, c, d, ...).
+func alias(cmd *cobra.Command, names ...string) *cobra.Command {
+	cmd.Aliases = append(cmd.Aliases, names...)
+	return cmd
+}
+
+// listing adds upstream's -l/--list-mode table|list to a list command.
+func (a *app) listing(cmd *cobra.Command) *cobra.Command {
+	cmd.Flags().StringVarP(&a.listMode, "list-mode", "l", "table", "table, or list: one \"HEADER: value, ...\" line per row")
+	return cmd
 }
 
 // verb builds a subcommand taking exactly n arguments, the first k of which
@@ -89,16 +102,16 @@ func (a *app) streamCommand() *cobra.Command {
 			}
 			return a.printDone("stream updated", map[string]any{"stream": args[0]})
 		})
-	return noun("stream", "Manage streams",
-		create, update,
-		a.clientVerb("get STREAM", "Show a stream and its topics", 1, 1, func(c *client.Client, id []wire.Identifier, _ []string) error {
+	return alias(noun("stream", "Manage streams",
+		alias(create, "c"), alias(update, "u"),
+		alias(a.clientVerb("get STREAM", "Show a stream and its topics", 1, 1, func(c *client.Client, id []wire.Identifier, _ []string) error {
 			s, err := c.GetStream(a.ctx, id[0])
 			if err != nil {
 				return err
 			}
 			return a.printStream(s)
-		}),
-		a.clientVerb("list", "List streams", 0, 0, func(c *client.Client, _ []wire.Identifier, _ []string) error {
+		}), "g"),
+		alias(a.listing(a.clientVerb("list", "List streams", 0, 0, func(c *client.Client, _ []wire.Identifier, _ []string) error {
 			list, err := c.GetStreams(a.ctx)
 			if err != nil {
 				return err
@@ -109,20 +122,20 @@ func (a *app) streamCommand() *cobra.Command {
 					t.row(s.ID, s.Name, s.TopicsCount, s.MessagesCount, size(s.SizeBytes), micros(s.CreatedAt))
 				}
 			})
-		}),
-		a.clientVerb("delete STREAM", "Delete a stream", 1, 1, func(c *client.Client, id []wire.Identifier, args []string) error {
+		})), "l"),
+		alias(a.clientVerb("delete STREAM", "Delete a stream", 1, 1, func(c *client.Client, id []wire.Identifier, args []string) error {
 			if err := c.DeleteStream(a.ctx, id[0]); err != nil {
 				return err
 			}
 			return a.printDone("stream deleted", map[string]any{"stream": args[0]})
-		}),
-		a.clientVerb("purge STREAM", "Delete every message of a stream", 1, 1, func(c *client.Client, id []wire.Identifier, args []string) error {
+		}), "d"),
+		alias(a.clientVerb("purge STREAM", "Delete every message of a stream", 1, 1, func(c *client.Client, id []wire.Identifier, args []string) error {
 			if err := c.PurgeStream(a.ctx, id[0]); err != nil {
 				return err
 			}
 			return a.printDone("stream purged", map[string]any{"stream": args[0]})
-		}),
-	)
+		}), "p"),
+	), "s")
 }
 
 func (a *app) printStream(s *wire.StreamDetails) error {
@@ -144,34 +157,80 @@ func (a *app) printStream(s *wire.StreamDetails) error {
 	})
 }
 
+// topicSettings are upstream's positional and flag forms of a topic's
+// settings (topic create STREAM NAME PARTITIONS COMPRESSION [EXPIRY...],
+// -m MAX_TOPIC_SIZE, -r REPLICATION_FACTOR), turned into the catalog's
+// String options (client-plane.md 10.4), which the server parses.
+type topicSettings struct {
+	maxSize     string
+	replication uint8
+}
+
+func (ts *topicSettings) register(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&ts.maxSize, "max-topic-size", "m", "", "max topic size, e.g. 10GB or unlimited")
+	// Every partition is replicated by every node of the cluster (VSR): the
+	// factor is accepted for upstream's scripts and not used.
+	cmd.Flags().Uint8VarP(&ts.replication, "replication-factor", "r", 0, "accepted for compatibility; every node replicates every partition")
+}
+
+// options appends the positional compression and expiry words (args) and
+// the flags to opts.
+func (ts *topicSettings) options(opts []wire.KeyValue, args []string) []wire.KeyValue {
+	str := func(k, v string) wire.KeyValue { return wire.KeyValue{Key: k, Kind: wire.KindString, Value: []byte(v)} }
+	if len(args) > 0 {
+		opts = append(opts, str(wire.OptCompressionAlgorithm, args[0]))
+	}
+	if len(args) > 1 {
+		opts = append(opts, str(wire.OptMessageExpiry, strings.Join(args[1:], " ")))
+	}
+	if ts.maxSize != "" {
+		opts = append(opts, str(wire.OptMaxTopicSize, ts.maxSize))
+	}
+	return opts
+}
+
 func (a *app) topicCommand() *cobra.Command {
 	var partitions uint32
-	create := a.optionsVerb("create STREAM NAME", "Create a topic", 2, 1, "topic option key=value (repeatable; see: iggy options topic)",
+	var createSettings, updateSettings topicSettings
+	create := a.optionsVerb("create STREAM NAME [PARTITIONS COMPRESSION [EXPIRY...]]", "Create a topic", 2, 1, "topic option key=value (repeatable; see: iggy options topic)",
 		func(c *client.Client, id []wire.Identifier, args []string, opts []wire.KeyValue) error {
-			tp, err := c.CreateTopic(a.ctx, id[0], args[1], partitions, opts)
+			n := partitions
+			if len(args) > 2 {
+				v, err := parseU32(args[2])
+				if err != nil {
+					return fmt.Errorf("partitions: %w", err)
+				}
+				n = v
+			}
+			rest := args[min(len(args), 3):]
+			tp, err := c.CreateTopic(a.ctx, id[0], args[1], n, createSettings.options(opts, rest))
 			if err != nil {
 				return err
 			}
 			return a.printTopic(tp)
 		})
-	create.Flags().Uint32VarP(&partitions, "partitions", "p", 1, "number of partitions")
-	update := a.optionsVerb("update STREAM TOPIC NAME", "Rename a topic or change its options", 3, 2, "topic option key=value (repeatable)",
+	create.Args = cobra.MinimumNArgs(2)
+	create.Flags().Uint32VarP(&partitions, "partitions", "p", 1, "number of partitions (or the third argument)")
+	createSettings.register(create)
+	update := a.optionsVerb("update STREAM TOPIC NAME [COMPRESSION [EXPIRY...]]", "Rename a topic or change its options", 3, 2, "topic option key=value (repeatable)",
 		func(c *client.Client, id []wire.Identifier, args []string, opts []wire.KeyValue) error {
-			if err := c.UpdateTopic(a.ctx, id[0], id[1], args[2], opts); err != nil {
+			if err := c.UpdateTopic(a.ctx, id[0], id[1], args[2], updateSettings.options(opts, args[3:])); err != nil {
 				return err
 			}
 			return a.printDone("topic updated", map[string]any{"stream": args[0], "topic": args[1]})
 		})
-	return noun("topic", "Manage topics",
-		create, update,
-		a.clientVerb("get STREAM TOPIC", "Show a topic and its partitions", 2, 2, func(c *client.Client, id []wire.Identifier, _ []string) error {
+	update.Args = cobra.MinimumNArgs(3)
+	updateSettings.register(update)
+	return alias(noun("topic", "Manage topics",
+		alias(create, "c"), alias(update, "u"),
+		alias(a.clientVerb("get STREAM TOPIC", "Show a topic and its partitions", 2, 2, func(c *client.Client, id []wire.Identifier, _ []string) error {
 			tp, err := c.GetTopic(a.ctx, id[0], id[1])
 			if err != nil {
 				return err
 			}
 			return a.printTopic(tp)
-		}),
-		a.clientVerb("list STREAM", "List the topics of a stream", 1, 1, func(c *client.Client, id []wire.Identifier, _ []string) error {
+		}), "g"),
+		alias(a.listing(a.clientVerb("list STREAM", "List the topics of a stream", 1, 1, func(c *client.Client, id []wire.Identifier, _ []string) error {
 			list, err := c.GetTopics(a.ctx, id[0])
 			if err != nil {
 				return err
@@ -182,20 +241,20 @@ func (a *app) topicCommand() *cobra.Command {
 					t.row(tp.ID, tp.Name, tp.PartitionsCount, tp.MessagesCount, size(tp.SizeBytes), micros(tp.CreatedAt))
 				}
 			})
-		}),
-		a.clientVerb("delete STREAM TOPIC", "Delete a topic", 2, 2, func(c *client.Client, id []wire.Identifier, args []string) error {
+		})), "l"),
+		alias(a.clientVerb("delete STREAM TOPIC", "Delete a topic", 2, 2, func(c *client.Client, id []wire.Identifier, args []string) error {
 			if err := c.DeleteTopic(a.ctx, id[0], id[1]); err != nil {
 				return err
 			}
 			return a.printDone("topic deleted", map[string]any{"stream": args[0], "topic": args[1]})
-		}),
-		a.clientVerb("purge STREAM TOPIC", "Delete every message of a topic", 2, 2, func(c *client.Client, id []wire.Identifier, args []string) error {
+		}), "d"),
+		alias(a.clientVerb("purge STREAM TOPIC", "Delete every message of a topic", 2, 2, func(c *client.Client, id []wire.Identifier, args []string) error {
 			if err := c.PurgeTopic(a.ctx, id[0], id[1]); err != nil {
 				return err
 			}
 			return a.printDone("topic purged", map[string]any{"stream": args[0], "topic": args[1]})
-		}),
-	)
+		}), "p"),
+	), "t")
 }
 
 func (a *app) printTopic(tp *wire.TopicDetails) error {
@@ -233,27 +292,27 @@ func (a *app) partitionCommand() *cobra.Command {
 			return a.printDone("partitions "+verb, map[string]any{"stream": args[0], "topic": args[1], "count": n})
 		}
 	}
-	return noun("partition", "Add or remove partitions",
-		a.verb("create STREAM TOPIC COUNT", "Add COUNT partitions", 3, 2, change("created", func(s, t wire.Identifier, n uint32) error {
+	return alias(noun("partition", "Add or remove partitions",
+		alias(a.verb("create STREAM TOPIC COUNT", "Add COUNT partitions", 3, 2, change("created", func(s, t wire.Identifier, n uint32) error {
 			c, err := a.connect()
 			if err != nil {
 				return err
 			}
 			return c.CreatePartitions(a.ctx, s, t, n)
-		})),
-		a.verb("delete STREAM TOPIC COUNT", "Remove the last COUNT partitions", 3, 2, change("deleted", func(s, t wire.Identifier, n uint32) error {
+		})), "c"),
+		alias(a.verb("delete STREAM TOPIC COUNT", "Remove the last COUNT partitions", 3, 2, change("deleted", func(s, t wire.Identifier, n uint32) error {
 			c, err := a.connect()
 			if err != nil {
 				return err
 			}
 			return c.DeletePartitions(a.ctx, s, t, n)
-		})),
-	)
+		})), "d"),
+	), "p")
 }
 
 func (a *app) segmentCommand() *cobra.Command {
-	return noun("segment", "Manage segments",
-		a.verb("delete STREAM TOPIC PARTITION COUNT", "Delete the oldest COUNT segments of a partition", 4, 2, func(id []wire.Identifier, args []string) error {
+	return alias(noun("segment", "Manage segments",
+		alias(a.verb("delete STREAM TOPIC PARTITION COUNT", "Delete the oldest COUNT segments of a partition", 4, 2, func(id []wire.Identifier, args []string) error {
 			partition, err := parseU32(args[2])
 			if err != nil {
 				return err
@@ -270,6 +329,6 @@ func (a *app) segmentCommand() *cobra.Command {
 				return err
 			}
 			return a.printDone("segments deleted", map[string]any{"stream": args[0], "topic": args[1], "partition": partition, "count": n})
-		}),
-	)
+		}), "d"),
+	), "seg")
 }

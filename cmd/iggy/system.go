@@ -2,7 +2,11 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,8 +37,8 @@ func userText(id uint32) string {
 }
 
 func (a *app) clientCommand() *cobra.Command {
-	return noun("client", "Inspect connected clients",
-		a.clientVerb("list", "List connected clients", 0, 0, func(c *client.Client, _ []wire.Identifier, _ []string) error {
+	return alias(noun("client", "Inspect connected clients",
+		alias(a.listing(a.clientVerb("list", "List connected clients", 0, 0, func(c *client.Client, _ []wire.Identifier, _ []string) error {
 			list, err := c.GetClients(a.ctx)
 			if err != nil {
 				return err
@@ -45,8 +49,8 @@ func (a *app) clientCommand() *cobra.Command {
 					t.row(cl.ClientID, userText(cl.UserID), cl.Transport, cl.Address, cl.ConsumerGroupsCount)
 				}
 			})
-		}),
-		a.verb("get CLIENT_ID", "Show a connected client", 1, 0, func(_ []wire.Identifier, args []string) error {
+		})), "l"),
+		alias(a.verb("get CLIENT_ID", "Show a connected client", 1, 0, func(_ []wire.Identifier, args []string) error {
 			n, err := parseU32(args[0])
 			if err != nil {
 				return err
@@ -60,8 +64,8 @@ func (a *app) clientCommand() *cobra.Command {
 				return err
 			}
 			return a.printClient(d)
-		}),
-	)
+		}), "g"),
+	), "c")
 }
 
 func (a *app) meCommand() *cobra.Command {
@@ -102,26 +106,54 @@ func (a *app) statsCommand() *cobra.Command {
 	})
 }
 
+// Snapshot compressions and section types by upstream's names
+// (client-plane.md 8.1.3); numbers are accepted too.
+var (
+	snapshotCompressions = map[string]uint8{"stored": 1, "deflate": 2, "deflated": 2, "bzip2": 3, "zstd": 4, "lzma": 5, "xz": 6}
+	snapshotTypes        = map[string]uint8{"filesystem_overview": 1, "process_list": 2, "resource_usage": 3, "test": 4,
+		"server_logs": 5, "server_config": 6, "all": 100}
+)
+
+func namedU8(what, s string, names map[string]uint8) (uint8, error) {
+	if v, ok := names[strings.ToLower(s)]; ok {
+		return v, nil
+	}
+	n, err := strconv.ParseUint(s, 10, 8)
+	if err != nil {
+		return 0, fmt.Errorf("%s %q: a name (%s) or a number", what, s, strings.Join(slices.Sorted(maps.Keys(names)), ", "))
+	}
+	return uint8(n), nil
+}
+
 func (a *app) snapshotCommand() *cobra.Command {
-	var file string
-	var compression uint8
-	var types []uint
+	var file, outDir, compression string
+	var types []string
 	cmd := a.verb("snapshot", "Download the server's diagnostic ZIP archive", 0, 0, func(_ []wire.Identifier, _ []string) error {
-		if file == "" {
-			return fmt.Errorf("--file is required")
+		if file == "" && outDir == "" {
+			return fmt.Errorf("--file or --out-dir is required")
 		}
-		kinds := make([]uint8, len(types))
-		for i, t := range types {
-			if t > 255 {
-				return fmt.Errorf("snapshot type %d out of range", t)
+		if file == "" {
+			file = filepath.Join(outDir, "snapshot_"+time.Now().UTC().Format("20060102_150405")+".zip")
+		}
+		comp, err := namedU8("compression", compression, snapshotCompressions)
+		if err != nil {
+			return err
+		}
+		var kinds []uint8
+		for _, t := range types {
+			for _, name := range strings.Split(t, ",") {
+				k, err := namedU8("snapshot type", strings.TrimSpace(name), snapshotTypes)
+				if err != nil {
+					return err
+				}
+				kinds = append(kinds, k)
 			}
-			kinds[i] = uint8(t)
 		}
 		c, err := a.connect()
 		if err != nil {
 			return err
 		}
-		zip, err := c.GetSnapshot(a.ctx, compression, kinds)
+		zip, err := c.GetSnapshot(a.ctx, comp, kinds)
 		if err != nil {
 			return err
 		}
@@ -133,28 +165,47 @@ func (a *app) snapshotCommand() *cobra.Command {
 		})
 	})
 	cmd.Flags().StringVar(&file, "file", "", "where to write the ZIP archive")
-	// client-plane.md 8.1.3: compression 1 stored .. 6 xz, types 1..6 or 100 (all).
-	cmd.Flags().Uint8Var(&compression, "compression", 2, "1 stored, 2 deflate, 3 bzip2, 4 zstd, 5 lzma, 6 xz")
-	cmd.Flags().UintSliceVar(&types, "types", []uint{100}, "snapshot sections (1..6, or 100 for all)")
+	cmd.Flags().StringVarP(&outDir, "out-dir", "o", "", "write snapshot_TIME.zip into this folder (upstream's form)")
+	cmd.Flags().StringVarP(&compression, "compression", "c", "deflate", "stored, deflate, bzip2, zstd, lzma or xz (or 1..6)")
+	cmd.Flags().StringSliceVarP(&types, "snapshot-types", "s", []string{"all"}, "sections: filesystem_overview, process_list, resource_usage, test, server_logs, server_config or all (or numbers)")
+	cmd.Flags().StringSliceVar(&types, "types", []string{"all"}, "same as --snapshot-types")
 	return cmd
 }
 
 func (a *app) clusterCommand() *cobra.Command {
-	return noun("cluster", "Inspect the cluster",
-		a.clientVerb("status", "Show the cluster roster with roles", 0, 0, func(c *client.Client, _ []wire.Identifier, _ []string) error {
+	status := a.clientVerb("status", "Show the cluster roster: roles, health and when the answering node last heard each node", 0, 0,
+		func(c *client.Client, _ []wire.Identifier, _ []string) error {
 			m, err := c.GetClusterMetadata(a.ctx)
 			if err != nil {
 				return err
 			}
+			now := time.Now()
 			return a.print(m, func(t *table) {
 				t.row("Cluster", m.Name)
-				t.row("NODE", "IP", "TCP", "QUIC", "HTTP", "WS", "ROLE", "STATUS")
-				for _, n := range m.Nodes {
-					t.row(n.Name, n.IP, n.TCPPort, n.QUICPort, n.HTTPPort, n.WebSocketPort, n.Role, n.Status)
+				t.row("NODE", "IP", "TCP", "QUIC", "HTTP", "WS", "ROLE", "STATUS", "LAST HEARD")
+				for i, n := range m.Nodes {
+					heard := "-"
+					if i < len(m.LastHeardUs) {
+						heard = lastHeardText(m.LastHeardUs[i], now)
+					}
+					t.row(n.Name, n.IP, n.TCPPort, n.QUICPort, n.HTTPPort, n.WebSocketPort, n.Role, n.Status, heard)
 				}
 			})
-		}),
-	)
+		})
+	// Upstream's name for the same read (iggy cluster metadata).
+	status.Aliases = []string{"metadata", "m"}
+	return noun("cluster", "Inspect the cluster", status)
+}
+
+// lastHeardText renders a last-heard time as its age and clock time; 0
+// (never heard, or a server without the extension) is "-".
+func lastHeardText(us uint64, now time.Time) string {
+	if us == 0 {
+		return "-"
+	}
+	at := time.UnixMicro(int64(us))
+	age := max(now.Sub(at), 0).Round(100 * time.Millisecond)
+	return fmt.Sprintf("%s ago (%s)", age, at.UTC().Format("15:04:05.000"))
 }
 
 // Option scopes of DescribeOptions (client-plane.md 7.16).
@@ -227,7 +278,7 @@ func (a *app) pingCommand() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().IntVar(&count, "count", 1, "number of pings")
+	cmd.Flags().IntVarP(&count, "count", "c", 1, "number of pings")
 	cmd.Flags().DurationVar(&interval, "interval", time.Second, "pause between pings")
 	return cmd
 }

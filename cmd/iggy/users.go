@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -185,7 +186,8 @@ func (a *app) userCommand() *cobra.Command {
 		return a.printUser(u)
 	})
 	create.Flags().StringArrayVar(&createPerms, "perm", nil, permHelp)
-	create.Flags().StringVar(&createStatus, "status", "active", "active or inactive")
+	create.Flags().StringVarP(&createStatus, "user-status", "u", "active", "active or inactive")
+	create.Flags().StringVar(&createStatus, "status", "active", "same as --user-status")
 	update := a.verb("update USER", "Change a user's name or status", 1, 1, func(id []wire.Identifier, args []string) error {
 		var name *string
 		var status *wire.UserStatus
@@ -225,16 +227,64 @@ func (a *app) userCommand() *cobra.Command {
 		return a.printDone("permissions updated", map[string]any{"user": args[0]})
 	})
 	perms.Flags().StringArrayVar(&setPerms, "perm", nil, permHelp)
-	return noun("user", "Manage users",
-		create, update, perms,
-		a.clientVerb("get USER", "Show a user and its permissions", 1, 1, func(c *client.Client, id []wire.Identifier, _ []string) error {
+	// Upstream's single-purpose forms of update.
+	rename := a.clientVerb("name USER NEW_NAME", "Rename a user", 2, 1, func(c *client.Client, id []wire.Identifier, args []string) error {
+		if err := c.UpdateUser(a.ctx, id[0], &args[1], nil); err != nil {
+			return err
+		}
+		return a.printDone("user renamed", map[string]any{"user": args[0], "username": args[1]})
+	})
+	setStatus := a.verb("status USER active|inactive", "Activate or deactivate a user", 2, 1, func(id []wire.Identifier, args []string) error {
+		st, err := parseStatus(args[1])
+		if err != nil {
+			return err
+		}
+		c, err := a.connect()
+		if err != nil {
+			return err
+		}
+		if err := c.UpdateUser(a.ctx, id[0], nil, &st); err != nil {
+			return err
+		}
+		return a.printDone("user status changed", map[string]any{"user": args[0], "status": statusText(st)})
+	})
+	password := a.verb("password USER [CURRENT NEW]", "Change a user's password (asked for on a terminal when not given)", 1, 1, func(id []wire.Identifier, args []string) error {
+		current, next := "", ""
+		switch len(args) {
+		case 3:
+			current, next = args[1], args[2]
+		case 1:
+			var ok bool
+			var err error
+			if current, ok, err = promptPassword(a.in, a.errOut, "Current password: "); err != nil || !ok {
+				return errors.Join(err, errors.New("give CURRENT and NEW, or run on a terminal to be asked"))
+			}
+			if next, _, err = promptPassword(a.in, a.errOut, "New password: "); err != nil {
+				return err
+			}
+		default:
+			return errors.New("give both CURRENT and NEW, or neither")
+		}
+		c, err := a.connect()
+		if err != nil {
+			return err
+		}
+		if err := c.ChangePassword(a.ctx, id[0], current, next); err != nil {
+			return err
+		}
+		return a.printDone("password changed", map[string]any{"user": args[0]})
+	})
+	password.Args = cobra.RangeArgs(1, 3)
+	return alias(noun("user", "Manage users",
+		alias(create, "c"), alias(update, "up"), alias(perms, "p"), alias(rename, "n"), alias(setStatus, "s"), alias(password, "pwd"),
+		alias(a.clientVerb("get USER", "Show a user and its permissions", 1, 1, func(c *client.Client, id []wire.Identifier, _ []string) error {
 			u, err := c.GetUser(a.ctx, id[0])
 			if err != nil {
 				return err
 			}
 			return a.printUser(u)
-		}),
-		a.clientVerb("list", "List users", 0, 0, func(c *client.Client, _ []wire.Identifier, _ []string) error {
+		}), "g"),
+		alias(a.listing(a.clientVerb("list", "List users", 0, 0, func(c *client.Client, _ []wire.Identifier, _ []string) error {
 			list, err := c.GetUsers(a.ctx)
 			if err != nil {
 				return err
@@ -245,20 +295,14 @@ func (a *app) userCommand() *cobra.Command {
 					t.row(u.ID, u.Username, statusText(u.Status), micros(u.CreatedAt))
 				}
 			})
-		}),
-		a.clientVerb("delete USER", "Delete a user", 1, 1, func(c *client.Client, id []wire.Identifier, args []string) error {
+		})), "l"),
+		alias(a.clientVerb("delete USER", "Delete a user", 1, 1, func(c *client.Client, id []wire.Identifier, args []string) error {
 			if err := c.DeleteUser(a.ctx, id[0]); err != nil {
 				return err
 			}
 			return a.printDone("user deleted", map[string]any{"user": args[0]})
-		}),
-		a.clientVerb("password USER CURRENT NEW", "Change a user's password", 3, 1, func(c *client.Client, id []wire.Identifier, args []string) error {
-			if err := c.ChangePassword(a.ctx, id[0], args[1], args[2]); err != nil {
-				return err
-			}
-			return a.printDone("password changed", map[string]any{"user": args[0]})
-		}),
-	)
+		}), "d"),
+	), "u")
 }
 
 func (a *app) printUser(u *wire.UserDetails) error {
@@ -283,17 +327,38 @@ func (a *app) printUser(u *wire.UserDetails) error {
 
 func (a *app) patCommand() *cobra.Command {
 	var expiry time.Duration
-	create := a.clientVerb("create NAME", "Create a personal access token (shown once)", 1, 0, func(c *client.Client, _ []wire.Identifier, args []string) error {
+	var store bool
+	create := a.clientVerb("create NAME [EXPIRY...]", "Create a personal access token (shown once)", 1, 0, func(c *client.Client, _ []wire.Identifier, args []string) error {
+		if len(args) > 1 {
+			d, err := parseExpiry(args[1:])
+			if err != nil {
+				return err
+			}
+			expiry = d
+		}
 		token, err := c.CreatePersonalAccessToken(a.ctx, args[0], uint64(expiry/time.Microsecond))
 		if err != nil {
 			return err
 		}
+		if store {
+			// Upstream keeps it in the keyring; here it becomes the session,
+			// used by later commands (or by --token-name NAME).
+			o, err := a.options()
+			if err != nil {
+				return err
+			}
+			if _, err := a.storeSession(o, args[0], token); err != nil {
+				return err
+			}
+		}
 		return a.print(wire.RawToken{Token: token}, func(t *table) { t.row("Token", token) })
 	})
-	create.Flags().DurationVar(&expiry, "expiry", 0, "lifetime (0 = server default, never)")
+	create.Args = cobra.MinimumNArgs(1)
+	create.Flags().DurationVar(&expiry, "expiry", 0, "lifetime (0 = server default, never; or EXPIRY words)")
+	create.Flags().BoolVarP(&store, "store-token", "s", false, "store the token in the session file, as login does")
 	return noun("pat", "Manage personal access tokens",
-		create,
-		a.clientVerb("list", "List your personal access tokens", 0, 0, func(c *client.Client, _ []wire.Identifier, _ []string) error {
+		alias(create, "c"),
+		alias(a.listing(a.clientVerb("list", "List your personal access tokens", 0, 0, func(c *client.Client, _ []wire.Identifier, _ []string) error {
 			list, err := c.GetPersonalAccessTokens(a.ctx)
 			if err != nil {
 				return err
@@ -308,12 +373,12 @@ func (a *app) patCommand() *cobra.Command {
 					t.row(p.Name, exp)
 				}
 			})
-		}),
-		a.clientVerb("delete NAME", "Delete a personal access token", 1, 0, func(c *client.Client, _ []wire.Identifier, args []string) error {
+		})), "l"),
+		alias(a.clientVerb("delete NAME", "Delete a personal access token", 1, 0, func(c *client.Client, _ []wire.Identifier, args []string) error {
 			if err := c.DeletePersonalAccessToken(a.ctx, args[0]); err != nil {
 				return err
 			}
 			return a.printDone("token deleted", map[string]any{"name": args[0]})
-		}),
+		}), "d"),
 	)
 }

@@ -41,6 +41,7 @@ import (
 
 	"iggynode/actors"
 	"iggynode/config"
+	"iggynode/internal/version"
 	"iggynode/telemetry"
 	"iggynode/wire"
 )
@@ -63,8 +64,12 @@ func run(args []string, environ []string, sig <-chan os.Signal) error {
 	replicaID := fs.Int("replica-id", -1, "this node's replica id in [cluster] (overrides cluster.replica_id)")
 	pprofAddr := fs.String("pprof", "", "serve Go profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060")
 	strict := fs.Bool("strict", false, "refuse to start on any configuration warning (also system.strict_config, IGGY_SYSTEM_STRICT_CONFIG)")
+	showVersion := version.Flag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if version.Handled(showVersion, "iggynode", os.Stdout) {
+		return nil
 	}
 	restrictFileModes() // before anything is written
 	setGCPercent(environ)

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"iggynode/internal/version"
 	"iggynode/sim"
 	"iggynode/telemetry/spanfile"
 )
@@ -43,7 +44,11 @@ func main() {
 		traceDir  = flag.String("trace", "", "write each run's span files (one per replica) to this directory, for cmd/timeline")
 		groups    = flag.Int("groups", 1, "partition groups per node; above 1, with quiescence and the node-level heartbeat (sim.ManyGroupsFaultsFor)")
 	)
+	showVersion := version.Flag(flag.CommandLine)
 	flag.Parse()
+	if version.Handled(showVersion, "sim", os.Stdout) {
+		return
+	}
 	start := time.Now()
 	failed, journalFailures := 0, 0
 	var ops, repairs, highestView uint64

@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strings"
 
+	"iggynode/internal/version"
 	"iggynode/telemetry/timeline"
 )
 
@@ -43,6 +44,7 @@ func run(args []string, stdout io.Writer) error {
 		until  = fs.Float64("until", 0, "show only what starts before this many ms from the run's start (0: no bound)")
 		html   = fs.String("html", "", "also write the timeline as a self-contained HTML page to this file")
 		noText = fs.Bool("quiet", false, "do not print the text table")
+		showV  = version.Flag(fs)
 	)
 	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
@@ -50,6 +52,9 @@ func run(args []string, stdout io.Writer) error {
 		fs.SetOutput(&b)
 		fs.PrintDefaults()
 		return fmt.Errorf("%w\nusage: timeline [flags] FILE|DIR...\n%s", err, b.String())
+	}
+	if version.Handled(showV, "timeline", stdout) {
+		return nil
 	}
 	if fs.NArg() == 0 {
 		return errors.New("no span files given (usage: timeline [flags] FILE|DIR...)")

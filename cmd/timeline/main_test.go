@@ -27,7 +27,7 @@ func TestDirectoryTextAndHTML(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := b.String()
-	for _, want := range []string{"group 3: replicas [0 1]", "r1.ok", "view_change", "timeout", "commit latency mean 3.0 ms"} {
+	for _, want := range []string{"stream 0 / topic 0 / partition 3 (group 3): replicas [0 1]", "r1.ok", "view_change", "timeout", "commit latency mean 3.0 ms"} {
 		if !strings.Contains(text, want) {
 			t.Fatalf("text lacks %q:\n%s", want, text)
 		}

@@ -12,7 +12,9 @@
 // One TCP connection per unordered pair. Replica a dials b only if b > a,
 // and accepts only from ids below its own and below replica_count (the
 // roster length). The dialer runs at Start, on SetRoster, after a lost
-// link, and on a ramp up to every ReconnectPeriod, for each higher peer with a known address that has
+// link, and on a ramp up to every ReconnectPeriod (100 ms doubling, no jitter,
+// github.com/cenkalti/backoff/v5, as the accept loop's retry after a failed
+// Accept), for each higher peer with a known address that has
 // neither an installed connection nor a dial or handshake in flight. An
 // installed connection is used in both directions; a second one handshaken
 // for the same peer is closed (the older wins). TCP_NODELAY on both ends.

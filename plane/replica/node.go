@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
+
 	"iggynode/wire"
 )
 
@@ -315,24 +317,25 @@ func (n *Node) uninstall(p *peer, l *link) {
 
 func (n *Node) acceptLoop() {
 	defer n.wg.Done()
-	var backoff time.Duration
+	// Out of descriptors and the like: wait 5 ms doubling to 1 s, then go on.
+	retry := &backoff.ExponentialBackOff{InitialInterval: 5 * time.Millisecond, Multiplier: 2, MaxInterval: time.Second}
+	retry.Reset()
 	for {
 		c, err := n.ln.Accept()
 		if err != nil {
 			if n.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}
-			// Out of descriptors and the like: wait, then go on.
-			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			n.log.Warn("replica accept failed", "err", err, "retry_in", backoff)
+			wait := retry.NextBackOff()
+			n.log.Warn("replica accept failed", "err", err, "retry_in", wait)
 			select {
-			case <-time.After(backoff):
+			case <-time.After(wait):
 			case <-n.ctx.Done():
 				return
 			}
 			continue
 		}
-		backoff = 0
+		retry.Reset()
 		if n.inflight.Add(1) > int64(n.cfg.MaxInboundHandshakes) {
 			n.inflight.Add(-1)
 			n.hs.shed.Add(1)
@@ -365,8 +368,11 @@ const firstRedial = 100 * time.Millisecond
 func (n *Node) dialLoop() {
 	defer n.wg.Done()
 	period := n.cfg.ReconnectPeriod
-	first := min(firstRedial, period)
-	delay := first
+	// The ramp: firstRedial doubling to period, no jitter (the peers' ids
+	// already order who dials whom).
+	ramp := &backoff.ExponentialBackOff{InitialInterval: min(firstRedial, period), Multiplier: 2, MaxInterval: period}
+	restart := func() time.Duration { ramp.Reset(); return ramp.NextBackOff() }
+	delay := restart()
 	n.sweep()
 	t := time.NewTimer(delay)
 	defer t.Stop()
@@ -376,15 +382,15 @@ func (n *Node) dialLoop() {
 			return
 		case <-t.C:
 			if n.sweep() > 0 {
-				delay = min(2*delay, period)
+				delay = ramp.NextBackOff()
 				t.Reset(delay)
 			} else {
-				delay = first
+				delay = restart()
 				t.Reset(period)
 			}
 		case <-n.kick:
 			n.sweep()
-			delay = first
+			delay = restart()
 			t.Reset(delay)
 		case <-n.lost:
 			t.Reset(delay)

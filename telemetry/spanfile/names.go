@@ -44,21 +44,26 @@ const (
 
 // Attribute keys.
 const (
-	AttrCluster  = "iggy.cluster" // u128 cluster id, as hex
-	AttrReplica  = "iggy.replica" // the replica the span was recorded on (resource and span)
-	AttrGroup    = "iggy.group"   // consensus group id
-	AttrOp       = "iggy.op"      // op number
-	AttrView     = "iggy.view"    // view number
-	AttrPeer     = "iggy.peer"    // the other replica of an event
-	AttrCommand  = "iggy.command" // request command name
-	AttrStream   = "iggy.stream"  // request stream identifier
-	AttrTopic    = "iggy.topic"   // request topic identifier
-	AttrPart     = "iggy.partition"
-	AttrStatus   = "iggy.status"   // reply status code
-	AttrBytesIn  = "iggy.bytes_in" // request frame bytes
-	AttrBytesOut = "iggy.bytes_out"
-	AttrReason   = "iggy.reason"  // why a view change, repair or transfer began
-	AttrOutcome  = "iggy.outcome" // how it ended
+	AttrCluster = "iggy.cluster" // u128 cluster id, as hex
+	AttrReplica = "iggy.replica" // the replica the span was recorded on (resource and span)
+	AttrGroup   = "iggy.group"   // consensus group id
+	AttrOp      = "iggy.op"      // op number
+	AttrView    = "iggy.view"    // view number
+	AttrPeer    = "iggy.peer"    // the other replica of an event
+	AttrCommand = "iggy.command" // request command name
+	AttrStream  = "iggy.stream"  // request stream identifier
+	AttrTopic   = "iggy.topic"   // request topic identifier
+	AttrPart    = "iggy.partition"
+	// AttrStreamName and AttrTopicName name a partition group's stream and
+	// topic on any span of the group; the timeline labels the group with
+	// them when present (else with the ids the group id holds).
+	AttrStreamName = "iggy.stream.name"
+	AttrTopicName  = "iggy.topic.name"
+	AttrStatus     = "iggy.status"   // reply status code
+	AttrBytesIn    = "iggy.bytes_in" // request frame bytes
+	AttrBytesOut   = "iggy.bytes_out"
+	AttrReason     = "iggy.reason"  // why a view change, repair or transfer began
+	AttrOutcome    = "iggy.outcome" // how it ended
 	// A repair or state transfer span's commit point and target when it began.
 	AttrCommitMin = "iggy.commit_min"
 	AttrCommitMax = "iggy.commit_max"

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"math"
+	"strconv"
 
 	"iggynode/telemetry/spanfile"
 )
@@ -56,6 +58,7 @@ type svgLegend struct{ Name, Color string }
 
 type svgGroup struct {
 	ID            uint64
+	Label         string
 	Summary       string
 	Width, Height int
 	Lanes         []svgLane
@@ -92,7 +95,7 @@ type svgMark struct {
 func WriteHTML(w io.Writer, m *Model, title string) error {
 	p := svgPage{Title: title, Clock: "wall clock"}
 	if m.Virtual {
-		p.Clock = "virtual time (simulator ticks)"
+		p.Clock = "virtual time in ms (the simulator's ticks, 10 ms each)"
 	}
 	for _, s := range Steps {
 		p.Legend = append(p.Legend, svgLegend{s, stepColors[s]})
@@ -137,7 +140,7 @@ func layout(g *Group, t0 int64) svgGroup {
 	}
 	width := max(svgWidthMin, min(svgWidthMax, len(g.Ops)*svgPxPerOp))
 	sc := scale{lo: lo, hi: hi, width: width}
-	sg := svgGroup{ID: g.ID, Summary: g.Summarize().line(g.ID), Width: svgLeft + width + svgRight,
+	sg := svgGroup{ID: g.ID, Label: g.Label(), Summary: g.Summarize().line(g.Label()), Width: svgLeft + width + svgRight,
 		Height: svgTop + len(g.Replicas)*svgLaneH + svgBottom}
 	lane := map[int]int{} // replica -> lane top
 	for i, r := range g.Replicas {
@@ -145,11 +148,7 @@ func layout(g *Group, t0 int64) svgGroup {
 		lane[r] = y
 		sg.Lanes = append(sg.Lanes, svgLane{Name: replicaName(r), Y: y, H: svgLaneH, Mid: y + svgLaneH/2})
 	}
-	const ticks = 10
-	for i := 0; i <= ticks; i++ {
-		t := lo + (hi-lo)*int64(i)/ticks
-		sg.Ticks = append(sg.Ticks, svgTick{X: px(sc.x(t)), Label: ms(t-t0) + " ms"})
-	}
+	sg.Ticks = axisTicks(lo, hi, t0, sc)
 	for _, iv := range g.Intervals {
 		x1, x2 := sc.x(iv.Start), sc.x(iv.End)
 		title := fmt.Sprintf("%s on %s: %s–%s ms (%s ms), view %s, reason %s, outcome %s", iv.Kind, replicaName(iv.Replica),
@@ -227,7 +226,7 @@ svg .tick { stroke: #eee; }
 <p class="legend">Intervals: {{range .Kinds}}<span><i style="background:{{.Color}};opacity:0.4"></i>{{.Name}}</span>{{end}}
 <span><i style="background:#1f77b4"></i>prepare</span><span><i style="background:#ff7f0e"></i>prepare_ok</span></p>
 {{range .Groups}}
-<h2>group {{.ID}}</h2>
+<h2>{{.Label}}</h2>
 <p>{{.Summary}}</p>
 <div class="scroll">
 <svg xmlns="http://www.w3.org/2000/svg" width="{{.Width}}" height="{{.Height}}" viewBox="0 0 {{.Width}} {{.Height}}">
@@ -243,3 +242,33 @@ svg .tick { stroke: #eee; }
 </body>
 </html>
 `))
+
+// axisTicks puts about ten ticks on [lo, hi] at a round step in ms (1, 2
+// or 5 times a power of ten), labelled from t0 with just the decimals the
+// step needs, so no two ticks read the same however short the span.
+func axisTicks(lo, hi, t0 int64, sc scale) []svgTick {
+	span := float64(hi-lo) / 1e6 // ms
+	if span <= 0 {
+		return []svgTick{{X: px(sc.x(lo)), Label: ms(lo-t0) + " ms"}}
+	}
+	step := math.Pow(10, math.Floor(math.Log10(span/10)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if span/(m*step) <= 10 {
+			step *= m
+			break
+		}
+	}
+	decimals := max(0, int(-math.Floor(math.Log10(step))))
+	from := float64(lo-t0) / 1e6
+	var out []svgTick
+	last := ""
+	for v := math.Ceil(from/step) * step; v <= from+span+step/1e6; v += step {
+		label := strconv.FormatFloat(v, 'f', decimals, 64) + " ms"
+		if label == last {
+			continue
+		}
+		last = label
+		out = append(out, svgTick{X: px(sc.x(t0 + int64(math.Round(v*1e6)))), Label: label})
+	}
+	return out
+}

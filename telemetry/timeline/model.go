@@ -28,6 +28,7 @@ import (
 	"sort"
 
 	"iggynode/telemetry/spanfile"
+	"iggynode/wire"
 )
 
 // Steps is the vocabulary of an op's steps, in the order an op meets them.
@@ -70,6 +71,28 @@ type Group struct {
 	Replicas  []int // every replica seen, ascending
 	Ops       []*Op // by op number
 	Intervals []Interval
+	// StreamName and TopicName, when a span carried them
+	// (spanfile.AttrStreamName, AttrTopicName).
+	StreamName, TopicName string
+}
+
+// Label names the group for a reader: "metadata", or its stream, topic
+// and partition, by name where the spans named them and else by the ids
+// the partition group id holds (wire.SplitPartitionGroup), with the raw
+// id after it for grepping: "orders / topic 0 / partition 2 (group 2)".
+func (g *Group) Label() string {
+	if g.ID == wire.MetadataGroup {
+		return fmt.Sprintf("metadata (group %d)", g.ID)
+	}
+	s, t, p := wire.SplitPartitionGroup(g.ID)
+	stream, topic := fmt.Sprintf("stream %d", s), fmt.Sprintf("topic %d", t)
+	if g.StreamName != "" {
+		stream = g.StreamName
+	}
+	if g.TopicName != "" {
+		topic = g.TopicName
+	}
+	return fmt.Sprintf("%s / %s / partition %d (group %d)", stream, topic, p, g.ID)
 }
 
 // Op is one op of a group across the replicas.
@@ -168,9 +191,11 @@ type Loader struct {
 	ops       map[opKey]*opAcc
 	intervals map[uint64][]Interval
 	replicas  map[uint64]map[int]bool
-	virtual   bool
-	requests  int
-	skipped   map[string]int
+	// streamNames and topicNames per group, from spans that carried them.
+	streamNames, topicNames map[uint64]string
+	virtual                 bool
+	requests                int
+	skipped                 map[string]int
 }
 
 type opKey struct{ group, op uint64 }
@@ -186,7 +211,8 @@ type opAcc struct {
 // NewLoader returns an empty loader.
 func NewLoader() *Loader {
 	return &Loader{ops: map[opKey]*opAcc{}, intervals: map[uint64][]Interval{},
-		replicas: map[uint64]map[int]bool{}, skipped: map[string]int{}}
+		replicas: map[uint64]map[int]bool{}, skipped: map[string]int{},
+		streamNames: map[uint64]string{}, topicNames: map[uint64]string{}}
 }
 
 // Read adds every record of r (one span file); an unreadable line is an
@@ -222,6 +248,12 @@ func (l *Loader) add(rec *spanfile.Record) {
 		return
 	}
 	l.seen(group, replica)
+	if name, ok := rec.Attributes[spanfile.AttrStreamName].(string); ok && name != "" {
+		l.streamNames[group] = name
+	}
+	if name, ok := rec.Attributes[spanfile.AttrTopicName].(string); ok && name != "" {
+		l.topicNames[group] = name
+	}
 	if isInterval {
 		l.addInterval(group, kind, replica, rec)
 		return
@@ -347,6 +379,7 @@ func (l *Loader) Model() *Model {
 				g.Replicas = append(g.Replicas, r)
 			}
 			sort.Ints(g.Replicas)
+			g.StreamName, g.TopicName = l.streamNames[id], l.topicNames[id]
 			groups[id] = g
 		}
 		return g

@@ -3,10 +3,12 @@ package timeline
 import (
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"iggynode/telemetry/spanfile"
 )
@@ -17,32 +19,27 @@ type Summary struct {
 	Mean, P50, P99, Max int64
 }
 
-// Summarize computes g's summary.
+// Summarize computes g's summary. Percentiles come from an HdrHistogram
+// (3 significant digits, as the bench's), so the two tools report
+// latencies the same way; the mean and the max are exact.
 func (g *Group) Summarize() Summary {
 	s := Summary{Ops: len(g.Ops)}
-	var lat []int64
+	h := hdrhistogram.New(1, int64(time.Hour), 3)
+	var sum int64
 	for _, o := range g.Ops {
 		if d, ok := o.CommitLatency(); ok {
-			lat = append(lat, d)
+			_ = h.RecordValue(max(d, 1)) // out of range (over an hour) is clamped by the max below
+			sum += d
+			s.Max = max(s.Max, d)
+			s.Committed++
 		}
 	}
-	s.Committed = len(lat)
-	if len(lat) == 0 {
+	if s.Committed == 0 {
 		return s
 	}
-	slices.Sort(lat)
-	var sum int64
-	for _, d := range lat {
-		sum += d
-	}
-	s.Mean, s.P50, s.P99, s.Max = sum/int64(len(lat)), rank(lat, 0.50), rank(lat, 0.99), lat[len(lat)-1]
+	s.Mean = sum / int64(s.Committed)
+	s.P50, s.P99 = min(h.ValueAtQuantile(50), s.Max), min(h.ValueAtQuantile(99), s.Max)
 	return s
-}
-
-// rank is the nearest-rank percentile of sorted values.
-func rank(sorted []int64, p float64) int64 {
-	i := int(math.Ceil(p*float64(len(sorted)))) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
 }
 
 // ms formats a duration in ns as milliseconds.
@@ -60,15 +57,15 @@ func WriteText(w io.Writer, m *Model) error {
 	ew := &errWriter{w: w}
 	clock := "wall clock"
 	if m.Virtual {
-		clock = fmt.Sprintf("virtual time, %d ms ticks", spanfile.TickNs/1_000_000)
+		clock = fmt.Sprintf("virtual time in ms (simulator ticks of %d ms)", spanfile.TickNs/1_000_000)
 	}
 	for gi, g := range m.Groups {
 		if gi > 0 {
 			fmt.Fprintln(ew)
 		}
-		fmt.Fprintf(ew, "group %d: replicas %v, %s; offsets in ms from the op's first step\n", g.ID, g.Replicas, clock)
+		fmt.Fprintf(ew, "%s: replicas %v, %s; offsets in ms from the op's first step\n", g.Label(), g.Replicas, clock)
 		writeOps(ew, g)
-		fmt.Fprintln(ew, g.Summarize().line(g.ID))
+		fmt.Fprintln(ew, g.Summarize().line(g.Label()))
 		writeIntervals(ew, g, m.T0)
 	}
 	if len(m.Groups) == 0 {
@@ -83,11 +80,11 @@ func WriteText(w io.Writer, m *Model) error {
 	return ew.err
 }
 
-func (s Summary) line(group uint64) string {
+func (s Summary) line(group string) string {
 	if s.Committed == 0 {
-		return fmt.Sprintf("group %d: %d ops, none committed", group, s.Ops)
+		return fmt.Sprintf("%s: %d ops, none committed", group, s.Ops)
 	}
-	return fmt.Sprintf("group %d: %d ops, %d committed, commit latency mean %s ms, p50 %s ms, p99 %s ms, max %s ms",
+	return fmt.Sprintf("%s: %d ops, %d committed, commit latency mean %s ms, p50 %s ms, p99 %s ms, max %s ms",
 		group, s.Ops, s.Committed, ms(s.Mean), ms(s.P50), ms(s.P99), ms(s.Max))
 }
 
@@ -138,7 +135,7 @@ func writeIntervals(w io.Writer, g *Group, t0 int64) {
 	if len(g.Intervals) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "group %d intervals (ms from the run's start):\n", g.ID)
+	fmt.Fprintf(w, "%s intervals (ms from the run's start):\n", g.Label())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "kind\treplica\tstart\tend\tms\tview\tpeer\treason\toutcome")
 	for _, iv := range g.Intervals {
