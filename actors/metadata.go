@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"time"
@@ -957,12 +958,13 @@ func (m *metadataActor) onInternalLogout(ctx actor.Context, l *internalLogout) {
 	m.drive(ctx)
 }
 
-// clusterMetadata is the single-node roster (client-plane.md 7.15,
-// server-behaviour.md 8.7.1): one node, Leader and Healthy, with the bound
+// clusterMetadata is the roster as the client at remote (its connection's
+// remote address) is to see it; on a single node (client-plane.md 7.15,
+// server-behaviour.md 8.7.1) one node, Leader and Healthy, with the bound
 // port of every transport (0 when disabled).
-func (m *metadataActor) clusterMetadata() []byte {
+func (m *metadataActor) clusterMetadata(remote string) []byte {
 	if m.n.cluster.n > 1 {
-		return m.clusterRoster()
+		return m.clusterRoster(config.ClientIP(remote))
 	}
 	node := wire.ClusterNode{Name: "iggy-node", IP: "127.0.0.1", Role: wire.RoleLeader, Status: wire.NodeHealthy}
 	port := func(addr string) uint16 {
@@ -984,8 +986,9 @@ func (m *metadataActor) clusterMetadata() []byte {
 
 // clusterRoster is the configured roster with the metadata primary of this
 // node's current view as the one Leader (replica-plane.md 10.4); a node
-// that is not in normal status names no leader.
-func (m *metadataActor) clusterRoster() []byte {
+// that is not in normal status names no leader. Each node's host and ports
+// are those it advertises to the client's network (config.Node.AdvertisedTo).
+func (m *metadataActor) clusterRoster(client netip.Addr) []byte {
 	c := m.n.opts.Config.Cluster
 	md := wire.ClusterMetadata{Name: c.Name}
 	nodes := c.Nodes
@@ -993,11 +996,9 @@ func (m *metadataActor) clusterRoster() []byte {
 		nodes = m.rosterNodes
 	}
 	for _, node := range nodes {
-		cn := wire.ClusterNode{Name: node.Name, IP: node.IP, TCPPort: node.Ports.TCP, QUICPort: node.Ports.QUIC,
-			HTTPPort: node.Ports.HTTP, WebSocketPort: node.Ports.WebSocket, Role: wire.RoleFollower, Status: wire.NodeHealthy}
-		if node.AdvertisedAddress != "" {
-			cn.IP = node.AdvertisedAddress
-		}
+		adv := node.AdvertisedTo(client)
+		cn := wire.ClusterNode{Name: node.Name, IP: adv.Host, TCPPort: adv.Ports.TCP, QUICPort: adv.Ports.QUIC,
+			HTTPPort: adv.Ports.HTTP, WebSocketPort: adv.Ports.WebSocket, Role: wire.RoleFollower, Status: wire.NodeHealthy}
 		if m.core.Status() == vsr.StatusNormal && uint8(node.ReplicaID) == m.core.Primary() {
 			cn.Role = wire.RoleLeader
 		}

@@ -27,7 +27,7 @@ func (m *metadataActor) onRead(ctx actor.Context, req *clientRequest) {
 	}
 	switch hdr.Code {
 	case wire.CodeGetClusterMetadata:
-		answer(0, m.clusterMetadata())
+		answer(0, m.clusterMetadata(req.address))
 	case wire.CodeGetMe:
 		answer(0, m.clientDetails(req.connID, true))
 	case wire.CodeGetClient:
