@@ -97,12 +97,13 @@ type peer struct {
 	id      uint8
 	addr    string // guarded by Node.mu
 	dialing bool   // guarded by Node.mu
+	link    atomic.Pointer[link]
+
+	sent, dropped, received, ignored atomic.Uint64
+
 	// resolved is the IP its host name last led to (resolve.go); guarded
 	// by Node.mu.
 	resolved string
-	link     atomic.Pointer[link]
-
-	sent, dropped, received, ignored atomic.Uint64
 }
 
 type handshakeCounters struct {
