@@ -811,6 +811,7 @@ func (m *metadataActor) drive(ctx actor.Context) {
 			}
 		}
 	}
+	m.n.readiness.observe(m.n, m.core, m.log)
 }
 
 func (m *metadataActor) journal(frames [][]byte) error {
