@@ -2,6 +2,7 @@ package helmchart
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -329,6 +330,19 @@ func checkServices(t *testing.T, m *Manifests) {
 	for _, p := range m.Container().Ports {
 		ports[p.Name] = p
 	}
+	nodePorts := map[string]string{} // protocol/port: the Service using it
+	for _, s := range m.Services {
+		for _, p := range s.Spec.Ports {
+			if p.NodePort == 0 {
+				continue
+			}
+			key := fmt.Sprintf("%s/%d", p.Protocol, p.NodePort)
+			if prev, taken := nodePorts[key]; taken {
+				t.Errorf("node port %s of Service %s is also %s's", key, s.Name, prev)
+			}
+			nodePorts[key] = s.Name
+		}
+	}
 	for _, s := range m.Services {
 		sel := labels.SelectorFromSet(s.Spec.Selector)
 		if !sel.Matches(podLabels) && s.Spec.Selector["statefulset.kubernetes.io/pod-name"] == "" {
@@ -499,6 +513,7 @@ func TestChartRefusesBrokenValues(t *testing.T) {
 		{"external: {enabled: true, hosts: [a.example]}", "no host for pod 1"},
 		{"external: {enabled: true, host: a.example, type: ClusterIP}", "LoadBalancer or NodePort"},
 		{"tls: {client: {enabled: true}}", "tls.client.secretName"},
+		{"external: {enabled: true, host: a.example, type: NodePort, nodePorts: {tcp: 30090, websocket: 30092}}", "overlaps"},
 		{"tls: {replica: {enabled: true}}", "tls.replica.secretName"},
 		{"metrics: {exporter: otlp, serviceMonitor: {enabled: true}}", "only metrics.exporter=prometheus serves"},
 		{"external: {enabled: true, host: a.example, clientCIDRs: [0.0.0.0/0, '::/0', 1.0.0.0/8, 2.0.0.0/8, 3.0.0.0/8, 4.0.0.0/8, 5.0.0.0/8, 6.0.0.0/8, 7.0.0.0/8, 8.0.0.0/8, 9.0.0.0/8, 11.0.0.0/8]}",

@@ -116,6 +116,18 @@ Call with (list $ i t).
 {{- if gt (add (len .Values.advertise.internalCIDRs) (len .Values.external.clientCIDRs)) 16 -}}
 {{- fail "advertise.internalCIDRs and external.clientCIDRs together name more than 16 networks: a node advertises at most 16 (replica-plane.md 10.2)" -}}
 {{- end -}}
+{{- if eq .Values.external.type "NodePort" -}}
+{{- $np := .Values.external.nodePorts -}}
+{{- range $a := list "tcp" "websocket" "http" -}}
+{{- range $b := list "tcp" "websocket" "http" -}}
+{{- $pa := int (index $np $a) -}}
+{{- $pb := int (index $np $b) -}}
+{{- if and (ne $a $b) (le $pa $pb) (lt $pb (add $pa $n)) -}}
+{{- fail (printf "external.nodePorts: %s %d..%d overlaps %s from %d; keep the bases %d apart" $a $pa (sub (add $pa $n) 1) $b $pb $n) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- range $i := until $n -}}
 {{- if not (include "iggynode.externalHost" (list $ $i)) -}}
 {{- fail (printf "external.enabled: no host for pod %d; set external.hosts (one per pod) or external.host" $i) -}}
