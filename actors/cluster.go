@@ -309,6 +309,7 @@ func (m *metadataActor) routePeerFrame(ctx actor.Context, f *peerFrame) {
 	if group == wire.MetadataGroup {
 		m.tr.peerFrame(f.from, f.frame)
 		m.core.Step(f.frame)
+		m.n.readiness.stepped(m.core, f.from, h.View())
 		m.drive(ctx)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"time"
@@ -810,6 +811,7 @@ func (m *metadataActor) drive(ctx actor.Context) {
 			}
 		}
 	}
+	m.n.readiness.observe(m.n, m.core, m.log)
 }
 
 func (m *metadataActor) journal(frames [][]byte) error {
@@ -957,13 +959,14 @@ func (m *metadataActor) onInternalLogout(ctx actor.Context, l *internalLogout) {
 	m.drive(ctx)
 }
 
-// clusterMetadata is the single-node roster (client-plane.md 7.15,
-// server-behaviour.md 8.7.1): one node, Leader and Healthy, with the bound
+// clusterMetadata is the roster as the client at remote (its connection's
+// remote address) is to see it; on a single node (client-plane.md 7.15,
+// server-behaviour.md 8.7.1) one node, Leader and Healthy, with the bound
 // port of every transport (0 when disabled). lastHeard adds iggynode's
 // extension (wire.ClusterMetadata.LastHeardUs) for a client that asked.
-func (m *metadataActor) clusterMetadata(lastHeard bool) []byte {
+func (m *metadataActor) clusterMetadata(remote string, lastHeard bool) []byte {
 	if m.n.cluster.n > 1 {
-		return m.clusterRoster(lastHeard)
+		return m.clusterRoster(config.ClientIP(remote), lastHeard)
 	}
 	node := wire.ClusterNode{Name: "iggy-node", IP: "127.0.0.1", Role: wire.RoleLeader, Status: wire.NodeHealthy}
 	port := func(addr string) uint16 {
@@ -989,10 +992,11 @@ func (m *metadataActor) clusterMetadata(lastHeard bool) []byte {
 
 // clusterRoster is the configured roster with the metadata primary of this
 // node's current view as the one Leader (replica-plane.md 10.4); a node
-// that is not in normal status names no leader. A peer the node-level
-// heartbeat has not heard within cluster.heartbeat_timeout is Unreachable
-// (rosterStatus).
-func (m *metadataActor) clusterRoster(lastHeard bool) []byte {
+// that is not in normal status names no leader. Each node's host and ports
+// are those it advertises to the client's network (config.Node.AdvertisedTo).
+// A peer the node-level heartbeat has not heard within
+// cluster.heartbeat_timeout is Unreachable (rosterStatus).
+func (m *metadataActor) clusterRoster(client netip.Addr, lastHeard bool) []byte {
 	c := m.n.opts.Config.Cluster
 	md := wire.ClusterMetadata{Name: c.Name}
 	nodes := c.Nodes
@@ -1000,11 +1004,9 @@ func (m *metadataActor) clusterRoster(lastHeard bool) []byte {
 		nodes = m.rosterNodes
 	}
 	for _, node := range nodes {
-		cn := wire.ClusterNode{Name: node.Name, IP: node.IP, TCPPort: node.Ports.TCP, QUICPort: node.Ports.QUIC,
-			HTTPPort: node.Ports.HTTP, WebSocketPort: node.Ports.WebSocket, Role: wire.RoleFollower, Status: wire.NodeHealthy}
-		if node.AdvertisedAddress != "" {
-			cn.IP = node.AdvertisedAddress
-		}
+		adv := node.AdvertisedTo(client)
+		cn := wire.ClusterNode{Name: node.Name, IP: adv.Host, TCPPort: adv.Ports.TCP, QUICPort: adv.Ports.QUIC,
+			HTTPPort: adv.Ports.HTTP, WebSocketPort: adv.Ports.WebSocket, Role: wire.RoleFollower, Status: wire.NodeHealthy}
 		if m.core.Status() == vsr.StatusNormal && uint8(node.ReplicaID) == m.core.Primary() {
 			cn.Role = wire.RoleLeader
 		}

@@ -98,6 +98,8 @@ type Node struct {
 	// topic (replica-plane.md 4.1 packs ids into it) whose replicas must
 	// not hear the old one's votes.
 	metadataCaughtUp atomic.Bool
+	// readiness is what GET /ready answers (ready.go).
+	readiness readiness
 	// collector answers GetStats with process and host figures.
 	collector *diag.Collector
 

@@ -29,7 +29,7 @@ func (m *metadataActor) onRead(ctx actor.Context, req *clientRequest) {
 	case wire.CodeGetClusterMetadata:
 		var r wire.GetClusterMetadata
 		_ = r.Decode(body)
-		answer(0, m.clusterMetadata(r.LastHeard))
+		answer(0, m.clusterMetadata(req.address, r.LastHeard))
 	case wire.CodeGetMe:
 		answer(0, m.clientDetails(req.connID, true))
 	case wire.CodeGetClient:

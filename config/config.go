@@ -29,7 +29,26 @@
 // Keys of ours: cluster.replica_id (--replica-id), cluster.allow_insecure
 // (an unauthenticated replica plane may listen beyond loopback),
 // system.strict_config, system.disk (the disk space reserves, disk.go),
-// http.metrics.token and the telemetry extras.
+// http.metrics.token, the telemetry extras, and the ports of an
+// advertised address selector (below).
+//
+// # Advertised addresses
+//
+// What GetClusterMetadata tells a client to dial for each node depends on
+// the network the client connects from (replica-plane.md 10.2, 10.4; the
+// reference server's selectors by client CIDR, advertised.go): the
+// selector of cluster.nodes.advertised_addresses whose client_cidr holds
+// the client's address with the longest prefix, else advertised_address,
+// else ip. A selector may also name ports (ours), for clients that reach
+// the node through a NodePort or a load balancer:
+//
+//	[[cluster.nodes.advertised_addresses]]
+//	client_cidr = "0.0.0.0/0"          # IGGY_CLUSTER_NODES_0_ADVERTISED_ADDRESSES_0_CLIENT_CIDR
+//	address = "203.0.113.7"            # _ADDRESS: an IP or a host name, no port
+//	ports = { tcp = 30090, quic = 0 }  # _PORTS_TCP, _PORTS_QUIC, _PORTS_HTTP, _PORTS_WEBSOCKET; 0: the node's
+//
+// At most 16 selectors per node. The roster ip may be a host name: the
+// replica plane resolves it at every dial (plane/replica).
 //
 // Choices where the spec is silent or where the issue overrides it:
 //   - the root user defaults to iggy/iggy on a single node (the issue's
@@ -364,12 +383,18 @@ type ClusterAuth struct {
 	PreviousSharedSecret string `toml:"previous_shared_secret"`
 }
 
+// Node is one roster entry (replica-plane.md 10.2). IP is a literal IP
+// or a host name: peers resolve a name at every dial (a Kubernetes pod
+// keeps its name, not its IP, across a reschedule). What clients are told
+// to dial is AdvertisedTo's choice among AdvertisedAddresses,
+// AdvertisedAddress and IP (advertised.go).
 type Node struct {
-	Name              string `toml:"name"`
-	IP                string `toml:"ip"`
-	ReplicaID         int    `toml:"replica_id"`
-	AdvertisedAddress string `toml:"advertised_address"`
-	Ports             Ports  `toml:"ports"`
+	Name                string              `toml:"name"`
+	IP                  string              `toml:"ip"`
+	ReplicaID           int                 `toml:"replica_id"`
+	AdvertisedAddress   string              `toml:"advertised_address"`
+	AdvertisedAddresses []AdvertisedAddress `toml:"advertised_addresses"`
+	Ports               Ports               `toml:"ports"`
 }
 
 type Ports struct {

@@ -42,7 +42,6 @@ var notImplemented = []ignoredKey{
 	{"partition.transfer_served_cache_bytes_max", "state transfer keeps no served cache"},
 	{"partition.transfer_artifact_bytes_max", "state transfer keeps no artifact"},
 	{"cluster.coordinator", "no shards to place (Go relevance: none)"},
-	{"cluster.nodes.advertised_addresses", "only advertised_address is implemented"},
 	// Config decodes these two because two sections share one struct;
 	// neither is a key of the reference configuration.
 	{"data_maintenance.messages.enabled", "not a reference key: the switch is cleaner_enabled"},

@@ -30,6 +30,7 @@ func Validate(c Config) error {
 	validateBehaviour(c, check)
 	validateConsensus(c, check)
 	validateCluster(c, check)
+	validateRosterAddresses(c, check)
 	if err := validateTelemetry(c); err != nil {
 		errs = append(errs, err)
 	}

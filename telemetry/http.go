@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"iggynode/internal/netaddr"
 	"net"
 	"net/http"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"iggynode/config"
+	"iggynode/internal/netaddr"
 )
 
 // HTTPHandler is the node's HTTP surface for h (see the package doc):

@@ -13,7 +13,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"iggynode/bench/nodeproc"
 	"io"
 	"net"
 	"os"
@@ -27,6 +26,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/quic-go/quic-go"
 
+	"iggynode/bench/nodeproc"
 	"iggynode/wire"
 )
 

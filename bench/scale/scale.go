@@ -17,7 +17,6 @@ package scale
 import (
 	"context"
 	"fmt"
-	"iggynode/bench/nodeproc"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -29,6 +28,7 @@ import (
 	"time"
 
 	"iggynode/bench"
+	"iggynode/bench/nodeproc"
 	"iggynode/client"
 	"iggynode/wire"
 )

@@ -7,7 +7,12 @@
 // (traces, metrics, OTLP logs) and the optional HTTP listener for /ping
 // and /metrics are set up by package telemetry, whose doc lists the keys;
 // by default metrics are collected but nothing is exported and no extra
-// port is bound.
+// port is bound. The HTTP listener also serves GET /ready (ours): 503
+// until the node has caught up with its cluster (actors.Node.CaughtUp),
+// then 200, for readiness probes; /ping stays the liveness route.
+//
+// In a StatefulSet, --replica-id-from-name $(POD_NAME) takes the replica
+// id from the pod's ordinal (deploy/helm/iggynode).
 //
 // Every configuration warning (an unknown key or IGGY_* variable, a
 // reference key the node ignores; package config) is logged at start;
@@ -62,6 +67,8 @@ func run(args []string, environ []string, sig <-chan os.Signal) error {
 	fresh := fs.Bool("fresh", false, "delete the data directory before starting")
 	level := fs.String("log-level", "", "log level: debug, info, warn, error (default: system.logging.level)")
 	replicaID := fs.Int("replica-id", -1, "this node's replica id in [cluster] (overrides cluster.replica_id)")
+	replicaName := fs.String("replica-id-from-name", "", "take the replica id from the ordinal this name ends with, "+
+		"as a StatefulSet's pod name (iggynode-2: 2); overrides cluster.replica_id")
 	pprofAddr := fs.String("pprof", "", "serve Go profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060")
 	strict := fs.Bool("strict", false, "refuse to start on any configuration warning (also system.strict_config, IGGY_SYSTEM_STRICT_CONFIG)")
 	showVersion := version.Flag(fs)
@@ -83,6 +90,14 @@ func run(args []string, environ []string, sig <-chan os.Signal) error {
 	}
 	if *replicaID >= 0 {
 		cfg.Cluster.ReplicaID = *replicaID
+	}
+	if *replicaName != "" {
+		if *replicaID >= 0 {
+			return errors.New("--replica-id and --replica-id-from-name exclude each other")
+		}
+		if cfg.Cluster.ReplicaID, err = replicaIDFromName(*replicaName); err != nil {
+			return err
+		}
 	}
 	if *level != "" {
 		cfg.System.Logging.Level = *level
@@ -142,6 +157,7 @@ func run(args []string, environ []string, sig <-chan os.Signal) error {
 	}
 	var httpServer *telemetry.Server
 	if httpHandler != nil {
+		httpHandler = withReadiness(httpHandler, node.CaughtUp)
 		if httpServer, err = telemetry.Serve(cfg.HTTP.Address, httpHandler); err != nil {
 			return errors.Join(err, node.Close())
 		}
@@ -208,7 +224,7 @@ func logTelemetry(logger *slog.Logger, cfg config.Config, tel *telemetry.Telemet
 
 // httpRoutes names what the HTTP listener serves, for the start-up log.
 func httpRoutes(cfg config.Config, tel *telemetry.Telemetry) string {
-	routes := "/ping"
+	routes := "/ping " + readyRoute
 	if cfg.HTTP.Metrics.Enabled && tel.Handler() != nil {
 		routes += " " + cfg.HTTP.Metrics.Endpoint
 		if cfg.HTTP.Metrics.Token != "" {

@@ -136,6 +136,9 @@ func TestRunServesHTTPAndTelemetry(t *testing.T) {
 			t.Errorf("/metrics lacks %q:\n%s", series, body)
 		}
 	}
+	if code, body := get("/ready"); code != 200 || body != "ready" {
+		t.Errorf("/ready on a single node: %d %q", code, body)
+	}
 	if code, _ := get("/streams"); code != 404 {
 		t.Errorf("/streams: %d", code)
 	}

@@ -56,16 +56,23 @@ func NewTestCA(t testing.TB, name string) *TestCA {
 // its PEM certificate and PKCS#8 key.
 func (ca *TestCA) Issue(t testing.TB, name string, ips ...net.IP) (certFile, keyFile string) {
 	t.Helper()
-	return ca.issue(t, name, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, ips)
+	return ca.issue(t, name, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, nil, ips)
+}
+
+// IssueForHosts is Issue with DNS SANs (wildcards allowed) and no IP
+// SAN: a node the roster names by host name, as a StatefulSet's pods.
+func (ca *TestCA) IssueForHosts(t testing.TB, name string, hosts ...string) (certFile, keyFile string) {
+	t.Helper()
+	return ca.issue(t, name, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, hosts, nil)
 }
 
 // IssueServerOnly is Issue without the client-auth usage.
 func (ca *TestCA) IssueServerOnly(t testing.TB, name string, ips ...net.IP) (certFile, keyFile string) {
 	t.Helper()
-	return ca.issue(t, name, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, ips)
+	return ca.issue(t, name, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, nil, ips)
 }
 
-func (ca *TestCA) issue(t testing.TB, name string, usage []x509.ExtKeyUsage, ips []net.IP) (string, string) {
+func (ca *TestCA) issue(t testing.TB, name string, usage []x509.ExtKeyUsage, hosts []string, ips []net.IP) (string, string) {
 	t.Helper()
 	ca.serial++
 	key := newKey(t)
@@ -77,6 +84,7 @@ func (ca *TestCA) issue(t testing.TB, name string, usage []x509.ExtKeyUsage, ips
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  usage,
 		IPAddresses:  ips,
+		DNSNames:     hosts,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.key)
 	if err != nil {

@@ -5,10 +5,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"iggynode/internal/netaddr"
 	"log/slog"
+	"net"
 	"time"
 
+	"iggynode/internal/netaddr"
 	"iggynode/wire"
 )
 
@@ -33,9 +34,10 @@ const (
 )
 
 // Peer is one roster entry as the replica plane needs it: the replica id
-// and the host:port of its tcp_replica port (10.2). The host is also the
-// TLS server name (3.7 rule 2). An empty Addr means "not known yet": the
-// node is not dialed until SetRoster gives one.
+// and the host:port of its tcp_replica port (10.2). The host is an IP or
+// a host name, looked up at every dial (resolve.go), and is the TLS
+// server name (3.7 rule 2). An empty Addr means "not known yet": the node
+// is not dialed until SetRoster gives one.
 type Peer struct {
 	ID   uint8
 	Addr string
@@ -89,6 +91,10 @@ type Config struct {
 	// MaxInboundHandshakes bounds inbound handshakes in flight (256).
 	MaxInboundHandshakes int
 
+	// Resolver looks up the peers named by host name, at every dial
+	// (default net.DefaultResolver).
+	Resolver Resolver
+
 	// Logger receives connection events (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -117,6 +123,9 @@ func (c *Config) defaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Resolver == nil {
+		c.Resolver = net.DefaultResolver
 	}
 }
 

@@ -50,11 +50,26 @@
 //     dialer verifies the acceptor's against the CA and its roster host,
 //     the acceptor requires the dialer's and verifies it against the CA.
 //     A node certificate needs the serverAuth and clientAuth usages and
-//     its roster ip as a SAN. The acceptor does not match the client
+//     its roster host as a SAN: an IP SAN for an IP, a DNS SAN (a
+//     wildcard over a headless Service works) for a name. The acceptor does not match the client
 //     certificate to the replica id the Hello claims: like the MAC (3.6
 //     notes), the certificate proves membership, not identity.
 //     AnyPeerTLS is self_signed mode: an ephemeral certificate, no
 //     verification either way; only the MAC keeps strangers out.
+//
+// # Peers by name
+//
+// A roster host may be a name instead of an IP (a StatefulSet's pods,
+// iggynode-1.iggynode-headless.ns.svc.cluster.local): the dialer looks it
+// up through Config.Resolver at every dial and caches nothing, so the dial
+// after a lost link finds a pod rescheduled at a new IP under its old
+// name; the addresses are tried in the order the resolver gives, and a
+// name that does not resolve yet fails that dial like a refused
+// connection (the next sweep tries again). The IP a name led to is
+// logged when it changes, and PeerStats.Remote shows it. TLS verifies the
+// name, not the IP. Resolution lives in resolve.go, apart from the sweep
+// and its ramp, which decide only when to dial. The own entry's name is
+// bound as net.Listen resolves it (a pod's /etc/hosts names it).
 //
 // # Exposure
 //

@@ -47,6 +47,9 @@ type PeerStats struct {
 	Outbound  bool
 	// TLS reports that the installed connection runs inside TLS (3.7).
 	TLS bool
+	// Remote is the installed connection's remote IP:port (for a peer
+	// named by host name, the address the name resolved to).
+	Remote string
 }
 
 // HandshakeStats count connection attempts since Start.
@@ -99,6 +102,10 @@ type peer struct {
 	link    atomic.Pointer[link]
 
 	sent, dropped, received, ignored atomic.Uint64
+
+	// resolved is the IP its host name last led to (resolve.go); guarded
+	// by Node.mu.
+	resolved string
 }
 
 type handshakeCounters struct {
@@ -225,7 +232,7 @@ func (n *Node) Stats() map[uint8]PeerStats {
 		s := PeerStats{Sent: p.sent.Load(), Dropped: p.dropped.Load(),
 			Received: p.received.Load(), Ignored: p.ignored.Load()}
 		if l := p.link.Load(); l != nil {
-			s.Connected, s.Outbound, s.TLS = true, l.outbound, l.tls
+			s.Connected, s.Outbound, s.TLS, s.Remote = true, l.outbound, l.tls, l.raw.RemoteAddr().String()
 		}
 		out[p.id] = s
 	}
@@ -431,8 +438,7 @@ func (n *Node) sweep() (unlinked int) {
 
 func (n *Node) dial(p *peer, addr string) {
 	defer n.wg.Done()
-	d := net.Dialer{Timeout: n.cfg.HandshakeGrace}
-	c, err := d.DialContext(n.ctx, "tcp", addr)
+	c, err := n.dialPeer(p, addr)
 	if err == nil && !n.track(c) {
 		_ = c.Close()
 		err = net.ErrClosed

@@ -15,7 +15,8 @@ import (
 // peer's roster host, and the acceptor requires a client certificate and
 // verifies it against the same CA. A node certificate therefore needs the
 // serverAuth and clientAuth extended key usages (or none) and the roster
-// ip among its SANs. The shared-secret MAC still runs inside the session.
+// host among its SANs: an IP SAN for an IP, a DNS SAN for a host name
+// (the dialer verifies the name, not the IP it resolved to). The shared-secret MAC still runs inside the session.
 func MutualTLS(certFile, keyFile, caFile string) (*tls.Config, error) {
 	if certFile == "" || keyFile == "" || caFile == "" {
 		return nil, fmt.Errorf("replicaplane: cluster TLS needs cert_file, key_file and ca_file (got %q, %q, %q)", certFile, keyFile, caFile)
