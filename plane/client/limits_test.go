@@ -743,6 +743,9 @@ func TestFrameBudgetWaitsForRelease(t *testing.T) {
 				t.Fatalf("a frame with 300 KiB of 2 MiB in holds %d bytes", n)
 			}
 
+			// The second frame's own deadline must come well after the
+			// stalled one's, or both expire together and the test races.
+			time.Sleep(400 * time.Millisecond)
 			c := tc.mustDial(t, addr, "")
 			defer c.close()
 			frame := sizedFrame(2, 1<<20)
