@@ -43,6 +43,11 @@ type connGuard struct {
 	// held is the budget the reader holds for the frame being read or
 	// delivered; only the reader touches it.
 	held int64
+	// lastSize is the size of the last frame this connection delivered
+	// whole (reader only): the next body starts at that much, since the
+	// connection has shown it sends it, so a steady producer's frames are
+	// read into one buffer without the growth copies.
+	lastSize int
 
 	// expire is the transport's action at a deadline; it reports whether
 	// the connection ends (QUIC survives a frame deadline: only the
@@ -229,7 +234,7 @@ func (c *connGuard) readFrame(hdr *wire.Header, body io.Reader, limit uint32) ([
 // buffer by growthFactor from firstChunk.
 func (c *connGuard) readBody(hdr *wire.Header, body io.Reader, start int64) ([]byte, error) {
 	size := int(hdr.Size())
-	buf, err := c.grow(nil, min(size, firstChunk), size, start)
+	buf, err := c.grow(nil, min(size, max(firstChunk, c.lastSize)), size, start)
 	if err != nil {
 		return nil, err
 	}
@@ -254,6 +259,7 @@ func (c *connGuard) readBody(hdr *wire.Header, body io.Reader, start int64) ([]b
 			return nil, err
 		}
 	}
+	c.lastSize = size
 	return buf, nil
 }
 
@@ -262,15 +268,20 @@ func (c *connGuard) readBody(hdr *wire.Header, body io.Reader, start int64) ([]b
 // releasing the old one after the copy. The last step (n == size) is
 // exact; the others come from the pool.
 func (c *connGuard) grow(buf []byte, n, size int, start int64) ([]byte, error) {
+	// Reserved before it is allocated: a header alone never makes the node
+	// allocate past the budget.
+	want := n
+	if class, ok := poolClass(n); ok && n != size {
+		want = 1 << (class + minPoolShift)
+	}
+	if err := c.reserve(int64(want), start); err != nil {
+		return nil, err
+	}
 	var next []byte
 	if n == size {
 		next = make([]byte, n)
 	} else {
 		next = GetFrame(n)[:n]
-	}
-	if err := c.reserve(int64(cap(next)), start); err != nil {
-		putFrame(next)
-		return nil, err
 	}
 	copy(next, buf)
 	if buf != nil {
