@@ -4,10 +4,9 @@
 //
 // Configuration: --config FILE (or IGGY_CONFIG_PATH) in TOML, overridden
 // by IGGY_* environment variables (server-behaviour.md 11). Telemetry
-// (traces, metrics, OTLP logs) and the optional HTTP listener for /ping
-// and /metrics are set up by package telemetry, whose doc lists the keys;
-// by default metrics are collected but nothing is exported and no extra
-// port is bound.
+// (traces, metrics, OTLP logs) is set up by package telemetry, whose doc
+// lists the keys. The HTTP REST API (plane/http, with /ping and /metrics)
+// listens on 127.0.0.1:3000 by default.
 //
 // Every configuration warning (an unknown key or IGGY_* variable, a
 // reference key the node ignores; package config) is logged at start;
@@ -24,7 +23,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -123,24 +121,17 @@ func run(args []string, environ []string, sig <-chan os.Signal) error {
 	logger = slog.New(tel.LogHandler(logger.Handler()))
 	slog.SetDefault(logger)
 	logTelemetry(logger, cfg, tel)
-	var httpHandler http.Handler
-	if cfg.HTTP.Enabled {
-		if httpHandler, err = tel.HTTPHandler(cfg.HTTP); err != nil {
-			return err
-		}
-	}
-
-	node, err := actors.Start(actors.Options{Config: cfg, RootUsername: user, RootPassword: pass, Logger: logger,
-		TracerProvider: tel.TracerProvider(), MeterProvider: tel.MeterProvider()})
+	surface, err := tel.Surface(cfg.HTTP)
 	if err != nil {
 		return err
 	}
-	var httpServer *telemetry.Server
-	if httpHandler != nil {
-		if httpServer, err = telemetry.Serve(cfg.HTTP.Address, httpHandler); err != nil {
-			return errors.Join(err, node.Close())
-		}
-		logger.Info("http listening", "address", httpServer.Addr().String(), "routes", httpRoutes(cfg, tel))
+	node, err := actors.Start(actors.Options{Config: cfg, RootUsername: user, RootPassword: pass, Logger: logger,
+		TracerProvider: tel.TracerProvider(), MeterProvider: tel.MeterProvider(), HTTPSurface: surface})
+	if err != nil {
+		return err
+	}
+	if cfg.HTTP.Enabled {
+		logger.Info("http listening", "address", node.HTTPAddr(), "routes", httpRoutes(cfg, tel))
 	}
 	logger.Info("iggynode serving", "tcp", node.TCPAddr(), "data", cfg.System.Path)
 
@@ -151,12 +142,7 @@ func run(args []string, environ []string, sig <-chan os.Signal) error {
 			logger.Warn("already shutting down; signal ignored", "signal", s.String())
 		}
 	}()
-	err = node.Close()
-	if httpServer != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-		defer cancel()
-		err = errors.Join(err, httpServer.Close(ctx))
-	}
+	err = node.Close() // the HTTP listener drains with the node
 	return err // the deferred shutdownTelemetry flushes after the node's last spans
 }
 
@@ -203,11 +189,11 @@ func logTelemetry(logger *slog.Logger, cfg config.Config, tel *telemetry.Telemet
 
 // httpRoutes names what the HTTP listener serves, for the start-up log.
 func httpRoutes(cfg config.Config, tel *telemetry.Telemetry) string {
-	routes := "/ping"
+	routes := "REST API (http.md 2.1), /ping"
 	if cfg.HTTP.Metrics.Enabled && tel.Handler() != nil {
 		routes += " " + cfg.HTTP.Metrics.Endpoint
 		if cfg.HTTP.Metrics.Token != "" {
-			routes += " (bearer token)"
+			routes += " (JWT, personal access token or the static bearer token)"
 		}
 	}
 	return routes

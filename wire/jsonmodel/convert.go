@@ -66,7 +66,7 @@ func FromTopicDetails(d wire.TopicDetails) TopicDetails {
 	t := FromTopic(d.TopicHeader)
 	parts := make([]Partition, 0, len(d.Partitions))
 	for _, p := range d.Partitions {
-		parts = append(parts, Partition{ID: p.ID, CreatedAt: p.CreatedAt, SegmentsCount: p.SegmentsCount,
+		parts = append(parts, Partition{ID: p.ID, CreatedAt: p.CreatedAt, SegmentsCount: max(p.SegmentsCount, 1),
 			CurrentOffset: p.CurrentOffset, Size: ByteSize(p.SizeBytes), MessagesCount: p.MessagesCount})
 	}
 	slices.SortFunc(parts, func(a, b Partition) int { return int(a.ID) - int(b.ID) })
