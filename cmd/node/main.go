@@ -143,7 +143,7 @@ func run(args []string, environ []string, sig <-chan os.Signal) error {
 		}
 	}()
 	err = node.Close() // the HTTP listener drains with the node
-	return err // the deferred shutdownTelemetry flushes after the node's last spans
+	return err         // the deferred shutdownTelemetry flushes after the node's last spans
 }
 
 // shutdownGrace bounds each of the HTTP listener's drain and the telemetry
