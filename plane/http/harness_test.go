@@ -65,6 +65,7 @@ type response struct {
 	status int
 	header http.Header
 	body   []byte
+	close  bool // the server said Connection: close
 }
 
 func (r response) json(t testing.TB, v any) {
@@ -116,7 +117,7 @@ func do(t testing.TB, base, method, path, token string, body any, header ...stri
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return response{status: resp.StatusCode, header: resp.Header, body: b}
+	return response{status: resp.StatusCode, header: resp.Header, body: b, close: resp.Close}
 }
 
 // login returns a JWT of username.

@@ -456,6 +456,7 @@ func (s *Server) metricsRoute(prom http.Handler) http.Handler {
 				return
 			}
 		}
+		w.Header().Set(viewHeader, strconv.FormatUint(uint64(s.node.MetadataView()), 10))
 		prom.ServeHTTP(w, r)
 	})
 }

@@ -47,7 +47,7 @@ func (t *sessions) get(key, remote string, user uint32, expires time.Time) (*ses
 			return nil, errSessionsFull
 		}
 	}
-	s := &session{key: key, userID: user, expires: expires, conn: t.open(remote, user, true, false)}
+	s := &session{key: key, userID: user, expires: expires, conn: t.open(remote, user, true, false), clientID: newClientID()}
 	s.lastUsed.Store(t.now().UnixNano())
 	t.byKey[key] = s
 	return s, nil

@@ -433,6 +433,7 @@ var reasons = map[wire.ErrorCode]string{
 	wire.ErrUserAlreadyExists: "User already exists", wire.ErrUserInactive: "User is inactive",
 	wire.ErrCannotDeleteUser: "Cannot delete user with ID: 0", wire.ErrCannotChangePermissions: "Cannot change permissions for user with ID: 0",
 	wire.ErrInvalidPersonalAccessToken: "Invalid personal access token",
+	wire.ErrAccessTokenMissing: "Access token is missing", wire.ErrInvalidAccessToken: "Invalid access token",
 	wire.ErrTransientNotCommitted:      "Transient: not committed", wire.ErrTransientNotAccepted: "Transient: not accepted",
 	wire.ErrStreamIdNotFound: "Stream with ID: 0 was not found.", wire.ErrStreamNameAlreadyExists: "Stream with name:  already exists.",
 	wire.ErrTopicIdNotFound:        "Topic with ID: 0 for stream with ID: 0 was not found.",
