@@ -27,6 +27,7 @@ func testNode(t *testing.T, tune func(*actors.Options)) *actors.Node {
 	cfg := config.Default()
 	cfg.System.Path = t.TempDir()
 	cfg.TCP.Address = "127.0.0.1:0"
+	cfg.HTTP.Address = "127.0.0.1:0"
 	cfg.QUIC.Address = "127.0.0.1:0"
 	cfg.WebSocket.Address = "127.0.0.1:0"
 	opts := actors.Options{

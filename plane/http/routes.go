@@ -166,6 +166,9 @@ func (c *reqCtx) call(req request, write bool) (outcome, *apiError) {
 		s = c.readSession()
 	}
 	o, err := s.call(c.ctx, req)
+	if o.evict != 0 || err != nil {
+		c.s.log.Debug("http session lost", "code", req.Code(), "evict", o.evict, "err", err)
+	}
 	if o.evict != 0 || s.broken {
 		if !c.temp {
 			c.s.sessions.drop(s)

@@ -125,8 +125,8 @@ func (s *session) exchange(ctx context.Context, code wire.CommandCode, op wire.O
 	case op == wire.OpRegister:
 		h.Request, h.Session, h.UserID = 0, 0, 0
 	case op == wire.OpLogout || op.Metadata():
+		h.Request = s.next // the counter, then advanced (client-plane.md 5.3)
 		s.next++
-		h.Request = s.next
 	default:
 		h.Request = s.next
 	}
@@ -218,7 +218,7 @@ func (s *session) register(ctx context.Context) (outcome, error) {
 	if resp.Decode(o.body) != nil || resp.Session == 0 {
 		return outcome{code: wire.ErrCannotEstablishConnection}, nil
 	}
-	s.epoch, s.next = resp.Session, 0
+	s.epoch, s.next = resp.Session, 1
 	return o, nil
 }
 

@@ -1,6 +1,7 @@
 package jsonmodel
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
@@ -143,9 +144,31 @@ type PartitioningIn struct {
 
 // MessageIn is one message to send: id absent or null means "mint one".
 type MessageIn struct {
-	ID          *MessageID     `json:"id,omitempty"`
+	ID          *MessageIDIn   `json:"id,omitempty"`
 	Payload     Bytes          `json:"payload"`
 	UserHeaders *UserHeadersIn `json:"user_headers,omitempty"`
+}
+
+// MessageIDIn is a message id on input: it reads every form of 6.3.1 and
+// writes a decimal string, the one form that carries all 128 bits.
+type MessageIDIn MessageID
+
+func (m MessageIDIn) MarshalJSON() ([]byte, error) {
+	return json.Marshal(MessageID(m).big().String())
+}
+
+// UnmarshalJSON takes numbers up to u64::MAX only: larger ids must be
+// strings (6.3.1).
+func (m *MessageIDIn) UnmarshalJSON(b []byte) error {
+	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] != '"' {
+		n, err := strconv.ParseUint(string(t), 10, 64)
+		if err != nil {
+			return fmt.Errorf("message id %s must be a non-negative integer up to u64::MAX or a string", t)
+		}
+		*m = MessageIDIn{Lo: n}
+		return nil
+	}
+	return (*MessageID)(m).UnmarshalJSON(b)
 }
 
 // UserHeadersIn is the array form or one base64 string of an encoded

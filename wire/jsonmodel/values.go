@@ -186,11 +186,11 @@ func (m *MessageID) UnmarshalJSON(b []byte) error {
 		*m = id
 		return err
 	}
-	n, err := strconv.ParseUint(string(b), 10, 64)
-	if err != nil {
-		return fmt.Errorf("message id %s must be a non-negative integer up to u64::MAX or a string", b)
+	v, ok := new(big.Int).SetString(string(b), 10)
+	if !ok || v.Sign() < 0 || v.BitLen() > 128 {
+		return fmt.Errorf("message id %s must be a non-negative integer up to u128::MAX or a string", b)
 	}
-	*m = MessageID{Lo: n}
+	*m = fromBig(v)
 	return nil
 }
 
