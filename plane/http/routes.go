@@ -68,6 +68,9 @@ func (r raw) Code() wire.CommandCode   { return r.code }
 func (s *Server) route(auth authKind, fwd bool, fn handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := &reqCtx{s: s, w: w, r: r, ctx: r.Context()}
+		if r.Header.Get("Iggy-Forwarded") != "" {
+			c.ctx = context.WithValue(c.ctx, relayedKey{}, true)
+		}
 		if auth != public {
 			cred, e := s.authenticate(c.ctx, r)
 			if e != nil {
