@@ -545,6 +545,10 @@ func TestTransportsAndConnectionString(t *testing.T) {
 		})
 	}
 	var streams wire.Streams
+	e.okJSON(&streams, "--transport", "http", "--address", e.node.HTTPAddr(), "stream", "list")
+	if len(streams) != 1 || streams[0].Name != "s" {
+		t.Fatalf("streams over http %+v", streams)
+	}
 	e.okJSON(&streams, "--connection-string", "iggy://iggy:iggy@"+e.node.TCPAddr(), "stream", "list")
 	if len(streams) != 1 || streams[0].Name != "s" {
 		t.Fatalf("streams %+v", streams)

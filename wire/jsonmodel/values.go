@@ -61,10 +61,11 @@ var decimalUnits = []string{"B", "KB", "MB", "GB", "TB", "PB", "EB"}
 var binaryUnits = []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
 
 // String picks the largest unit in which the value is exact with at most
-// three fractional digits, decimal before binary at equal rank.
+// three fractional digits; at equal rank the spelling with fewer
+// fractional digits, decimal on a tie.
 func (s ByteSize) String() string {
 	v := uint64(s)
-	best, bestRank := strconv.FormatUint(v, 10)+" B", 0
+	best, bestRank, bestFrac := strconv.FormatUint(v, 10)+" B", 0, 0
 	try := func(units []string, base uint64) {
 		div := uint64(1)
 		for i := 1; i < len(units); i++ {
@@ -81,12 +82,16 @@ func (s ByteSize) String() string {
 				continue
 			}
 			frac := new(big.Int).Div(new(big.Int).Mul(new(big.Int).SetUint64(rem), big.NewInt(1000)), new(big.Int).SetUint64(div)).Uint64()
-			if i > bestRank {
-				txt := strconv.FormatUint(whole, 10)
-				if frac != 0 {
-					txt += strings.TrimRight(fmt.Sprintf(".%03d", frac), "0")
-				}
-				best, bestRank = txt+" "+units[i], i
+			txt := strconv.FormatUint(whole, 10)
+			digits := 0
+			if frac != 0 {
+				f := strings.TrimRight(fmt.Sprintf(".%03d", frac), "0")
+				txt, digits = txt+f, len(f)-1
+			}
+			// The largest unit wins; at equal rank, fewer fractional
+			// digits ("1 KiB", not "1.024 KB").
+			if i > bestRank || (i == bestRank && digits < bestFrac) {
+				best, bestRank, bestFrac = txt+" "+units[i], i, digits
 			}
 		}
 	}
