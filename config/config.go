@@ -11,7 +11,7 @@
 // silently (11.1.3); here each one is a warning naming it, as is every
 // unknown IGGY_* variable, and every reference key the node accepts so
 // that upstream files load but does not act on (keys.go: sharding, memory
-// pool, log rotation, CORS, JWT, ...), set in the file or the
+// pool, log rotation, the web UI, ...), set in the file or the
 // environment. With system.strict_config = true (IGGY_SYSTEM_STRICT_CONFIG,
 // or --strict on cmd/node) any warning refuses boot instead.
 //

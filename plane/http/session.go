@@ -169,6 +169,8 @@ func (s *session) roundTrip(ctx context.Context, frame []byte, req uint64) (outc
 			}
 		case <-timer.C:
 			return outcome{}, errNoReply
+		case <-s.conn.closed:
+			return outcome{}, errNoReply
 		case <-ctx.Done():
 			return outcome{}, ctx.Err()
 		}
