@@ -68,6 +68,10 @@ func (r raw) Code() wire.CommandCode   { return r.code }
 func (s *Server) route(auth authKind, fwd bool, fn handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := &reqCtx{s: s, w: w, r: r, ctx: r.Context()}
+		if v, ok := r.URL.Query()["consistency"]; ok && v[0] != "serializable" && v[0] != "linearizable" {
+			plainText(w, http.StatusBadRequest, "Failed to deserialize query string: unknown variant `"+v[0]+"` for `consistency`")
+			return
+		}
 		if r.Header.Get("Iggy-Forwarded") != "" {
 			c.ctx = context.WithValue(c.ctx, relayedKey{}, true)
 		}
@@ -179,12 +183,28 @@ func (c *reqCtx) call(req request, write bool) (outcome, *apiError) {
 		c.sess = nil
 	}
 	switch {
+	case errors.Is(err, errNoReply):
+		return o, timeoutFor(req.Code())
 	case err != nil:
 		return o, errUnavailable
 	case o.evict != 0:
 		return o, errUnauthenticated
 	}
 	return o, nil
+}
+
+// timeoutFor is the 504 of a write or read whose outcome is unknown
+// (6.5.3, 5.10.2, 6.6), the shared 503 for the rest.
+func timeoutFor(code wire.CommandCode) *apiError {
+	switch code {
+	case wire.CodeSendMessages:
+		return handBuilt(http.StatusGatewayTimeout, "produce_timeout", "produce was not acknowledged in time; the write may still commit")
+	case wire.CodeStoreConsumerOffset, wire.CodeDeleteConsumerOffset:
+		return handBuilt(http.StatusGatewayTimeout, "offset_write_timeout", "the offset write was not acknowledged in time; it may still commit")
+	case wire.CodePollMessages, wire.CodeGetConsumerOffset:
+		return handBuilt(http.StatusGatewayTimeout, "partition_read_timeout", "the partition owner did not answer the read in time; retry")
+	}
+	return errUnavailable
 }
 
 // do runs req and answers any failure with its typed error.

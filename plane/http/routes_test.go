@@ -356,6 +356,8 @@ func TestGoldenSequence(t *testing.T) {
 		{row: "72", method: "GET", path: "/streams", header: []string{"Origin", "http://a.example"}, status: 200, want: `[]`,
 			headers: map[string]string{"Access-Control-Allow-Origin": "*", "Access-Control-Expose-Headers": "iggy-view"}},
 		{row: "2.1.2", method: "GET", path: "/streams/", status: 404, want: ""},
+		{row: "2.3.2", method: "GET", path: "/streams?consistency=eventual", status: 400, want: "*"},
+		{row: "2.3.2b", method: "GET", path: "/streams?consistency=serializable&unknown=1", status: 200, want: `[]`},
 		{row: "2.2.2", method: "GET", path: "/streams/" + strings.Repeat("x", 256), status: 400,
 			want: `{"id":6,"code":"invalid_identifier","reason":"<any>","field":null}`},
 		{row: "67", method: "DELETE", path: "/users/logout", status: 204},
