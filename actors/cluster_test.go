@@ -75,6 +75,7 @@ func clusterNodeOptions(i, n int, dir string) Options {
 	cfg := config.Default()
 	cfg.System.Path = dir
 	cfg.TCP.Address, cfg.QUIC.Enabled, cfg.WebSocket.Enabled = "127.0.0.1:0", false, false
+	cfg.HTTP.Address = "127.0.0.1:0"
 	cfg.Cluster.Enabled, cfg.Cluster.Name, cfg.Cluster.ReplicaID = true, "test-cluster", i
 	for j := 0; j < n; j++ {
 		cfg.Cluster.Nodes = append(cfg.Cluster.Nodes, config.Node{Name: fmt.Sprintf("node-%d", j), IP: "127.0.0.1", ReplicaID: j})

@@ -48,8 +48,11 @@ func (c *connection) Receive(ctx actor.Context) {
 		c.lastSeenUs = c.clock()
 		if !c.seen {
 			c.seen = true
-			ctx.Send(c.node.metadata, &connInfo{pid: ctx.Self(), id: c.id, address: c.conn.RemoteAddr(),
-				transport: c.conn.Transport(), userID: noUser})
+			// HTTP's virtual connections are not listed (http.md 5.1.6).
+			if c.conn.Transport() != clientplane.TransportHTTP {
+				ctx.Send(c.node.metadata, &connInfo{pid: ctx.Self(), id: c.id, address: c.conn.RemoteAddr(),
+					transport: c.conn.Transport(), userID: noUser})
+			}
 		}
 		c.pending = append(c.pending, m.buf)
 		c.next(ctx)
@@ -161,6 +164,7 @@ func (c *connection) handle(ctx actor.Context, buf []byte) *replyOut {
 		return &replyOut{frame: denyReply(&hdr, c.id, commit, wire.ErrInvalidFormat)}
 	}
 	req := &clientRequest{conn: ctx.Self(), connID: c.id, hdr: hdr, frame: buf, bound: c.bound, address: c.conn.RemoteAddr(), span: c.req.span}
+	httpRequest(c.conn, req)
 	switch op := hdr.Operation; {
 	case op == wire.OpNonReplicated:
 		return c.read(ctx, req)
@@ -196,7 +200,7 @@ func (c *connection) read(ctx actor.Context, req *clientRequest) *replyOut {
 	switch {
 	case code == wire.CodeLoginUser || code == wire.CodeLoginWithPersonalAccessToken:
 		return &replyOut{frame: eviction(hdr.Client, wire.EvictMalformedLogin)}
-	case c.bound == nil && code != wire.CodePing:
+	case req.bound == nil && code != wire.CodePing:
 		return &replyOut{frame: readReply(hdr, commit, wire.ErrUnauthenticated, nil)}
 	case code == wire.CodePing:
 		return &replyOut{frame: readReply(hdr, commit, 0, nil)}

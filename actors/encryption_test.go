@@ -53,7 +53,7 @@ func markedBatch(b, per int) []wire.Message {
 func nodeFromEnv(t *testing.T, dir string, log *slog.Logger, env ...string) (*Node, error) {
 	t.Helper()
 	env = append([]string{"IGGY_SYSTEM_PATH=" + dir, "IGGY_TCP_ADDRESS=127.0.0.1:0", "IGGY_QUIC_ENABLED=false",
-		"IGGY_WEBSOCKET_ENABLED=false"}, env...)
+		"IGGY_WEBSOCKET_ENABLED=false", "IGGY_HTTP_ADDRESS=127.0.0.1:0"}, env...)
 	cfg, _, err := config.Load("", env)
 	if err != nil {
 		return nil, err

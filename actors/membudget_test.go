@@ -59,6 +59,7 @@ func TestMemoryBudgetBoundsTheNodesCaches(t *testing.T) {
 	cfg := config.Default()
 	cfg.System.Path = t.TempDir()
 	cfg.TCP.Address, cfg.QUIC.Enabled, cfg.WebSocket.Enabled = "127.0.0.1:0", false, false
+	cfg.HTTP.Address = "127.0.0.1:0"
 	cfg.Partition.MemoryBudget = 4 << 20
 	n := startNode(t, Options{Config: cfg, RootUsername: "iggy", RootPassword: "iggy"})
 	ctx, c := rootClient(t, n)

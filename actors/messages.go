@@ -45,6 +45,9 @@ type clientRequest struct {
 	bound   *binding // nil before login
 	address string
 	relay   *relay // set when another replica forwarded it (partition_forward.go)
+	// http is set for a request of the HTTP plane's virtual connections
+	// (http.go): the user the plane verified, and verify-only logins.
+	http *httpAssertion
 	// span is the request's span when tracing (its op spans link to it).
 	span *spanRecord
 }

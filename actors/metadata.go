@@ -514,6 +514,9 @@ func (m *metadataActor) maintain(ctx actor.Context, nowUs uint64, done chan<- st
 
 // onRequest dispatches a request handed over by a connection actor.
 func (m *metadataActor) onRequest(ctx actor.Context, req *clientRequest) {
+	if req.http != nil && m.refuseHTTP(ctx, req) {
+		return
+	}
 	switch op := req.hdr.Operation; {
 	case op == wire.OpNonReplicated:
 		m.onRead(ctx, req)
@@ -560,6 +563,10 @@ func (m *metadataActor) onRegister(ctx actor.Context, req *clientRequest) {
 // verified as userID (client-plane.md 5.2 steps 6-10).
 func (m *metadataActor) registerVerified(ctx actor.Context, req *clientRequest, userID uint32) {
 	hdr := &req.hdr
+	if req.http != nil && req.http.verifyOnly {
+		m.reply(ctx, req, &replyOut{frame: loginReply(hdr, 0, m.commit(), uint64(userID))}) // http.go
+		return
+	}
 	if b := req.bound; b != nil {
 		// Already bound: the existing session, nothing committed (5.2 step 6).
 		m.reply(ctx, req, &replyOut{frame: loginReply(hdr, b.epoch, m.commit(), uint64(userID))})

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -20,7 +21,9 @@ import (
 	"iggynode/config"
 	"iggynode/diag"
 	clientplane "iggynode/plane/client"
+	httpplane "iggynode/plane/http"
 	"iggynode/storage"
+	"iggynode/telemetry"
 )
 
 // nodeRefs is what every actor of a node may reach.
@@ -70,6 +73,11 @@ type Options struct {
 	// in-memory ones). Nil: no-op providers.
 	TracerProvider trace.TracerProvider
 	MeterProvider  metric.MeterProvider
+	// HTTPSurface is what package telemetry serves on the HTTP listener
+	// (/ping, the metrics exposition, the request counter); nil: /ping only.
+	HTTPSurface *telemetry.HTTPSurface
+	// HTTPListen overrides http.address (tests use 127.0.0.1:0).
+	HTTPListen string
 	// verifyPassword replaces metadata.VerifyPassword on the login pool
 	// (tests slow it down); nil: the real Argon2id check.
 	verifyPassword func(hash, password string) bool
@@ -88,6 +96,7 @@ type Node struct {
 	tcp    *clientplane.TCPListener
 	quic   *clientplane.QUICListener
 	ws     *clientplane.WSListener
+	http   *httpplane.Server
 	connID atomic.Uint32
 	conns  *actor.RootContext
 	// metadataCaughtUp: since boot, the metadata replica has once been in
@@ -310,7 +319,7 @@ func (n *Node) listen() error {
 		}
 		n.log.Info("websocket listener up", "address", n.WebSocketAddr(), "tls", c.TLS != nil)
 	}
-	return nil
+	return n.startHTTP()
 }
 
 // edgeGuard is the one Guard every client listener shares, so the caps
@@ -406,6 +415,11 @@ func (n *Node) Close() error {
 		}
 		if n.ws != nil {
 			n.ws.Close()
+		}
+		if n.http != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err = errors.Join(err, n.http.Close(ctx))
+			cancel()
 		}
 		if n.cluster != nil && n.cluster.links != nil {
 			_ = n.cluster.links.Close()

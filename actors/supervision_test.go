@@ -19,6 +19,7 @@ func startTestNode(t *testing.T) *Node {
 	cfg := config.Default()
 	cfg.System.Path = t.TempDir()
 	cfg.TCP.Address = "127.0.0.1:0"
+	cfg.HTTP.Address = "127.0.0.1:0"
 	cfg.QUIC.Address = "127.0.0.1:0"
 	cfg.WebSocket.Address = "127.0.0.1:0"
 	n, err := Start(Options{Config: cfg, RootUsername: "iggy", RootPassword: "iggy",

@@ -421,6 +421,11 @@ func connect(ctx context.Context, cfg Config) (*client.Client, error) {
 	case "wss":
 		o.Transport = client.TransportWS
 		o.TLS = client.TLSOptions{Enabled: true, CAFile: cfg.CAFile, InsecureSkipVerify: cfg.Insecure}
+	case "http":
+		o.Transport = client.TransportHTTP // the REST API (address: the node's http.address)
+	case "https":
+		o.Transport = client.TransportHTTP
+		o.TLS = client.TLSOptions{Enabled: true, CAFile: cfg.CAFile, InsecureSkipVerify: cfg.Insecure}
 	}
 	return client.Connect(ctx, o)
 }

@@ -85,7 +85,11 @@ func New(opts Options) (*Client, error) {
 			}
 			t = ws
 		case TransportHTTP:
-			return nil, fmt.Errorf("client: %s: %w", opts.Transport, ErrTransportNotSupported)
+			h, err := NewHTTPTransport(opts)
+			if err != nil {
+				return nil, err
+			}
+			t = h
 		default:
 			return nil, fmt.Errorf("client: unknown transport %q: %w", opts.Transport, wire.ErrInvalidConfiguration)
 		}

@@ -125,9 +125,9 @@
 //     (8.2, 8.3); every other bad number or duration is
 //     InvalidConnectionString. Durations accept the humantime units the Rust
 //     SDK accepts (ns, us, ms, s, m, h, d, w and their long forms, summed:
-//     "1h 30m"). HTTP options are parsed and kept, but Connect reports
-//     ErrTransportNotSupported for iggy+http:// (a REST API, not a frame
-//     carriage) unless Options.Dialer supplies one.
+//     "1h 30m"). iggy+http:// (and Options.Transport "http") drive the REST
+//     API through HTTPTransport (http.go), which translates each request
+//     frame into its route and the JSON reply back into a frame.
 //   - QUIC: send_window and datagram_send_buffer_size have no quic-go
 //     counterpart and are only kept; receive_window fixes the connection
 //     receive window (quic-go does not auto-tune past it);

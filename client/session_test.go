@@ -836,11 +836,24 @@ func TestClosedClient(t *testing.T) {
 	}
 }
 
-// HTTP is a REST API, not a frame carriage (transports.md 10): it parses
-// but does not connect.
-func TestUnsupportedTransports(t *testing.T) {
-	if _, err := ConnectString(t.Context(), "iggy+http://a:b@127.0.0.1:3000"); !errors.Is(err, ErrTransportNotSupported) {
-		t.Errorf("http: %v", err)
+// iggy+http:// builds the HTTP transport (http.go); with nothing
+// listening the connect fails like any dial.
+func TestHTTPConnectionString(t *testing.T) {
+	o, err := ParseConnectionString("iggy+http://a:b@127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Reconnect.Retries = 0
+	c, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.transport.Name() != TransportHTTP {
+		t.Fatalf("transport %s", c.transport.Name())
+	}
+	if err := c.Connect(t.Context()); !errors.Is(err, wire.ErrCannotEstablishConnection) {
+		t.Errorf("connect to a closed port: %v", err)
 	}
 }
 

@@ -60,9 +60,8 @@ func (e *FrameError) Error() string {
 // for a frame it cannot accept.
 func (e *FrameError) Unwrap() error { return wire.ErrInvalidCommand }
 
-// ErrTransportNotSupported is returned by New and Connect for the scheme
-// that parses but has no carriage (http, a REST API rather than a frame
-// carriage; transports.md 10) unless Options.Dialer is set.
+// ErrTransportNotSupported is kept for callers that test for it; every
+// transport of connection strings has a carriage now (http: HTTPTransport).
 var ErrTransportNotSupported = errors.New("client: transport not yet supported")
 
 // TCPTransport dials TCP or, with TLS set, TCP+TLS (transports.md 5).

@@ -78,15 +78,13 @@ x = 1
 		"quic.send_window is not implemented",
 		"websocket.accept_unmasked_frames is not implemented",
 		"http.web_ui is not implemented",
-		"http.jwt (algorithm) is not implemented",
-		"http.cors (allowed_origins) is not implemented",
 		"cluster.coordinator (skip_shard_zero_for_replicas) is not implemented",
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("no warning %q in:\n%s", want, all)
 		}
 	}
-	for _, used := range []string{"system.path", "logging.level", "receive_window", "http.enabled", "cluster.nodes.name",
+	for _, used := range []string{"system.path", "logging.level", "receive_window", "http.enabled", "http.jwt", "http.cors", "cluster.nodes.name",
 		"unknown key cluster.nodes;", "advertised_addresses"} {
 		if strings.Contains(all, used) {
 			t.Errorf("a warning names %q, which the node uses:\n%s", used, all)
@@ -103,6 +101,7 @@ func TestEnvironmentWarnsOfIgnoredKeys(t *testing.T) {
 		"IGGY_CLUSTER_NODES_0_ADVERTISED_ADDRESSES_0_CLIENT_CIDR=10.0.0.0/8",
 		"IGGY_CLUSTER_NODES_0_ADVERTISED_ADDRESSES_0_ADDRESS=x",
 		"IGGY_HTTP_JWT_ENCODING_SECRET=s3cr3t",
+		"IGGY_HTTP_WEB_UI=true",
 		"IGGY_TCP_ADDRESS=127.0.0.1:9",
 		"IGGY_CLUSTER_NODES_0_NAME=a",
 	})
@@ -113,7 +112,7 @@ func TestEnvironmentWarnsOfIgnoredKeys(t *testing.T) {
 	for _, want := range []string{
 		"IGGY_SYSTEM_SHARDING_CPU_ALLOCATION sets system.sharding, which is not implemented",
 		"IGGY_SYSTEM_MEMORY_POOL_SIZE sets system.memory_pool",
-		"IGGY_HTTP_JWT_ENCODING_SECRET sets http.jwt",
+		"IGGY_HTTP_WEB_UI sets http.web_ui",
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("no warning %q in:\n%s", want, all)

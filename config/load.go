@@ -198,6 +198,11 @@ func setScalar(fv reflect.Value, raw string) error {
 			return err
 		}
 		fv.SetUint(n)
+	case reflect.Slice:
+		if fv.Type().Elem().Kind() != reflect.String {
+			return fmt.Errorf("unsupported list of %s", fv.Type().Elem().Kind())
+		}
+		fv.Set(reflect.ValueOf(parseList(raw)))
 	case reflect.Float32, reflect.Float64:
 		f, err := strconv.ParseFloat(raw, fv.Type().Bits())
 		if err != nil {
@@ -208,6 +213,19 @@ func setScalar(fv reflect.Value, raw string) error {
 		return fmt.Errorf("unsupported field kind %s", fv.Kind())
 	}
 	return nil
+}
+
+// parseList reads a list variable written "[a, b]" or "a, b" (http.md
+// 1.2); entries are trimmed of spaces and quotes, blanks dropped.
+func parseList(raw string) []string {
+	raw = strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(raw), "["), "]")
+	out := []string{}
+	for _, s := range strings.Split(raw, ",") {
+		if s = strings.Trim(strings.TrimSpace(s), `"'`); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // RootCredentials returns the root user's credentials: IGGY_ROOT_USERNAME

@@ -23,7 +23,7 @@ func TestTelemetryDefaults(t *testing.T) {
 	if c.Telemetry != want {
 		t.Errorf("telemetry defaults\n got %+v\nwant %+v", c.Telemetry, want)
 	}
-	if c.HTTP.Enabled || c.HTTP.Metrics != (HTTPMetrics{Enabled: true, Endpoint: "/metrics"}) {
+	if !c.HTTP.Enabled || c.HTTP.Address != "127.0.0.1:3000" || c.HTTP.Metrics != (HTTPMetrics{Enabled: true, Endpoint: "/metrics"}) {
 		t.Errorf("http defaults %+v", c.HTTP)
 	}
 	if got := c.TracesFile(); got != "local_data/logs/traces.jsonl" {

@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -60,8 +59,7 @@ func validateTransports(c Config, check checkFunc) {
 		check(ws <= c.MessageBus.MaxMessageSize, "websocket.max_message_size (%d) must be <= message_bus.max_message_size (%d)",
 			ws, c.MessageBus.MaxMessageSize)
 	}
-	check(strings.HasPrefix(c.HTTP.Metrics.Endpoint, "/"), "http.metrics.endpoint %q must start with /", c.HTTP.Metrics.Endpoint)
-	check(!c.HTTP.TLS.Enabled, "http.tls.enabled: HTTPS is not implemented; refusing to serve plain HTTP under a configuration that asks for TLS")
+	validateHTTP(c, check)
 }
 
 func validateBehaviour(c Config, check checkFunc) {

@@ -23,7 +23,13 @@ func TestLoadRefusesWhatTheReferenceServerRefuses(t *testing.T) {
 		{"encryption key not base64", []string{"IGGY_SYSTEM_ENCRYPTION_ENABLED=true", "IGGY_SYSTEM_ENCRYPTION_KEY=not*base64!"}, "not valid base64"},
 		{"encryption key of 16 bytes", []string{"IGGY_SYSTEM_ENCRYPTION_ENABLED=true",
 			"IGGY_SYSTEM_ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString(make([]byte, 16))}, "decodes to 16 bytes"},
-		{"http tls", []string{"IGGY_HTTP_TLS_ENABLED=true"}, "http.tls.enabled"},
+		{"http jwt algorithm", []string{"IGGY_HTTP_JWT_ALGORITHM=RS256"}, "http.jwt.algorithm"},
+		{"http jwt secrets differ", []string{"IGGY_HTTP_JWT_ENCODING_SECRET=aaaa", "IGGY_HTTP_JWT_DECODING_SECRET=bbbb"}, "differ"},
+		{"http jwt base64 secret", []string{"IGGY_HTTP_JWT_ENCODING_SECRET=%%%", "IGGY_HTTP_JWT_USE_BASE64_SECRET=true"}, "base64"},
+		{"http jwt expiry", []string{"IGGY_HTTP_JWT_ACCESS_TOKEN_EXPIRY=soon"}, "access_token_expiry"},
+		{"cors wildcard not first", []string{"IGGY_HTTP_CORS_ALLOWED_ORIGINS=http://a.example, *"}, "first entry"},
+		{"cors unknown method", []string{"IGGY_HTTP_CORS_ALLOWED_METHODS=GET, FETCH"}, "allowed_methods"},
+		{"cors credentials with wildcard", []string{"IGGY_HTTP_CORS_ALLOW_CREDENTIALS=true"}, "allow_credentials"},
 		{"quic mtu", []string{"IGGY_QUIC_INITIAL_MTU=1000 B"}, "quic.initial_mtu"},
 		{"quic stream window", []string{"IGGY_QUIC_STREAM_RECEIVE_WINDOW=128 MiB"}, "quic.stream_receive_window"},
 		{"websocket message size", []string{"IGGY_WEBSOCKET_MAX_MESSAGE_SIZE=128 MiB"}, "websocket.max_message_size"},
@@ -125,5 +131,33 @@ func TestWithoutSecretsBlanksEverySecret(t *testing.T) {
 	}
 	if c.Cluster.Auth.SharedSecret != "s" {
 		t.Fatal("WithoutSecrets changed its receiver")
+	}
+}
+
+// http.md 1.2: list variables are "[a, b]" or "a, b", trimmed; the
+// expiry's sentinels; one configured secret serves both directions.
+func TestHTTPListsExpiryAndSecrets(t *testing.T) {
+	c, _, err := Load("", []string{"IGGY_HTTP_CORS_ALLOWED_ORIGINS=[http://a.example, http://b.example ]",
+		"IGGY_HTTP_CORS_ALLOWED_HEADERS=x-one,x-two", "IGGY_HTTP_JWT_DECODING_SECRET=only-one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := c.HTTP.CORS.AllowedOrigins; len(o) != 2 || o[0] != "http://a.example" || o[1] != "http://b.example" {
+		t.Errorf("origins %q", o)
+	}
+	if h := c.HTTP.CORS.AllowedHeaders; len(h) != 2 || h[1] != "x-two" {
+		t.Errorf("headers %q", h)
+	}
+	sign, verify, err := c.HTTP.JWT.Secrets()
+	if err != nil || string(sign) != "only-one" || string(verify) != "only-one" {
+		t.Errorf("secrets %q %q %v", sign, verify, err)
+	}
+	for in, want := range map[string]uint64{"1 h": 3600, "90 s": 90, "none": JWTNeverExpires, "never_expire": JWTNeverExpires, "server_default": 3600} {
+		if got, err := (HTTPJWT{AccessTokenExpiry: in}).AccessTokenLifetimeSeconds(); err != nil || got != want {
+			t.Errorf("%q: %d %v, want %d", in, got, err, want)
+		}
+	}
+	if c.WithoutSecrets().HTTP.JWT.DecodingSecret != "" {
+		t.Error("the runtime copy keeps the JWT secret")
 	}
 }

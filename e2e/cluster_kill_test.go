@@ -34,6 +34,7 @@ func TestHelperClusterNodeProcess(t *testing.T) {
 	cfg := config.Default()
 	cfg.System.Path = dir
 	cfg.TCP.Address, cfg.QUIC.Enabled, cfg.WebSocket.Enabled = "127.0.0.1:0", false, false
+	cfg.HTTP.Address = "127.0.0.1:0"
 	cfg.Cluster.Enabled, cfg.Cluster.Name, cfg.Cluster.ReplicaID = true, "kill-cluster", self
 	// A silent primary is replaced after 1 s instead of 5 (the spec's
 	// defaults are kept in every other test).

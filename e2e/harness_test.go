@@ -37,6 +37,7 @@ func startNodeWith(t testing.TB, dir string, tune func(*config.Config), clock fu
 	cfg := config.Default()
 	cfg.System.Path = dir
 	cfg.TCP.Address = "127.0.0.1:0"
+	cfg.HTTP.Address = "127.0.0.1:0"
 	cfg.QUIC.Address = "127.0.0.1:0"
 	cfg.WebSocket.Address = "127.0.0.1:0"
 	opts := actors.Options{RootUsername: "iggy", RootPassword: "iggy", Logger: logger(), Clock: clock}

@@ -294,3 +294,17 @@ func TestPermissionChangesAndNotFoundFirst(t *testing.T) {
 	_, err = c.CreateTopic(ctx, wire.ID(1), "again", 1, nil)
 	mustReject(t, err, wire.ErrUnauthorized, "create topic after the set was cleared")
 }
+
+// The permission table and the not-found-first rule hold over the REST
+// API (http.md 5: every route is checked by the rule of its binary
+// command); the SDK's HTTP transport carries the same calls.
+func TestPermissionsOverHTTP(t *testing.T) {
+	http := transportCase{"http", client.TransportHTTP, false}
+	for name, fn := range map[string]func(*testing.T){"Table": TestPermissionTable, "ChangesAndNotFoundFirst": TestPermissionChangesAndNotFoundFirst} {
+		t.Run(name, func(t *testing.T) {
+			transportOfTest.Store(t.Name(), http)
+			defer transportOfTest.Delete(t.Name())
+			fn(t)
+		})
+	}
+}

@@ -14,7 +14,7 @@ import (
 // transportCase is one client transport the end-to-end suite runs over.
 type transportCase struct {
 	name string
-	kind string // client.TransportTCP, TransportQUIC or TransportWS
+	kind string // client.TransportTCP, TransportQUIC, TransportWS or TransportHTTP
 	tls  bool
 }
 
@@ -26,6 +26,15 @@ var transports = []transportCase{
 	{"quic", client.TransportQUIC, true},
 	{"ws", client.TransportWS, false},
 	{"wss", client.TransportWS, true},
+	{"http", client.TransportHTTP, false},
+}
+
+// notOverHTTP are the suite tests whose operations the REST API does not
+// have (http.md 2.1.3: GetMe; GET /clients lists binary connections only,
+// 5.1.6), with the reason.
+var notOverHTTP = map[string]string{
+	"LoginPingAndIdentity": "GetMe has no HTTP route",
+	"ClientsListing":       "HTTP callers are not listed by GET /clients",
 }
 
 // suite is the single-node suite that must behave the same over every
@@ -62,6 +71,9 @@ func TestOverEveryTransport(t *testing.T) {
 		}
 		for _, s := range suite {
 			t.Run(tc.name+"/"+s.name, func(t *testing.T) {
+				if why := notOverHTTP[s.name]; tc.kind == client.TransportHTTP && why != "" {
+					t.Skip(why)
+				}
 				transportOfTest.Store(t.Name(), tc)
 				defer transportOfTest.Delete(t.Name())
 				s.fn(t)
@@ -117,6 +129,8 @@ func clientOptions(t testing.TB, n *testNode) client.Options {
 		o.QUIC.ValidateCertificate, o.QUIC.CAFile = true, ca
 	case client.TransportWS:
 		o.Address = n.WebSocketAddr()
+	case client.TransportHTTP:
+		o.Address = n.HTTPAddr()
 	default:
 		o.Address = n.TCPAddr()
 	}

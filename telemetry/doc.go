@@ -35,11 +35,11 @@
 //	telemetry.metrics.transport "grpc"  grpc | http (otlp)
 //	telemetry.metrics.endpoint  "http://localhost:7281/v1/metrics" (otlp)
 //	telemetry.metrics.interval  "60 s"  periodic reader interval (otlp, stdout)
-//	http.enabled                false   the HTTP listener (the node has no REST API)
+//	http.enabled                true    the HTTP listener (plane/http, the REST API)
 //	http.address                "127.0.0.1:3000"
 //	http.metrics.enabled        true    serve the Prometheus exposition (13.3)
 //	http.metrics.endpoint       "/metrics"  must start with "/"
-//	http.metrics.token          ""      static bearer token for the metrics route; secret
+//	http.metrics.token          ""      static bearer token the metrics route also accepts; secret
 //
 // Each key has its IGGY_* variable (IGGY_TELEMETRY_TRACES_SAMPLE_RATIO,
 // IGGY_HTTP_METRICS_TOKEN, ...; server-behaviour.md 11.2).
@@ -84,16 +84,15 @@
 // service.instance.id ("<cluster.name>/<replica>" in cluster mode,
 // "<hostname>/<replica>" otherwise) and iggy.replica (spanfile.AttrReplica).
 //
-// # The HTTP listener
+// # The HTTP surface
 //
-// With http.enabled the node listens on http.address and serves GET /ping
-// ("pong") and, when http.metrics.enabled and the metrics exporter is
-// prometheus, GET <http.metrics.endpoint>; every other path is 404. Each
-// request counts in http_requests_total (13.3). The spec guards the
-// metrics route with a bearer JWT or personal access token; this node
-// issues neither over HTTP, so: when http.metrics.token is set the route
-// requires "Authorization: Bearer <token>" (401 otherwise); when it is
-// empty the route is open only if http.address is loopback (127.0.0.0/8,
-// ::1, localhost), and HTTPHandler refuses to build (the node refuses to
-// start) for any other address.
+// The node's HTTP listener is the REST API of package plane/http, which
+// mounts what Surface builds here: GET /ping ("pong"), the Prometheus
+// exposition at http.metrics.endpoint when http.metrics.enabled and the
+// metrics exporter is prometheus (the listener requires a JWT, a personal
+// access token or the static http.metrics.token on it), and the counter
+// behind http_requests_total (13.3), which wraps the whole listener.
+// HTTPHandler serves the surface alone (/ping and the exposition, the
+// static token rule, loopback only without a token) for tools without the
+// REST API.
 package telemetry

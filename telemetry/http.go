@@ -17,33 +17,70 @@ import (
 	"iggynode/internal/netaddr"
 )
 
-// HTTPHandler is the node's HTTP surface for h (see the package doc):
-// GET /ping, the Prometheus route when h.Metrics.Enabled and the metrics
-// exporter is prometheus, 404 for everything else, every request counted
-// in http_requests_total. It refuses an open metrics route on an address
-// beyond loopback: set http.metrics.token there.
-func (t *Telemetry) HTTPHandler(h config.HTTP) (http.Handler, error) {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /ping", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte("pong"))
-	})
-	if prom := t.Handler(); h.Metrics.Enabled && prom != nil {
-		if h.Metrics.Token == "" && !IsLoopback(h.Address) {
-			return nil, fmt.Errorf("http.metrics: %s is not a loopback address and http.metrics.token (IGGY_HTTP_METRICS_TOKEN) is empty; "+
-				"set a token, bind http.address to loopback, or set http.metrics.enabled = false", h.Address)
-		}
-		mux.Handle("GET "+h.Metrics.Endpoint, requireBearer(h.Metrics.Token, prom))
-	}
+// HTTPSurface is what this package serves on the node's HTTP listener,
+// for plane/http to mount: GET /ping, the Prometheus exposition (nil when
+// http.metrics.enabled is off or the exporter is not prometheus) and the
+// request counter that wraps the whole listener (http_requests_total,
+// server-behaviour.md 13.3).
+type HTTPSurface struct {
+	Ping    http.Handler
+	Metrics http.Handler
+	Count   func(http.Handler) http.Handler
+}
+
+// Surface builds the HTTPSurface for h. The metrics handler carries no
+// authentication: the mounting listener adds it.
+func (t *Telemetry) Surface(h config.HTTP) (*HTTPSurface, error) {
 	requests, err := t.MeterProvider().Meter(scopeName).Int64Counter("http_requests",
 		metric.WithDescription("HTTP requests received (server-behaviour.md 13.3)"))
 	if err != nil {
 		return nil, err
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		requests.Add(r.Context(), 1)
-		mux.ServeHTTP(w, r)
-	}), nil
+	s := &HTTPSurface{
+		Ping: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_, _ = w.Write([]byte("pong"))
+		}),
+		Count: func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				requests.Add(r.Context(), 1)
+				next.ServeHTTP(w, r)
+			})
+		},
+	}
+	if prom := t.Handler(); h.Metrics.Enabled && prom != nil {
+		s.Metrics = prom
+	}
+	return s, nil
+}
+
+// HTTPHandler serves the surface alone (no REST API; see the package doc):
+// GET /ping, the Prometheus route when h.Metrics.Enabled and the metrics
+// exporter is prometheus, 404 for everything else, every request counted
+// in http_requests_total. It refuses an open metrics route on an address
+// beyond loopback: set http.metrics.token there.
+func (t *Telemetry) HTTPHandler(h config.HTTP) (http.Handler, error) {
+	s, err := t.Surface(h)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /ping", s.Ping)
+	if s.Metrics != nil {
+		if h.Metrics.Token == "" && !IsLoopback(h.Address) {
+			return nil, fmt.Errorf("http.metrics: %s is not a loopback address and http.metrics.token (IGGY_HTTP_METRICS_TOKEN) is empty; "+
+				"set a token, bind http.address to loopback, or set http.metrics.enabled = false", h.Address)
+		}
+		mux.Handle("GET "+h.Metrics.Endpoint, requireBearer(h.Metrics.Token, s.Metrics))
+	}
+	return s.Count(mux), nil
+}
+
+// BearerMatches reports whether r carries "Authorization: Bearer token"
+// (constant-time; false for an empty token): the static metrics token rule
+// the REST listener keeps beside JWTs and personal access tokens.
+func BearerMatches(r *http.Request, token string) bool {
+	return token != "" && authorized(r, token)
 }
 
 // IsLoopback reports whether a host:port binds loopback only

@@ -19,6 +19,7 @@ func TestRunAgainstANode(t *testing.T) {
 	cfg := config.Default()
 	cfg.System.Path = t.TempDir()
 	cfg.TCP.Address, cfg.QUIC.Enabled, cfg.WebSocket.Enabled = "127.0.0.1:0", false, false
+	cfg.HTTP.Address = "127.0.0.1:0"
 	cfg.Login.Throttle.MaxDelay = config.Duration(500 * time.Millisecond)
 	n, err := actors.Start(actors.Options{Config: cfg, RootUsername: "iggy", RootPassword: "iggy",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})

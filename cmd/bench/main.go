@@ -63,7 +63,7 @@ func run(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var cfg bench.Config
 	fs.StringVar(&cfg.Address, "address", "127.0.0.1:8090", "node address host:port (ignored with --sink)")
-	fs.StringVar(&cfg.Transport, "transport", "tcp", "transport: tcp, tls, quic, ws or wss")
+	fs.StringVar(&cfg.Transport, "transport", "tcp", "transport: tcp, tls, quic, ws, wss, http or https (the REST API; --address is the node's http.address)")
 	fs.StringVar(&cfg.CAFile, "ca-file", "", "PEM CA file to trust for tls, quic and wss")
 	fs.BoolVar(&cfg.Insecure, "insecure", false, "skip TLS certificate verification (self-signed dev certificates)")
 	fs.StringVar(&cfg.Username, "username", bench.DefaultUsername, "username")

@@ -24,6 +24,7 @@ var defaultAddress = map[string]string{
 	client.TransportTCP:  "127.0.0.1:8090",
 	client.TransportQUIC: "127.0.0.1:8080",
 	client.TransportWS:   "127.0.0.1:8092",
+	client.TransportHTTP: "127.0.0.1:3000",
 }
 
 // session is what `iggy login` stores: the connection settings and a

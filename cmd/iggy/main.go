@@ -153,9 +153,9 @@ func (a *app) rootCommand() *cobra.Command {
 				return fmt.Errorf("--output must be table or json, not %q", a.output)
 			}
 			switch a.transport {
-			case client.TransportTCP, client.TransportQUIC, client.TransportWS:
+			case client.TransportTCP, client.TransportQUIC, client.TransportWS, client.TransportHTTP:
 			default:
-				return fmt.Errorf("--transport must be tcp, quic or ws, not %q", a.transport)
+				return fmt.Errorf("--transport must be tcp, quic, ws or http, not %q", a.transport)
 			}
 			return nil
 		},
@@ -163,7 +163,7 @@ func (a *app) rootCommand() *cobra.Command {
 	a.root = root
 	root.SetVersionTemplate(version.Line("iggy") + "\n")
 	f := root.PersistentFlags()
-	f.StringVar(&a.transport, "transport", client.TransportTCP, "transport: tcp, quic or ws")
+	f.StringVar(&a.transport, "transport", client.TransportTCP, "transport: tcp, quic, ws or http (the REST API)")
 	f.StringVar(&a.address, "address", "", "server address (default 127.0.0.1:8090 tcp, 127.0.0.1:8080 quic, 127.0.0.1:8092 ws)")
 	// The defaults are resolved in credentials(), not shown here, so --help
 	// never prints a password taken from the environment.

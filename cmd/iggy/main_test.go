@@ -28,6 +28,7 @@ func testNode(t *testing.T, tune func(*actors.Options)) *actors.Node {
 	cfg := config.Default()
 	cfg.System.Path = t.TempDir()
 	cfg.TCP.Address = "127.0.0.1:0"
+	cfg.HTTP.Address = "127.0.0.1:0"
 	cfg.QUIC.Address = "127.0.0.1:0"
 	cfg.WebSocket.Address = "127.0.0.1:0"
 	opts := actors.Options{
@@ -545,6 +546,10 @@ func TestTransportsAndConnectionString(t *testing.T) {
 		})
 	}
 	var streams wire.Streams
+	e.okJSON(&streams, "--transport", "http", "--address", e.node.HTTPAddr(), "stream", "list")
+	if len(streams) != 1 || streams[0].Name != "s" {
+		t.Fatalf("streams over http %+v", streams)
+	}
 	e.okJSON(&streams, "--connection-string", "iggy://iggy:iggy@"+e.node.TCPAddr(), "stream", "list")
 	if len(streams) != 1 || streams[0].Name != "s" {
 		t.Fatalf("streams %+v", streams)

@@ -1,12 +1,8 @@
 package main
 
 import (
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 )
 
@@ -22,36 +18,6 @@ func TestReplicaIDFromName(t *testing.T) {
 		if got, err := replicaIDFromName(name); err == nil {
 			t.Errorf("%q: accepted as %d", name, got)
 		}
-	}
-}
-
-// GET /ready answers 503 until the node is ready, then 200; every other
-// route is the wrapped handler's.
-func TestReadinessRoute(t *testing.T) {
-	var ready atomic.Bool
-	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("inner " + r.URL.Path)) })
-	srv := httptest.NewServer(withReadiness(inner, ready.Load))
-	defer srv.Close()
-	get := func(method, path string) (int, string) {
-		t.Helper()
-		req, _ := http.NewRequest(method, srv.URL+path, nil)
-		resp, err := srv.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
-	if code, body := get("GET", "/ready"); code != 503 || body != "catching up" {
-		t.Errorf("before: %d %q", code, body)
-	}
-	ready.Store(true)
-	if code, body := get("GET", "/ready"); code != 200 || body != "ready" {
-		t.Errorf("after: %d %q", code, body)
-	}
-	if code, body := get("GET", "/ping"); code != 200 || body != "inner /ping" {
-		t.Errorf("/ping: %d %q", code, body)
 	}
 }
 

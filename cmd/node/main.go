@@ -4,12 +4,12 @@
 //
 // Configuration: --config FILE (or IGGY_CONFIG_PATH) in TOML, overridden
 // by IGGY_* environment variables (server-behaviour.md 11). Telemetry
-// (traces, metrics, OTLP logs) and the optional HTTP listener for /ping
-// and /metrics are set up by package telemetry, whose doc lists the keys;
-// by default metrics are collected but nothing is exported and no extra
-// port is bound. The HTTP listener also serves GET /ready (ours): 503
-// until the node has caught up with its cluster (actors.Node.CaughtUp),
-// then 200, for readiness probes; /ping stays the liveness route.
+// (traces, metrics, OTLP logs) is set up by package telemetry, whose doc
+// lists the keys. The HTTP REST API (plane/http, with /ping and /metrics)
+// listens on 127.0.0.1:3000 by default. It also serves GET /ready (ours):
+// 503 until the node has caught up with its cluster
+// (actors.Node.CaughtUp), then 200, for readiness probes; /ping stays the
+// liveness route.
 //
 // In a StatefulSet, --replica-id-from-name $(POD_NAME) takes the replica
 // id from the pod's ordinal (deploy/helm/iggynode).
@@ -47,6 +47,7 @@ import (
 	"iggynode/actors"
 	"iggynode/config"
 	"iggynode/internal/version"
+	httpplane "iggynode/plane/http"
 	"iggynode/telemetry"
 	"iggynode/wire"
 )
@@ -143,25 +144,17 @@ func run(args []string, environ []string, sig <-chan os.Signal) error {
 	logger = slog.New(tel.LogHandler(logger.Handler()))
 	slog.SetDefault(logger)
 	logTelemetry(logger, cfg, tel)
-	var httpHandler http.Handler
-	if cfg.HTTP.Enabled {
-		if httpHandler, err = tel.HTTPHandler(cfg.HTTP); err != nil {
-			return err
-		}
-	}
-
-	node, err := actors.Start(actors.Options{Config: cfg, RootUsername: user, RootPassword: pass, Logger: logger,
-		TracerProvider: tel.TracerProvider(), MeterProvider: tel.MeterProvider()})
+	surface, err := tel.Surface(cfg.HTTP)
 	if err != nil {
 		return err
 	}
-	var httpServer *telemetry.Server
-	if httpHandler != nil {
-		httpHandler = withReadiness(httpHandler, node.CaughtUp)
-		if httpServer, err = telemetry.Serve(cfg.HTTP.Address, httpHandler); err != nil {
-			return errors.Join(err, node.Close())
-		}
-		logger.Info("http listening", "address", httpServer.Addr().String(), "routes", httpRoutes(cfg, tel))
+	node, err := actors.Start(actors.Options{Config: cfg, RootUsername: user, RootPassword: pass, Logger: logger,
+		TracerProvider: tel.TracerProvider(), MeterProvider: tel.MeterProvider(), HTTPSurface: surface})
+	if err != nil {
+		return err
+	}
+	if cfg.HTTP.Enabled {
+		logger.Info("http listening", "address", node.HTTPAddr(), "routes", httpRoutes(cfg, tel))
 	}
 	logger.Info("iggynode serving", "tcp", node.TCPAddr(), "data", cfg.System.Path)
 
@@ -172,13 +165,8 @@ func run(args []string, environ []string, sig <-chan os.Signal) error {
 			logger.Warn("already shutting down; signal ignored", "signal", s.String())
 		}
 	}()
-	err = node.Close()
-	if httpServer != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-		defer cancel()
-		err = errors.Join(err, httpServer.Close(ctx))
-	}
-	return err // the deferred shutdownTelemetry flushes after the node's last spans
+	err = node.Close() // the HTTP listener drains with the node
+	return err         // the deferred shutdownTelemetry flushes after the node's last spans
 }
 
 // shutdownGrace bounds each of the HTTP listener's drain and the telemetry
@@ -224,11 +212,11 @@ func logTelemetry(logger *slog.Logger, cfg config.Config, tel *telemetry.Telemet
 
 // httpRoutes names what the HTTP listener serves, for the start-up log.
 func httpRoutes(cfg config.Config, tel *telemetry.Telemetry) string {
-	routes := "/ping " + readyRoute
+	routes := "REST API (http.md 2.1), /ping " + httpplane.ReadyRoute
 	if cfg.HTTP.Metrics.Enabled && tel.Handler() != nil {
 		routes += " " + cfg.HTTP.Metrics.Endpoint
 		if cfg.HTTP.Metrics.Token != "" {
-			routes += " (bearer token)"
+			routes += " (JWT, personal access token or the static bearer token)"
 		}
 	}
 	return routes

@@ -24,6 +24,7 @@ func loopbackEnv(dir string, extra ...string) []string {
 		"IGGY_TCP_ADDRESS=127.0.0.1:0",
 		"IGGY_QUIC_ENABLED=false",
 		"IGGY_WEBSOCKET_ENABLED=false",
+		"IGGY_HTTP_ADDRESS=127.0.0.1:0",
 	}, extra...)
 }
 

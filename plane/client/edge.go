@@ -20,6 +20,7 @@ type Transport uint8
 const (
 	TransportTCP       Transport = 1 // also TCP+TLS
 	TransportQUIC      Transport = 2
+	TransportHTTP      Transport = 3 // plane/http's virtual connections
 	TransportWebSocket Transport = 4 // also WSS
 )
 
@@ -29,6 +30,8 @@ func (t Transport) String() string {
 		return "tcp"
 	case TransportQUIC:
 		return "quic"
+	case TransportHTTP:
+		return "http"
 	case TransportWebSocket:
 		return "ws"
 	}
