@@ -47,12 +47,17 @@
 // exactly "test"; server_logs.txt concatenates the regular files of the log
 // directory, oldest modification first, without separators.
 //
-// # Why procfs.go still reads /proc by hand
+// # Which parser reads what
 //
-// The process and thread tables of the snapshot copy ps and top: they need
-// proc(5)'s raw fields (pgrp, session, tty_nr, tpgid for ps's STAT flags,
-// tick counts, the state letter), which gopsutil's process API does not
-// expose (it reports states as words and times as float seconds).
-// github.com/prometheus/procfs, already in the module graph, parses those
-// fields and is the library to move to; that move is still to be made.
+// The stats use gopsutil (process, cpu, mem, disk, host). The snapshot's
+// process and thread tables copy ps and top, which need proc(5)'s raw
+// fields (pgrp, session, tty_nr and tpgid for ps's STAT flags, tick
+// counts, the state letter) that gopsutil reports only as words and float
+// seconds: those, /proc/stat, meminfo, loadavg, status and the process's
+// cgroup list are parsed by github.com/prometheus/procfs. What is still
+// read by hand has no parser in either library: the cgroup memory files
+// (memory.max or memory.limit_in_bytes, memory.current, one memory.stat
+// key), and ps's tty name, STAT letters and TIME columns, which are
+// formatting rather than parsing. Files the snapshot dumps whole are
+// copied, not parsed.
 package diag

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -47,24 +48,24 @@ type memoryLimiter struct {
 }
 
 func newMemoryLimiter() memoryLimiter {
-	data, err := os.ReadFile("/proc/self/cgroup")
+	self, err := procfs.Self()
 	if err != nil {
 		return memoryLimiter{}
 	}
-	for line := range strings.SplitSeq(strings.TrimSpace(string(data)), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		if parts[0] == "0" && parts[1] == "" { // cgroup v2 unified hierarchy
+	groups, err := self.Cgroups()
+	if err != nil {
+		return memoryLimiter{}
+	}
+	for _, g := range groups {
+		if g.HierarchyID == 0 && len(g.Controllers) == 0 { // cgroup v2 unified hierarchy
 			m := memoryLimiter{limitFile: "memory.max", usageFile: "memory.current", inactiveFileStat: "inactive_file"}
-			if m.find("/sys/fs/cgroup", parts[2]) {
+			if m.find("/sys/fs/cgroup", g.Path) {
 				return m
 			}
 		}
-		if slices.Contains(strings.Split(parts[1], ","), "memory") { // cgroup v1
+		if slices.Contains(g.Controllers, "memory") { // cgroup v1
 			m := memoryLimiter{limitFile: "memory.limit_in_bytes", usageFile: "memory.usage_in_bytes", inactiveFileStat: "total_inactive_file"}
-			if m.find("/sys/fs/cgroup/memory", parts[2]) {
+			if m.find("/sys/fs/cgroup/memory", g.Path) {
 				return m
 			}
 		}

@@ -2,15 +2,15 @@ package diag
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/user"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // procRoot is where the proc filesystem is mounted.
@@ -66,6 +66,10 @@ func (s *textSection) dumpFile(path string) {
 	s.Write([]byte{'\n'})
 }
 
+// procFS is the proc filesystem at procRoot, parsed by
+// github.com/prometheus/procfs.
+func procFS() (procfs.FS, error) { return procfs.NewFS(procRoot) }
+
 // procStat is the part of /proc/<pid>/stat (or task/<tid>/stat) that the
 // process and thread tables show (proc(5)).
 type procStat struct {
@@ -81,37 +85,19 @@ type procStat struct {
 	vsizeBytes, rssPage uint64
 }
 
-func readProcStat(path string) (procStat, error) {
-	data, err := os.ReadFile(path)
+// readProcStat reads a process's or thread's stat file (a Proc of
+// AllProcs or AllThreads).
+func readProcStat(p procfs.Proc) (procStat, error) {
+	s, err := p.Stat()
 	if err != nil {
 		return procStat{}, err
 	}
-	return parseProcStat(string(data))
-}
-
-// parseProcStat splits at the last ')' because comm may hold spaces and
-// parentheses.
-func parseProcStat(line string) (procStat, error) {
-	open, close := strings.IndexByte(line, '('), strings.LastIndexByte(line, ')')
-	if open < 0 || close < open {
-		return procStat{}, errors.New("malformed stat line")
+	st := procStat{pid: s.PID, comm: s.Comm, pgrp: s.PGRP, session: s.Session, ttyNr: s.TTY, tpgid: s.TPGID,
+		utime: uint64(s.UTime), stime: uint64(s.STime), priority: s.Priority, nice: s.Nice, threads: s.NumThreads,
+		startTicks: s.Starttime, vsizeBytes: uint64(s.VSize), rssPage: uint64(max(s.RSS, 0))}
+	if s.State != "" {
+		st.state = s.State[0]
 	}
-	f := strings.Fields(line[close+1:])
-	if len(f) < 22 {
-		return procStat{}, errors.New("short stat line")
-	}
-	num := func(i int) int64 { n, _ := strconv.ParseInt(f[i], 10, 64); return n }
-	var st procStat
-	st.pid, _ = strconv.Atoi(strings.TrimSpace(line[:open]))
-	st.comm = line[open+1 : close]
-	st.state = f[0][0]
-	st.pgrp, st.session = int(num(2)), int(num(3))
-	st.ttyNr, st.tpgid = int(num(4)), int(num(5))
-	st.utime, st.stime = uint64(num(11)), uint64(num(12))
-	st.priority, st.nice = int(num(15)), int(num(16))
-	st.threads = int(num(17))
-	st.startTicks = uint64(num(19))
-	st.vsizeBytes, st.rssPage = uint64(num(20)), uint64(num(21))
 	return st, nil
 }
 
@@ -129,51 +115,48 @@ func (st procStat) cpuPercent(uptimeSecs float64) float64 {
 
 // hostSnapshot holds the host figures the tables need.
 type hostSnapshot struct {
+	fs           procfs.FS
 	now          time.Time
-	uptimeSecs   float64
+	uptimeSecs   float64 // since btime, /proc/stat
 	memTotalKiB  uint64
 	pageSize     uint64
 	users        map[uint32]string
 	groups       map[uint32]string
 	loadAvg      string
-	meminfo      map[string]uint64 // KiB
-	cpuAggregate []uint64          // the "cpu" line of /proc/stat, in ticks
+	meminfo      procfs.Meminfo // KiB
+	cpuAggregate []float64      // the "cpu" line of /proc/stat, in its order (seconds)
 }
 
 func readHostSnapshot() (*hostSnapshot, error) {
-	h := &hostSnapshot{now: time.Now(), pageSize: uint64(os.Getpagesize()),
-		users: map[uint32]string{}, groups: map[uint32]string{}, meminfo: map[string]uint64{}}
-	up, err := os.ReadFile(filepath.Join(procRoot, "uptime"))
+	fs, err := procFS()
 	if err != nil {
 		return nil, err
 	}
-	if f := strings.Fields(string(up)); len(f) > 0 {
-		h.uptimeSecs, _ = strconv.ParseFloat(f[0], 64)
+	h := &hostSnapshot{fs: fs, now: time.Now(), pageSize: uint64(os.Getpagesize()),
+		users: map[uint32]string{}, groups: map[uint32]string{}}
+	stat, err := fs.Stat()
+	if err != nil {
+		return nil, err
 	}
-	if data, err := os.ReadFile(filepath.Join(procRoot, "meminfo")); err == nil {
-		for line := range strings.SplitSeq(string(data), "\n") {
-			key, rest, ok := strings.Cut(line, ":")
-			if f := strings.Fields(rest); ok && len(f) > 0 {
-				h.meminfo[key], _ = strconv.ParseUint(f[0], 10, 64)
-			}
-		}
+	h.uptimeSecs = max(float64(h.now.UnixNano())/1e9-float64(stat.BootTime), 0)
+	c := stat.CPUTotal
+	h.cpuAggregate = []float64{c.User, c.Nice, c.System, c.Idle, c.Iowait, c.IRQ, c.SoftIRQ, c.Steal}
+	if m, err := fs.Meminfo(); err == nil {
+		h.meminfo = m
+		h.memTotalKiB = kib(m.MemTotal)
 	}
-	h.memTotalKiB = h.meminfo["MemTotal"]
-	if data, err := os.ReadFile(filepath.Join(procRoot, "loadavg")); err == nil {
-		if f := strings.Fields(string(data)); len(f) >= 3 {
-			h.loadAvg = strings.Join(f[:3], ", ")
-		}
-	}
-	if data, err := os.ReadFile(filepath.Join(procRoot, "stat")); err == nil {
-		line, _, _ := strings.Cut(string(data), "\n")
-		if f := strings.Fields(line); len(f) > 1 && f[0] == "cpu" {
-			for _, v := range f[1:] {
-				n, _ := strconv.ParseUint(v, 10, 64)
-				h.cpuAggregate = append(h.cpuAggregate, n)
-			}
-		}
+	if l, err := fs.LoadAvg(); err == nil {
+		h.loadAvg = fmt.Sprintf("%.2f, %.2f, %.2f", l.Load1, l.Load5, l.Load15)
 	}
 	return h, nil
+}
+
+// kib is an optional meminfo figure (KiB), 0 when the kernel lacks it.
+func kib(v *uint64) uint64 {
+	if v == nil {
+		return 0
+	}
+	return *v
 }
 
 func (h *hostSnapshot) userName(uid uint32) string {
@@ -213,50 +196,47 @@ func (h *hostSnapshot) startedAt(st procStat) time.Time {
 	return boot.Add(time.Duration(st.startTicks) * time.Second / userHZ)
 }
 
-// pids lists the numeric entries of /proc in ascending order.
-func listPIDs() ([]int, error) {
-	return numericEntries(procRoot)
+// processes lists the processes in ascending pid order.
+func (h *hostSnapshot) processes() (procfs.Procs, error) {
+	procs, err := h.fs.AllProcs()
+	return sortedProcs(procs), err
 }
 
-func numericEntries(dir string) ([]int, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var ids []int
-	for _, e := range entries {
-		if id, err := strconv.Atoi(e.Name()); err == nil {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	return ids, nil
+// threads lists a process's threads in ascending tid order (none when it
+// exited meanwhile).
+func (h *hostSnapshot) threads(pid int) procfs.Procs {
+	tasks, _ := h.fs.AllThreads(pid)
+	return sortedProcs(tasks)
 }
 
-// procUID is the real uid of a process, from the Uid: line of its status.
-func procUID(pid int) (uint32, bool) {
-	data, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "status"))
-	if err != nil {
-		return 0, false
-	}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
-			if f := strings.Fields(rest); len(f) > 0 {
-				n, err := strconv.ParseUint(f[0], 10, 32)
-				return uint32(n), err == nil
-			}
-		}
-	}
-	return 0, false
+func sortedProcs(p procfs.Procs) procfs.Procs {
+	slices.SortFunc(p, func(a, b procfs.Proc) int { return a.PID - b.PID })
+	return p
 }
+
+// procOwner is a process's real uid and top's SHR (resident file-backed
+// and shared memory, KiB), from its status file.
+func procOwner(p procfs.Proc) (uid uint32, shrKiB uint64) {
+	s, err := p.NewStatus()
+	if err != nil {
+		return 0, 0
+	}
+	return uint32(s.UIDs[0]), (s.RssFile + s.RssShmem) / 1024
+}
+
+// maxCmdline bounds a command line in the table.
+const maxCmdline = 4096
 
 // procCmdline is the command line with NULs as spaces, or "[comm]" for a
 // kernel thread, as ps prints it.
-func procCmdline(pid int, comm string) string {
-	data, _ := readBounded(filepath.Join(procRoot, strconv.Itoa(pid), "cmdline"), 4096)
-	cmd := strings.TrimSpace(string(bytes.ReplaceAll(data, []byte{0}, []byte{' '})))
+func procCmdline(p procfs.Proc, comm string) string {
+	args, _ := p.CmdLine()
+	cmd := strings.TrimSpace(strings.Join(args, " "))
 	if cmd == "" {
 		return "[" + comm + "]"
+	}
+	if len(cmd) > maxCmdline {
+		cmd = cmd[:maxCmdline]
 	}
 	return cmd
 }

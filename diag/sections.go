@@ -165,19 +165,20 @@ func processList() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	pids, err := listPIDs()
+	procs, err := h.processes()
 	if err != nil {
 		return nil, err
 	}
 	s := newTextSection()
 	s.printf("%-10s %7s %4s %4s %9s %8s %-8s %-5s %5s %6s %s\n",
 		"USER", "PID", "%CPU", "%MEM", "VSZ", "RSS", "TTY", "STAT", "START", "TIME", "COMMAND")
-	for _, pid := range pids {
-		st, err := readProcStat(filepath.Join(procRoot, strconv.Itoa(pid), "stat"))
+	for _, p := range procs {
+		st, err := readProcStat(p)
 		if err != nil {
 			continue // exited while listing
 		}
-		uid, _ := procUID(pid)
+		pid := p.PID
+		uid, _ := procOwner(p)
 		start := h.startedAt(st)
 		startCol := start.Format("15:04")
 		if start.YearDay() != h.now.YearDay() || start.Year() != h.now.Year() {
@@ -186,23 +187,22 @@ func processList() ([]byte, error) {
 		s.printf("%-10s %7d %4.1f %4.1f %9d %8d %-8s %-5s %5s %6s %s\n",
 			truncate(h.userName(uid), 10), pid, st.cpuPercent(h.uptimeSecs), h.memPercent(st.rssPage),
 			st.vsizeBytes/1024, st.rssPage*h.pageSize/1024, ttyName(st.ttyNr), psState(st),
-			startCol, cpuClock(st.cpuTicks()), procCmdline(pid, st.comm))
+			startCol, cpuClock(st.cpuTicks()), procCmdline(p, st.comm))
 	}
 	s.printf("\n")
 	for _, name := range hostProcFiles {
 		s.dumpFile(filepath.Join(procRoot, name))
 	}
-	for _, pid := range pids {
+	for _, p := range procs {
 		if s.full {
 			break
 		}
-		dir := filepath.Join(procRoot, strconv.Itoa(pid))
+		dir := filepath.Join(procRoot, strconv.Itoa(p.PID))
 		for _, name := range perProcessFiles {
 			s.dumpFile(filepath.Join(dir, name))
 		}
-		tids, _ := numericEntries(filepath.Join(dir, "task"))
-		for _, tid := range tids {
-			s.dumpFile(filepath.Join(dir, "task", strconv.Itoa(tid), "stat"))
+		for _, t := range h.threads(p.PID) {
+			s.dumpFile(filepath.Join(dir, "task", strconv.Itoa(t.PID), "stat"))
 		}
 	}
 	return s.bytes(), nil
@@ -231,20 +231,17 @@ func resourceUsage() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	pids, err := listPIDs()
+	procs, err := h.processes()
 	if err != nil {
 		return nil, err
 	}
 	var rows []threadRow
 	states := map[byte]int{}
-	for _, pid := range pids {
-		dir := filepath.Join(procRoot, strconv.Itoa(pid))
-		uid, _ := procUID(pid)
+	for _, p := range procs {
+		uid, shr := procOwner(p)
 		user := h.userName(uid)
-		shr := procSharedKiB(dir, h.pageSize)
-		tids, _ := numericEntries(filepath.Join(dir, "task"))
-		for _, tid := range tids {
-			st, err := readProcStat(filepath.Join(dir, "task", strconv.Itoa(tid), "stat"))
+		for _, t := range h.threads(p.PID) {
+			st, err := readProcStat(t)
 			if err != nil {
 				continue
 			}
@@ -275,20 +272,6 @@ func resourceUsage() ([]byte, error) {
 	return s.bytes(), nil
 }
 
-// procSharedKiB is the shared column of /proc/<pid>/statm in KiB.
-func procSharedKiB(dir string, pageSize uint64) uint64 {
-	data, err := os.ReadFile(filepath.Join(dir, "statm"))
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(data))
-	if len(f) < 3 {
-		return 0
-	}
-	pages, _ := strconv.ParseUint(f[2], 10, 64)
-	return pages * pageSize / 1024
-}
-
 // writeTopSummary prints top's five header lines; CPU shares are averages
 // since boot, as a single batch iteration has nothing to compare with.
 func writeTopSummary(s *textSection, h *hostSnapshot, threads int, states map[byte]int) {
@@ -297,27 +280,26 @@ func writeTopSummary(s *textSection, h *hostSnapshot, threads int, states map[by
 		int(up.Hours())/24, int(up.Hours())%24, int(up.Minutes())%60, h.loadAvg)
 	s.printf("Threads: %d total, %d running, %d sleeping, %d stopped, %d zombie\n",
 		threads, states['R'], states['S']+states['D']+states['I'], states['T']+states['t'], states['Z'])
-	shares := make([]float64, 8)
-	var total uint64
-	for i, v := range h.cpuAggregate {
-		if i < 8 {
-			total += v
-		}
+	shares := make([]float64, len(h.cpuAggregate))
+	var total float64
+	for _, v := range h.cpuAggregate {
+		total += v
 	}
-	for i := range min(len(h.cpuAggregate), 8) {
+	for i, v := range h.cpuAggregate {
 		if total > 0 {
-			shares[i] = float64(h.cpuAggregate[i]) / float64(total) * 100
+			shares[i] = v / total * 100
 		}
 	}
 	// /proc/stat order: user nice system idle iowait irq softirq steal.
 	s.printf("%%Cpu(s): %4.1f us, %4.1f sy, %4.1f ni, %4.1f id, %4.1f wa, %4.1f hi, %4.1f si, %4.1f st\n",
 		shares[0], shares[2], shares[1], shares[3], shares[4], shares[5], shares[6], shares[7])
-	mib := func(key string) float64 { return float64(h.meminfo[key]) / 1024 }
-	cache := mib("Buffers") + mib("Cached") + mib("SReclaimable")
+	m := h.meminfo
+	mib := func(v *uint64) float64 { return float64(kib(v)) / 1024 }
+	cache := mib(m.Buffers) + mib(m.Cached) + mib(m.SReclaimable)
 	s.printf("MiB Mem : %8.1f total, %8.1f free, %8.1f used, %8.1f buff/cache\n",
-		mib("MemTotal"), mib("MemFree"), mib("MemTotal")-mib("MemFree")-cache, cache)
+		mib(m.MemTotal), mib(m.MemFree), mib(m.MemTotal)-mib(m.MemFree)-cache, cache)
 	s.printf("MiB Swap: %8.1f total, %8.1f free, %8.1f used. %8.1f avail Mem\n\n",
-		mib("SwapTotal"), mib("SwapFree"), mib("SwapTotal")-mib("SwapFree"), mib("MemAvailable"))
+		mib(m.SwapTotal), mib(m.SwapFree), mib(m.SwapTotal)-mib(m.SwapFree), mib(m.MemAvailable))
 }
 
 // serverLogs concatenates every regular file of the log directory, oldest

@@ -2,14 +2,44 @@ package diag
 
 import (
 	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // proc(5): comm is in parentheses and may itself hold spaces and ')'.
-func TestParseProcStat(t *testing.T) {
-	line := "4242 (tricky) name) S 1 4242 4242 34816 4242 4194560 900 0 3 0 250 130 0 0 20 -5 7 0 123456 104857600 2560 18446744073709551615\n"
-	st, err := parseProcStat(line)
+// The stat file is read through prometheus/procfs from a proc tree made
+// here.
+func TestReadProcStat(t *testing.T) {
+	root := t.TempDir()
+	write := func(pid, line string) procfs.Proc {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(root, pid), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, pid, "stat"), []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fs, err := procfs.NewFS(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := strconv.Atoi(pid)
+		p, err := fs.Proc(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// A whole line as a 6.x kernel writes it (52 fields).
+	line := "4242 (tricky) name) S 1 4242 4242 34816 4242 4194560 900 0 3 0 250 130 0 0 20 -5 7 0 123456 104857600 2560 18446744073709551615" +
+		" 94000000000000 94000000100000 140730000000000 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 94000000200000 94000000300000 94000000400000" +
+		" 140730000100000 140730000200000 140730000200000 140730000300000 0\n"
+	st, err := readProcStat(write("4242", line))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,8 +62,8 @@ func TestParseProcStat(t *testing.T) {
 	if got := st.cpuPercent(1234.56 + 38); got < 9.99 || got > 10.01 {
 		t.Errorf("cpuPercent = %v, want 10", got)
 	}
-	for _, bad := range []string{"", "12 no-parens S", "1 (x) S 1 2"} {
-		if _, err := parseProcStat(bad); err == nil {
+	for i, bad := range []string{"", "12 no-parens S", "1 (x) S 1 2"} {
+		if _, err := readProcStat(write(strconv.Itoa(100+i), bad)); err == nil {
 			t.Errorf("parsed %q", bad)
 		}
 	}

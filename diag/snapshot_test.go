@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -295,6 +296,22 @@ func TestSnapshotAll(t *testing.T) {
 		if !strings.Contains(contents[c.entry], c.substr) {
 			t.Errorf("%s lacks %q", c.entry, c.substr)
 		}
+	}
+	// The top header's figures come from /proc/stat, meminfo and loadavg:
+	// a real host has memory, a load average and CPU time, and this
+	// process's row names the test binary with a resident size.
+	for _, re := range []string{
+		`load average: \d+\.\d\d, \d+\.\d\d, \d+\.\d\d\n`,
+		`MiB Mem : +[1-9][0-9.]* total`,
+		`%Cpu\(s\): +[0-9.]+ us, .* [0-9.]+ id,`,
+		`(?m)^ +` + pid + ` .* [1-9][0-9]* +[0-9]+ [RSDI] `,
+	} {
+		if !regexp.MustCompile(re).MatchString(contents["resource_usage.txt"]) {
+			t.Errorf("resource_usage.txt does not match %s:\n%.1500s", re, contents["resource_usage.txt"])
+		}
+	}
+	if !regexp.MustCompile(`(?m)^\S+ +` + pid + ` +[0-9.]+ +[0-9.]+ +[1-9][0-9]* +[1-9][0-9]* .*diag\.test`).MatchString(contents["process_list.txt"]) {
+		t.Errorf("process_list.txt has no row for this process with its sizes and command")
 	}
 	if got := contents["server_logs.txt"]; got != "first line\nsecond line\n" {
 		t.Errorf("server_logs.txt = %q, want oldest file first", got)
