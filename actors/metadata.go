@@ -990,6 +990,7 @@ func (m *metadataActor) clusterMetadata(remote string, lastHeard bool) []byte {
 	node.TCPPort = port(m.n.TCPAddr())
 	node.QUICPort = port(m.n.QUICAddr())
 	node.WebSocketPort = port(m.n.WebSocketAddr())
+	node.HTTPPort = port(m.n.HTTPAddr())
 	md := wire.ClusterMetadata{Name: "single-node", Nodes: []wire.ClusterNode{node}}
 	if lastHeard {
 		md.LastHeardUs = []uint64{m.n.opts.Clock()}

@@ -109,9 +109,15 @@
 //
 // # Output and errors
 //
-// Tables (text/tabwriter) by default; --output json prints the wire types
-// as JSON for scripts (polled messages add Text, the payload when it is
-// UTF-8, and decoded Headers). A failure prints "error: NAME (CODE)" for a
+// Tables (text/tabwriter) by default; --output json prints each reply as
+// the reference server's HTTP API does (docs/spec/http.md 4, the encoder
+// of package wire/jsonmodel that plane/http answers with), so a jq script
+// written for Iggy's REST API reads it: `stream get` prints what GET
+// /streams/{id} returns, byte for byte once compacted. A poll prints one
+// PolledMessages object holding every message the command read (an array
+// of them only when a group poll moved between partitions); with --follow,
+// one object per polled batch per line. Results of commands without a
+// reply body are {"result": ...} objects of the CLI's own. A failure prints "error: NAME (CODE)" for a
 // server or protocol error, e.g. "error: StreamNameAlreadyExists (1012)",
 // and exits 1.
 package main

@@ -19,6 +19,7 @@ import (
 	"iggynode/internal/testutil"
 	clientplane "iggynode/plane/client"
 	"iggynode/wire"
+	"iggynode/wire/jsonmodel"
 )
 
 // testNode starts a real node on loopback port 0 with its data in a temp
@@ -120,15 +121,15 @@ func contains(t *testing.T, what, got string, wants ...string) {
 func TestStreamsTopicsPartitionsSegments(t *testing.T) {
 	e := newEnv(t)
 	contains(t, "stream create", e.ok("stream", "create", "orders"), "orders")
-	var s wire.StreamDetails
+	var s jsonmodel.StreamDetails
 	e.okJSON(&s, "stream", "create", "payments")
 	if s.Name != "payments" || s.ID != 1 {
-		t.Fatalf("created %+v", s.StreamResponse)
+		t.Fatalf("created %+v", s)
 	}
 	errOut := e.fails("stream", "create", "orders")
 	contains(t, "duplicate stream", errOut, "error: StreamNameAlreadyExists (1012)")
 
-	var streams wire.Streams
+	var streams []jsonmodel.Stream
 	e.okJSON(&streams, "stream", "list")
 	if len(streams) != 2 || streams[0].Name != "orders" || streams[1].Name != "payments" {
 		t.Fatalf("streams %+v", streams)
@@ -140,21 +141,19 @@ func TestStreamsTopicsPartitionsSegments(t *testing.T) {
 		t.Fatalf("renamed stream is %q", s.Name)
 	}
 
-	var tp wire.TopicDetails
+	var tp jsonmodel.TopicDetails
 	e.okJSON(&tp, "topic", "create", "orders", "events", "--partitions", "3", "--option", "message_expiry=1h")
 	if tp.Name != "events" || len(tp.Partitions) != 3 {
 		t.Fatalf("topic %+v", tp)
 	}
-	found := false
-	for _, kv := range tp.ExplicitOptions {
-		found = found || kv.Key == wire.OptMessageExpiry
-	}
-	if !found {
-		t.Fatalf("explicit options %+v lack message_expiry", tp.ExplicitOptions)
+	// The options map (http.md 4.4) marks the key the client set explicit;
+	// the value is the server's, in µs, as a request would send it.
+	if o, ok := tp.Options[wire.OptMessageExpiry]; !ok || !o.Explicit || o.Value != "3600000000" || tp.MessageExpiry != 3600e6 {
+		t.Fatalf("options %+v (message_expiry %d) lack an explicit message_expiry of 1h", tp.Options, tp.MessageExpiry)
 	}
 	contains(t, "stream get", e.ok("stream", "get", "orders"), "TOPIC ID", "events")
 	contains(t, "topic get", e.ok("topic", "get", "orders", "events"), "PARTITION", "Name", "events")
-	var topics wire.Topics
+	var topics []jsonmodel.Topic
 	e.okJSON(&topics, "topic", "list", "orders")
 	if len(topics) != 1 || topics[0].PartitionsCount != 3 {
 		t.Fatalf("topics %+v", topics)
@@ -191,23 +190,82 @@ func TestStreamsTopicsPartitionsSegments(t *testing.T) {
 	contains(t, "missing stream", e.fails("stream", "get", "billing"), "error: ")
 }
 
-// polled is the JSON shape of `message poll --output json`.
+// polled is one message of `message poll` / `group poll --output json`,
+// whose JSON is the HTTP API's PolledMessages (http.md 4.16), flattened:
+// each message with the partition_id of the object it came in.
 type polled struct {
 	PartitionID uint32
 	Offset      uint64
-	Payload     []byte
-	Text        string
-	Headers     wire.UserHeaders
+	Payload     []byte // the base64 payload, decoded
+	Text        string // the payload as text
+	Headers     []jsonmodel.HeaderEntry
 }
+
+// flatten lists the messages of the PolledMessages objects in order.
+func flatten(objs ...jsonmodel.PolledMessages) []polled {
+	var out []polled
+	for _, o := range objs {
+		for _, m := range o.Messages {
+			out = append(out, polled{PartitionID: o.PartitionID, Offset: m.Header.Offset, Payload: m.Payload,
+				Text: string(m.Payload), Headers: m.UserHeaders.Entries})
+		}
+	}
+	return out
+}
+
+// decodePolled reads a poll's JSON output: one PolledMessages object, or
+// an array of them (a group poll that moved between partitions). Each
+// object's count must be its number of messages, and each message's
+// payload_length that of its payload.
+func decodePolled(t *testing.T, out string) []jsonmodel.PolledMessages {
+	t.Helper()
+	var objs []jsonmodel.PolledMessages
+	trimmed := strings.TrimSpace(out)
+	if strings.HasPrefix(trimmed, "[") {
+		if err := json.Unmarshal([]byte(trimmed), &objs); err != nil {
+			t.Fatalf("polled JSON %q: %v", out, err)
+		}
+	} else {
+		var o jsonmodel.PolledMessages
+		if err := json.Unmarshal([]byte(trimmed), &o); err != nil {
+			t.Fatalf("polled JSON %q: %v", out, err)
+		}
+		objs = append(objs, o)
+	}
+	for _, o := range objs {
+		if o.Messages == nil || int(o.Count) != len(o.Messages) {
+			t.Fatalf("polled object count %d with %d messages: %q", o.Count, len(o.Messages), out)
+		}
+		for _, m := range o.Messages {
+			if int(m.Header.PayloadLength) != len(m.Payload) {
+				t.Fatalf("payload_length %d of a %d-byte payload", m.Header.PayloadLength, len(m.Payload))
+			}
+		}
+	}
+	return objs
+}
+
+// okPolled runs a poll command with --output json and decodes it.
+func (e *cliEnv) okPolled(args ...string) []jsonmodel.PolledMessages {
+	e.t.Helper()
+	return decodePolled(e.t, e.ok(append([]string{"--output", "json"}, args...)...))
+}
+
+// headerText is a user header field's bytes as text.
+func headerText(f jsonmodel.HeaderField) string { return string(f.Value) }
+
+// on and off read a permission flag, which must be present.
+func on(b *bool) bool  { return b != nil && *b }
+func off(b *bool) bool { return b != nil && !*b }
 
 func TestMessagesOffsetsGroups(t *testing.T) {
 	e := newEnv(t)
 	e.ok("stream", "create", "s")
 	e.ok("topic", "create", "s", "t", "--partitions", "2")
 
-	var confs wire.SendConfirmations
+	var confs jsonmodel.SendMessagesConfirmations
 	e.okJSON(&confs, "message", "send", "s", "t", "--partition", "1", "--headers", "source=cli", "hello", "world")
-	if len(confs) != 1 || confs[0].PartitionID != 1 || confs[0].BaseOffset != 0 {
+	if c := confs.Confirmations; len(c) != 1 || c[0].PartitionID != 1 || c[0].BaseOffset != 0 {
 		t.Fatalf("confirmations %+v", confs)
 	}
 	contains(t, "send stdin", e.okIn("three\nfour\n\nfive\n", "message", "send", "s", "t", "--partition", "1"),
@@ -221,8 +279,12 @@ func TestMessagesOffsetsGroups(t *testing.T) {
 	e.ok("message", "send", "s", "t", "balanced")
 	contains(t, "send nothing", e.fails("message", "send", "s", "t"), "error: no messages")
 
-	var got []polled
-	e.okJSON(&got, "message", "poll", "s", "t", "--partition", "1", "--strategy", "offset", "--value", "0", "--count", "100")
+	objs := e.okPolled("message", "poll", "s", "t", "--partition", "1", "--strategy", "offset", "--value", "0", "--count", "100")
+	// One partition's polls print one object, with that partition's id.
+	if len(objs) != 1 || objs[0].PartitionID != 1 {
+		t.Fatalf("poll of partition 1 printed %d objects: %+v", len(objs), objs)
+	}
+	got := flatten(objs...)
 	want := []string{"hello", "world", "three", "four", "five", "six", "seven"}
 	var texts []string
 	for _, m := range got {
@@ -235,11 +297,12 @@ func TestMessagesOffsetsGroups(t *testing.T) {
 	if len(texts) < len(want) || strings.Join(texts[:len(want)], " ") != strings.Join(want, " ") {
 		t.Fatalf("polled %q", texts)
 	}
-	if len(got[0].Headers) != 1 || got[0].Headers[0].Key != "source" || string(got[0].Headers[0].Value) != "cli" {
+	if h := got[0].Headers; len(h) != 1 || headerText(h[0].Key) != "source" || h[0].Key.Kind != "string" ||
+		headerText(h[0].Value) != "cli" || h[0].Value.Kind != "string" {
 		t.Fatalf("headers %+v", got[0].Headers)
 	}
 	// --count smaller than a batch stops there; the loop continues by offset.
-	e.okJSON(&got, "message", "poll", "s", "t", "--partition", "1", "--strategy", "offset", "--value", "2", "--count", "2")
+	got = flatten(e.okPolled("message", "poll", "s", "t", "--partition", "1", "--strategy", "offset", "--value", "2", "--count", "2")...)
 	if len(got) != 2 || got[0].Text != "three" || got[1].Text != "four" {
 		t.Fatalf("offset poll %+v", got)
 	}
@@ -252,10 +315,10 @@ func TestMessagesOffsetsGroups(t *testing.T) {
 
 	// Offsets: next + auto-commit stores the offset, get reads it back.
 	e.ok("message", "poll", "s", "t", "--partition", "1", "--strategy", "next", "--count", "3", "--consumer", "7", "--auto-commit")
-	var off wire.ConsumerOffset
-	e.okJSON(&off, "offset", "get", "s", "t", "--partition", "1", "--consumer", "7")
-	if off.StoredOffset != 2 || off.PartitionID != 1 {
-		t.Fatalf("offset after auto-commit %+v", off)
+	var offset jsonmodel.ConsumerOffsetInfo
+	e.okJSON(&offset, "offset", "get", "s", "t", "--partition", "1", "--consumer", "7")
+	if offset.StoredOffset != 2 || offset.PartitionID != 1 {
+		t.Fatalf("offset after auto-commit %+v", offset)
 	}
 	e.ok("offset", "store", "s", "t", "5", "--partition", "1", "--consumer", "7")
 	contains(t, "offset get", e.ok("offset", "get", "s", "t", "--partition", "1", "--consumer", "7"), "STORED OFFSET", "5")
@@ -263,12 +326,12 @@ func TestMessagesOffsetsGroups(t *testing.T) {
 	contains(t, "offset gone", e.ok("offset", "get", "s", "t", "--partition", "1", "--consumer", "7"), "no stored offset")
 
 	// Consumer groups.
-	var g wire.ConsumerGroupDetails
+	var g jsonmodel.ConsumerGroupDetails
 	e.okJSON(&g, "group", "create", "s", "t", "readers")
 	if g.Name != "readers" || g.PartitionsCount != 2 {
 		t.Fatalf("group %+v", g)
 	}
-	var groups wire.ConsumerGroups
+	var groups []jsonmodel.ConsumerGroup
 	e.okJSON(&groups, "group", "list", "s", "t")
 	if len(groups) != 1 || groups[0].Name != "readers" {
 		t.Fatalf("groups %+v", groups)
@@ -281,12 +344,12 @@ func TestMessagesOffsetsGroups(t *testing.T) {
 	if len(as.Partitions) != 2 {
 		t.Fatalf("a lone member should own both partitions: %+v", as)
 	}
-	e.okJSON(&got, "group", "poll", "s", "t", "readers", "--count", "100", "--auto-commit")
+	got = flatten(e.okPolled("group", "poll", "s", "t", "readers", "--count", "100", "--auto-commit")...)
 	if len(got) == 0 {
 		t.Fatalf("group poll returned nothing")
 	}
 	// The group's auto-committed offsets are readable as a group consumer.
-	var goff wire.ConsumerOffset
+	var goff jsonmodel.ConsumerOffsetInfo
 	e.okJSON(&goff, "offset", "get", "s", "t", "--group", "--consumer", "readers", "--partition", "1")
 	if goff.PartitionID != 1 || goff.StoredOffset != goff.CurrentOffset {
 		t.Fatalf("group offset %+v", goff)
@@ -350,8 +413,10 @@ func TestPollFollow(t *testing.T) {
 	if code := <-done; code != 0 {
 		t.Fatalf("follow JSON exited %d", code)
 	}
-	var m polled
-	if err := json.Unmarshal([]byte(strings.Split(lines.String(), "\n")[0]), &m); err != nil || m.Text != "tail-two" || m.Offset != 1 {
+	// Each line is one batch's PolledMessages object (http.md 4.16).
+	var batch jsonmodel.PolledMessages
+	err := json.Unmarshal([]byte(strings.Split(lines.String(), "\n")[0]), &batch)
+	if m := flatten(batch); err != nil || int(batch.Count) != len(m) || len(m) != 1 || m[0].Text != "tail-two" || m[0].Offset != 1 {
 		t.Fatalf("follow JSON line %q: %v", lines.String(), err)
 	}
 }
@@ -359,24 +424,25 @@ func TestPollFollow(t *testing.T) {
 func TestUsersPermissionsTokens(t *testing.T) {
 	e := newEnv(t)
 	e.ok("stream", "create", "s")
-	var u wire.UserDetails
+	var u jsonmodel.UserInfoDetails
 	e.okJSON(&u, "user", "create", "alice", "secret1", "--perm", "global=read_streams,poll_messages",
 		"--perm", "stream:0=send_messages", "--perm", "stream:0/topic:3=all")
-	if u.Username != "alice" || u.Status != wire.UserActive || u.Permissions == nil {
+	if u.Username != "alice" || u.Status != "active" || u.Permissions == nil {
 		t.Fatalf("created %+v", u)
 	}
+	u = jsonmodel.UserInfoDetails{}
 	e.okJSON(&u, "user", "get", "alice")
 	p := u.Permissions
-	if p == nil || !p.Global.ReadStreams || !p.Global.PollMessages || p.Global.ManageUsers ||
-		!p.Streams[0].SendMessages || p.Streams[0].ManageStream ||
-		!p.Streams[0].Topics[3].ManageTopic || !p.Streams[0].Topics[3].SendMessages {
+	if p == nil || !on(p.Global.ReadStreams) || !on(p.Global.PollMessages) || !off(p.Global.ManageUsers) ||
+		!on(p.Streams[0].SendMessages) || !off(p.Streams[0].ManageStream) ||
+		!on(p.Streams[0].Topics[3].ManageTopic) || !on(p.Streams[0].Topics[3].SendMessages) {
 		t.Fatalf("permissions %+v", p)
 	}
 	contains(t, "user get", e.ok("user", "get", "alice"), "alice", "global=read_streams,poll_messages",
 		"stream:0=send_messages", "stream:0/topic:3=manage_topic,read_topic,poll_messages,send_messages")
 	contains(t, "bad right", e.fails("user", "create", "bob", "secret1", "--perm", "global=fly"), `unknown right "fly"`)
 
-	var users wire.Users
+	var users []jsonmodel.UserInfo
 	e.okJSON(&users, "user", "list")
 	if len(users) != 2 || users[1].Username != "alice" {
 		t.Fatalf("users %+v", users)
@@ -384,7 +450,7 @@ func TestUsersPermissionsTokens(t *testing.T) {
 	contains(t, "user list", e.ok("user", "list"), "USERNAME", "iggy", "alice")
 	e.ok("user", "update", "alice", "--username", "alicia", "--status", "inactive")
 	e.okJSON(&u, "user", "get", "alicia")
-	if u.Status != wire.UserInactive {
+	if u.Status != "inactive" {
 		t.Fatalf("status %v", u.Status)
 	}
 	e.ok("user", "update", "alicia", "--status", "active")
@@ -392,20 +458,21 @@ func TestUsersPermissionsTokens(t *testing.T) {
 	e.ok("--username", "alicia", "--password", "secret2", "me")
 	contains(t, "old password", e.fails("--username", "alicia", "--password", "secret1", "me"), "error: ")
 	e.ok("user", "permissions", "alicia", "--perm", "global=read_users")
+	u = jsonmodel.UserInfoDetails{}
 	e.okJSON(&u, "user", "get", "alicia")
-	if u.Permissions == nil || !u.Permissions.Global.ReadUsers || u.Permissions.Global.ReadStreams {
+	if u.Permissions == nil || !on(u.Permissions.Global.ReadUsers) || !off(u.Permissions.Global.ReadStreams) {
 		t.Fatalf("replaced permissions %+v", u.Permissions)
 	}
 
-	var tok wire.RawToken
+	var tok jsonmodel.RawPersonalAccessToken
 	e.okJSON(&tok, "pat", "create", "ci-token", "--expiry", "1h")
 	if tok.Token == "" {
 		t.Fatal("empty token")
 	}
 	contains(t, "token login", e.ok("--token", tok.Token, "stream", "list"), "s")
-	var pats wire.PersonalAccessTokens
+	var pats []jsonmodel.PersonalAccessTokenInfo
 	e.okJSON(&pats, "pat", "list")
-	if len(pats) != 1 || pats[0].Name != "ci-token" || pats[0].ExpiryAt == 0 {
+	if len(pats) != 1 || pats[0].Name != "ci-token" || pats[0].ExpiryAt == nil || *pats[0].ExpiryAt == 0 {
 		t.Fatalf("tokens %+v", pats)
 	}
 	contains(t, "pat list", e.ok("pat", "list"), "ci-token")
@@ -417,13 +484,13 @@ func TestUsersPermissionsTokens(t *testing.T) {
 
 func TestSystemCommands(t *testing.T) {
 	e := newEnv(t)
-	var me wire.ClientDetails
+	var me jsonmodel.ClientInfoDetails
 	e.okJSON(&me, "me")
-	if me.UserID != 0 || me.Transport != wire.TransportTCP {
+	if me.UserID == nil || *me.UserID != 0 || me.Transport != "TCP" {
 		t.Fatalf("me %+v", me)
 	}
 	contains(t, "me", e.ok("me"), "Client ID", "tcp")
-	var clients wire.Clients
+	var clients []jsonmodel.ClientInfo
 	e.okJSON(&clients, "client", "list")
 	if len(clients) == 0 {
 		t.Fatal("no clients")
@@ -433,7 +500,7 @@ func TestSystemCommands(t *testing.T) {
 	// certainly gone: the JSON path of `client get` then reports the code.
 	contains(t, "client get", e.fails("client", "get", "4000000000"), "error: ClientNotFound")
 
-	var st wire.Stats
+	var st jsonmodel.Stats
 	e.okJSON(&st, "stats")
 	if st.ProcessID != uint32(os.Getpid()) {
 		t.Fatalf("stats process %d, want %d", st.ProcessID, os.Getpid())
@@ -450,14 +517,14 @@ func TestSystemCommands(t *testing.T) {
 	contains(t, "snapshot", e.ok("snapshot", "--file", zip, "--types", "4"), "Wrote", zip)
 	contains(t, "snapshot without file", e.fails("snapshot"), "--file or --out-dir is required")
 
-	var meta wire.ClusterMetadata
+	var meta jsonmodel.ClusterMetadata
 	e.okJSON(&meta, "cluster", "status")
 	if len(meta.Nodes) == 0 {
 		t.Fatal("empty roster")
 	}
-	contains(t, "cluster", e.ok("cluster", "status"), "ROLE", meta.Nodes[0].Role.String())
+	contains(t, "cluster", e.ok("cluster", "status"), "ROLE", meta.Nodes[0].Role)
 
-	var cat wire.OptionCatalog
+	var cat []jsonmodel.OptionSpec
 	e.okJSON(&cat, "options", "topic")
 	if len(cat) != 8 || cat[0].Key != wire.OptCompressionAlgorithm {
 		t.Fatalf("catalog %+v", cat)
@@ -475,7 +542,7 @@ func TestSystemCommands(t *testing.T) {
 
 func TestLoginSessionLogout(t *testing.T) {
 	e := newEnv(t)
-	var u wire.UserDetails
+	var u jsonmodel.UserInfoDetails
 	e.okJSON(&u, "user", "create", "carol", "secret1", "--perm", "global=read_streams")
 	var login map[string]string
 	// Credentials from the environment (transports.md 8.5); --help must not
@@ -502,10 +569,10 @@ func TestLoginSessionLogout(t *testing.T) {
 		t.Fatalf("session %s: %v", b, err)
 	}
 	// Without credential flags the stored token logs in, as carol, not root.
-	var me wire.ClientDetails
+	var me jsonmodel.ClientInfoDetails
 	e.okJSON(&me, "me")
-	if me.UserID != u.ID {
-		t.Fatalf("session user %d, want carol %d", me.UserID, u.ID)
+	if me.UserID == nil || *me.UserID != u.ID {
+		t.Fatalf("session user %v, want carol %d", me.UserID, u.ID)
 	}
 	// The session also carries the address: no --address needed.
 	code, out, errOut := 0, "", ""
@@ -514,14 +581,15 @@ func TestLoginSessionLogout(t *testing.T) {
 		code = run(context.Background(), []string{"--session-file", e.session, "--output", "json", "me"}, strings.NewReader(""), &o, &eo)
 		out, errOut = o.String(), eo.String()
 	}
-	if code != 0 || !strings.Contains(out, `"UserID"`) {
+	var me2 jsonmodel.ClientInfoDetails
+	if code != 0 || json.Unmarshal([]byte(out), &me2) != nil || me2.UserID == nil || *me2.UserID != u.ID {
 		t.Fatalf("session without --address: %d %q %q", code, out, errOut)
 	}
 	contains(t, "logout", e.ok("logout"), "cli-session")
 	if _, err := os.Stat(e.session); !os.IsNotExist(err) {
 		t.Fatalf("session file survives logout: %v", err)
 	}
-	var pats wire.PersonalAccessTokens
+	var pats []jsonmodel.PersonalAccessTokenInfo
 	e.okJSON(&pats, "--username", "carol", "--password", "secret1", "pat", "list")
 	if len(pats) != 0 {
 		t.Fatalf("token survives logout: %+v", pats)
@@ -537,15 +605,15 @@ func TestTransportsAndConnectionString(t *testing.T) {
 		{"ws", "ws", e.node.WebSocketAddr()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var me wire.ClientDetails
+			var me jsonmodel.ClientInfoDetails
 			e.okJSON(&me, "--transport", tc.transport, "--address", tc.addr, "me")
-			want := map[string]wire.TransportKind{"quic": wire.TransportQUIC, "ws": wire.TransportWebSocket}[tc.transport]
+			want := map[string]string{"quic": "QUIC", "ws": "WebSocket"}[tc.transport]
 			if me.Transport != want {
 				t.Fatalf("transport %v, want %v", me.Transport, want)
 			}
 		})
 	}
-	var streams wire.Streams
+	var streams []jsonmodel.Stream
 	e.okJSON(&streams, "--transport", "http", "--address", e.node.HTTPAddr(), "stream", "list")
 	if len(streams) != 1 || streams[0].Name != "s" {
 		t.Fatalf("streams over http %+v", streams)
@@ -569,14 +637,15 @@ func TestBatchedSendAndUnknownVerb(t *testing.T) {
 	if code != 0 || errOut != "" {
 		t.Fatalf("send: exit %d, stderr %q (no progress bar off a terminal)", code, errOut)
 	}
-	var confs wire.SendConfirmations
-	if err := json.Unmarshal([]byte(out), &confs); err != nil || len(confs) != 3 || confs[2].BaseOffset != 2000 {
+	var confs jsonmodel.SendMessagesConfirmations
+	if err := json.Unmarshal([]byte(out), &confs); err != nil || len(confs.Confirmations) != 3 || confs.Confirmations[2].BaseOffset != 2000 {
 		t.Fatalf("batches %+v: %v", confs, err)
 	}
-	var got []polled
-	e.okJSON(&got, "message", "poll", "s", "t", "--count", "2500")
-	if len(got) != 2500 || got[2499].Text != "m2499" || got[1000].Offset != 1000 {
-		t.Fatalf("polled %d messages", len(got))
+	// Several poll batches merge into one object (mergePolled).
+	objs := e.okPolled("message", "poll", "s", "t", "--count", "2500")
+	got := flatten(objs...)
+	if len(objs) != 1 || objs[0].CurrentOffset != 2499 || len(got) != 2500 || got[2499].Text != "m2499" || got[1000].Offset != 1000 {
+		t.Fatalf("polled %d messages in %d objects", len(got), len(objs))
 	}
 	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
@@ -609,9 +678,9 @@ func TestTLSFlags(t *testing.T) {
 	contains(t, "unknown CA", e.fails("--reconnect-retries", "0", "--tls", "--tls-domain", "localhost", "me"),
 		"error: CannotEstablishConnection (9)")
 	e.ok("--tls", "--insecure", "me")
-	var me wire.ClientDetails
+	var me jsonmodel.ClientInfoDetails
 	e.okJSON(&me, "--transport", "quic", "--address", e.node.QUICAddr(), "--tls-ca-file", ca, "me")
-	if me.Transport != wire.TransportQUIC {
+	if me.Transport != "QUIC" {
 		t.Fatalf("quic me %+v", me)
 	}
 }
@@ -647,12 +716,12 @@ func TestBalancedSendsFromSeparateInvocationsRotate(t *testing.T) {
 	e.ok("topic", "create", "rr", "t", "--partitions", "3")
 	var hit []uint32
 	for i := range 4 {
-		var confs wire.SendConfirmations
+		var confs jsonmodel.SendMessagesConfirmations
 		e.okJSON(&confs, "message", "send", "rr", "t", "m"+strconv.Itoa(i))
-		if len(confs) != 1 {
+		if len(confs.Confirmations) != 1 {
 			t.Fatalf("send %d: confirmations %+v", i, confs)
 		}
-		hit = append(hit, confs[0].PartitionID)
+		hit = append(hit, confs.Confirmations[0].PartitionID)
 	}
 	if want := []uint32{0, 1, 2, 0}; !slices.Equal(hit, want) {
 		t.Fatalf("balanced sends went to partitions %v, want %v", hit, want)

@@ -17,6 +17,7 @@ import (
 
 	"iggynode/client"
 	"iggynode/wire"
+	"iggynode/wire/jsonmodel"
 )
 
 const (
@@ -265,12 +266,13 @@ func (p *pollFlags) parse() (wire.PollingStrategy, error) {
 }
 
 // polledView adds the payload as text when it is UTF-8, and decoded
-// headers, to the wire record.
+// headers, to the wire record, for the table and --output-file (JSON
+// output is jsonmodel's).
 type polledView struct {
-	Partition uint32 `json:"PartitionID"`
+	Partition uint32
 	wire.PolledMessage
-	Text    string           `json:",omitempty"`
-	Headers wire.UserHeaders `json:",omitempty"`
+	Text    string
+	Headers wire.UserHeaders
 }
 
 func view(partition uint32, m wire.PolledMessage) polledView {
@@ -304,7 +306,7 @@ func (a *app) pollLoop(p *pollFlags, forward bool, fetch func(wire.PollingStrate
 		}
 		defer file.Close()
 	}
-	var all []polledView
+	var batches []jsonmodel.PolledMessages
 	asJSON := a.output == "json"
 	rows := newRowWriter(a.out)
 	head := []string{"PARTITION", "OFFSET", "TIMESTAMP", "ID", "PAYLOAD"}
@@ -312,19 +314,21 @@ func (a *app) pollLoop(p *pollFlags, forward bool, fetch func(wire.PollingStrate
 		head = append(head, "HEADERS")
 	}
 	lines := json.NewEncoder(a.out)
-	emit := func(vs []polledView) error {
+	lines.SetEscapeHTML(false)
+	emit := func(polled *wire.PolledMessages, vs []polledView) error {
 		if file != nil {
 			return appendMessageFile(file, vs)
 		}
 		if asJSON && p.follow {
-			// One JSON object per line: a stream has no end to close an array at.
-			for _, v := range vs {
-				_ = lines.Encode(v)
+			// One reply object per line: a stream has no end to close an
+			// array at.
+			if len(vs) > 0 {
+				_ = lines.Encode(jsonmodel.FromPolled(polled))
 			}
 			return nil
 		}
 		if asJSON {
-			all = append(all, vs...)
+			batches = append(batches, jsonmodel.FromPolled(polled))
 			return nil
 		}
 		for _, v := range vs {
@@ -359,7 +363,7 @@ func (a *app) pollLoop(p *pollFlags, forward bool, fetch func(wire.PollingStrate
 		for i, m := range msgs {
 			vs[i] = view(polled.PartitionID, m)
 		}
-		if err := emit(vs); err != nil {
+		if err := emit(polled, vs); err != nil {
 			return err
 		}
 		got += uint32(len(msgs))
@@ -372,7 +376,7 @@ func (a *app) pollLoop(p *pollFlags, forward bool, fetch func(wire.PollingStrate
 			}
 			select {
 			case <-a.ctx.Done():
-				return a.finishPoll(p, all, bar, got)
+				return a.finishPoll(p, batches, bar, got)
 			case <-time.After(followInterval):
 			}
 			continue
@@ -381,10 +385,10 @@ func (a *app) pollLoop(p *pollFlags, forward bool, fetch func(wire.PollingStrate
 			strategy = wire.OffsetStrategy(msgs[len(msgs)-1].Offset + 1)
 		}
 	}
-	return a.finishPoll(p, all, bar, got)
+	return a.finishPoll(p, batches, bar, got)
 }
 
-func (a *app) finishPoll(p *pollFlags, all []polledView, bar *progressbar.ProgressBar, got uint32) error {
+func (a *app) finishPoll(p *pollFlags, batches []jsonmodel.PolledMessages, bar *progressbar.ProgressBar, got uint32) error {
 	if bar != nil {
 		_ = bar.Finish()
 	}
@@ -393,12 +397,40 @@ func (a *app) finishPoll(p *pollFlags, all []polledView, bar *progressbar.Progre
 			func(t *table) { t.row(fmt.Sprintf("stored %d messages in %s", got, p.outputFile)) })
 	}
 	if a.output == "json" && !p.follow {
-		if all == nil {
-			all = []polledView{}
-		}
-		return a.print(all, nil)
+		return a.print(mergePolled(batches), nil)
 	}
 	return nil
+}
+
+// mergePolled is the JSON of the polls of one command: the HTTP API's
+// PolledMessages (http.md 4.16) with every message, partition_id and
+// current_offset those of the last poll, when all polls read one
+// partition (the usual case); a consumer group poll that moved between
+// partitions prints one such object per run of polls of one partition,
+// in an array, rather than a partition_id that would be wrong for some
+// of its messages.
+func mergePolled(batches []jsonmodel.PolledMessages) any {
+	var runs []jsonmodel.PolledMessages
+	for _, b := range batches {
+		if n := len(runs); n > 0 && runs[n-1].PartitionID == b.PartitionID {
+			last := &runs[n-1]
+			last.CurrentOffset = b.CurrentOffset
+			last.Messages = append(last.Messages, b.Messages...)
+			last.Count = uint32(len(last.Messages))
+			continue
+		}
+		if len(b.Messages) == 0 && len(runs) > 0 {
+			continue // an empty poll of another partition ends the read; it adds nothing
+		}
+		runs = append(runs, b)
+	}
+	switch len(runs) {
+	case 0:
+		return jsonmodel.PolledMessages{Messages: []jsonmodel.Message{}}
+	case 1:
+		return runs[0]
+	}
+	return runs
 }
 
 func (a *app) pollCommand() *cobra.Command {

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"iggynode/wire"
+	"iggynode/wire/jsonmodel"
 )
 
 // table collects tab-separated rows for text/tabwriter.
@@ -24,12 +25,15 @@ func (t *table) row(cells ...any) {
 }
 
 // print writes v as indented JSON with --output json, else the table fill
-// builds.
+// builds. Wire replies are printed as the reference server's HTTP API
+// models (jsonView), so a jq script written against Iggy's REST replies
+// reads the CLI's output too.
 func (a *app) print(v any, fill func(*table)) error {
 	if a.output == "json" {
 		enc := json.NewEncoder(a.out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(v)
+		enc.SetEscapeHTML(false) // as plane/http writes: a name "a&b" stays "a&b"
+		return enc.Encode(jsonView(v))
 	}
 	var t table
 	fill(&t)
@@ -54,6 +58,54 @@ func (a *app) print(v any, fill func(*table)) error {
 		fmt.Fprintln(w, strings.Join(r, "\t"))
 	}
 	return w.Flush()
+}
+
+// jsonView is the HTTP API model (docs/spec/http.md 4, package jsonmodel:
+// the encoder plane/http answers with) of a wire reply; anything else (the
+// CLI's own results, such as printDone's) is printed as it is.
+func jsonView(v any) any {
+	switch x := v.(type) {
+	case wire.Streams:
+		return jsonmodel.FromStreams(x)
+	case *wire.StreamDetails:
+		return jsonmodel.FromStreamDetails(*x)
+	case wire.Topics:
+		return jsonmodel.FromTopics(x)
+	case *wire.TopicDetails:
+		return jsonmodel.FromTopicDetails(*x)
+	case wire.ConsumerGroups:
+		return jsonmodel.FromConsumerGroups(x)
+	case *wire.ConsumerGroupDetails:
+		return jsonmodel.FromConsumerGroupDetails(*x)
+	case wire.Users:
+		return jsonmodel.FromUsers(x)
+	case *wire.UserDetails:
+		return jsonmodel.FromUserDetails(*x)
+	case wire.PersonalAccessTokens:
+		return jsonmodel.FromTokens(x)
+	case wire.RawToken:
+		return jsonmodel.RawPersonalAccessToken{Token: x.Token}
+	case *wire.Stats:
+		return jsonmodel.FromStats(*x)
+	case wire.Clients:
+		return jsonmodel.FromClients(x)
+	case *wire.ClientDetails:
+		return jsonmodel.FromClientDetails(*x)
+	case *wire.ClusterMetadata:
+		return jsonmodel.FromClusterMetadata(*x)
+	case wire.OptionCatalog:
+		return jsonmodel.FromOptionCatalog(x)
+	case wire.SendConfirmations:
+		return jsonmodel.FromConfirmations(x)
+	case *wire.ConsumerOffset:
+		if x == nil {
+			return nil // the reference answers 404 with no body; null here
+		}
+		return jsonmodel.FromConsumerOffset(*x)
+	case *wire.PolledMessages:
+		return jsonmodel.FromPolled(x)
+	}
+	return v
 }
 
 // printDone reports a command without a reply body.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"iggynode/wire"
+	"iggynode/wire/jsonmodel"
 )
 
 // The upstream iggy CLI's forms (issue 19): each command, alias, positional
@@ -24,24 +25,29 @@ func TestUpstreamStreamTopicPartitionForms(t *testing.T) {
 	contains(t, "s g", e.ok("s", "g", "orders"), "Name", "orders")
 
 	// topic create STREAM NAME PARTITIONS COMPRESSION EXPIRY... -m SIZE
-	var tp wire.TopicDetails
+	// (http.md 4.2: compression_algorithm is "none" or "gzip", the
+	// wire's 1 and 2; message_expiry is µs, u64::MAX never.)
+	var tp jsonmodel.TopicDetails
 	e.okJSON(&tp, "t", "c", "orders", "events", "3", "gzip", "1h", "30m", "-m", "2GB", "-r", "1")
-	if len(tp.Partitions) != 3 || tp.CompressionAlgorithm != 2 || tp.MessageExpiry != 90*60e6 || tp.MaxTopicSize != 2e9 {
-		t.Fatalf("positional topic create: %d partitions, compression %d, expiry %d µs, max size %d",
+	if len(tp.Partitions) != 3 || tp.CompressionAlgorithm != "gzip" || tp.MessageExpiry != 90*60e6 || tp.MaxTopicSize != 2e9 {
+		t.Fatalf("positional topic create: %d partitions, compression %q, expiry %d µs, max size %d",
 			len(tp.Partitions), tp.CompressionAlgorithm, tp.MessageExpiry, tp.MaxTopicSize)
 	}
+	tp = jsonmodel.TopicDetails{}
 	e.okJSON(&tp, "topic", "create", "orders", "plain", "1", "none", "unlimited")
-	if tp.CompressionAlgorithm != 1 || tp.MessageExpiry != ^uint64(0) {
-		t.Fatalf("none/unlimited: compression %d expiry %d", tp.CompressionAlgorithm, tp.MessageExpiry)
+	if tp.CompressionAlgorithm != "none" || tp.MessageExpiry != ^uint64(0) {
+		t.Fatalf("none/unlimited: compression %q expiry %d", tp.CompressionAlgorithm, tp.MessageExpiry)
 	}
 	// topic update STREAM TOPIC NAME COMPRESSION EXPIRY
 	e.ok("t", "u", "orders", "plain", "plain2", "gzip", "2h")
+	tp = jsonmodel.TopicDetails{}
 	e.okJSON(&tp, "t", "g", "orders", "plain2")
-	if tp.CompressionAlgorithm != 2 || tp.MessageExpiry != 2*3600e6 {
-		t.Fatalf("topic update: compression %d expiry %d", tp.CompressionAlgorithm, tp.MessageExpiry)
+	if tp.CompressionAlgorithm != "gzip" || tp.MessageExpiry != 2*3600e6 {
+		t.Fatalf("topic update: compression %q expiry %d", tp.CompressionAlgorithm, tp.MessageExpiry)
 	}
 	contains(t, "t l", e.ok("t", "l", "orders"), "events", "plain2")
 	e.ok("p", "c", "orders", "events", "2")
+	tp = jsonmodel.TopicDetails{}
 	e.okJSON(&tp, "t", "g", "orders", "events")
 	if len(tp.Partitions) != 5 {
 		t.Fatalf("p c: %d partitions", len(tp.Partitions))
@@ -79,9 +85,9 @@ func TestUpstreamMessageForms(t *testing.T) {
 	contains(t, "poll --next again", e.ok("m", "p", "s", "t", "1", "-n", "-c", "9", "-a"), "world")
 	contains(t, "exclusive strategies", e.fails("m", "p", "s", "t", "1", "--first", "--last"), "exclusive")
 	// -m is the message key for send.
-	var confs wire.SendConfirmations
+	var confs jsonmodel.SendMessagesConfirmations
 	e.okJSON(&confs, "m", "s", "s", "t", "-m", "order-42", "keyed")
-	if len(confs) != 1 || confs[0].PartitionID != wire.PartitionIndexForKey([]byte("order-42"), 3) {
+	if c := confs.Confirmations; len(c) != 1 || c[0].PartitionID != wire.PartitionIndexForKey([]byte("order-42"), 3) {
 		t.Fatalf("keyed send %+v", confs)
 	}
 
@@ -108,8 +114,11 @@ func TestUpstreamOffsetAndGroupForms(t *testing.T) {
 	e.ok("o", "d", "7", "s", "t", "1")
 	contains(t, "offset deleted", e.ok("consumer-offset", "get", "7", "s", "t", "1"), "no stored offset")
 
-	var g wire.ConsumerGroupDetails
+	var g jsonmodel.ConsumerGroupDetails
 	e.okJSON(&g, "g", "c", "s", "t", "readers")
+	if g.Name != "readers" || g.PartitionsCount != 2 {
+		t.Fatalf("g c: %+v", g)
+	}
 	contains(t, "consumer-group list", e.ok("consumer-group", "list", "s", "t"), "readers")
 	contains(t, "g g", e.ok("g", "g", "s", "t", "readers"), "readers", "Members")
 	e.ok("consumer-group", "poll", "s", "t", "readers", "-m", "100", "-a")
@@ -120,9 +129,9 @@ func TestUpstreamOffsetAndGroupForms(t *testing.T) {
 
 func TestUpstreamUserTokenClientClusterForms(t *testing.T) {
 	e := newEnv(t)
-	var u wire.UserDetails
+	var u jsonmodel.UserInfoDetails
 	e.okJSON(&u, "u", "c", "bob", "secret-1", "-u", "inactive")
-	if u.Status != wire.UserInactive {
+	if u.Status != "inactive" {
 		t.Fatalf("user create -u inactive: %+v", u)
 	}
 	e.ok("u", "n", "bob", "robert")
@@ -168,13 +177,16 @@ func TestUpstreamGlobalOptions(t *testing.T) {
 	contains(t, "-u -p", e.ok("-u", "iggy", "-p", "iggy", "stream", "list"), "s")
 	contains(t, "wrong password", e.fails("-u", "iggy", "-p", "nope", "stream", "list"), "InvalidCredentials")
 	e.ok("-u", "iggy", "-p", "iggy", "topic", "create", "s", "t", "2", "none")
-	var confs wire.SendConfirmations
+	var confs jsonmodel.SendMessagesConfirmations
 	e.okJSON(&confs, "-u", "iggy", "message", "send", "s", "t", "-p", "1", "x")
-	if len(confs) != 1 || confs[0].PartitionID != 1 {
+	if c := confs.Confirmations; len(c) != 1 || c[0].PartitionID != 1 {
 		t.Fatalf("send -p 1 after global -u: %+v", confs)
 	}
-	var js []wire.StreamResponse
+	var js []jsonmodel.Stream
 	e.okJSON(&js, "stream", "list") // okJSON passes --output json; -o is the short form
+	if len(js) != 1 || js[0].Name != "s" {
+		t.Fatalf("stream list --output json: %+v", js)
+	}
 	code, out, _ := e.exec("", "-o", "json", "stream", "list")
 	if code != 0 || !strings.HasPrefix(strings.TrimSpace(out), "[") {
 		t.Fatalf("-o json: exit %d, %q", code, out)

@@ -1,9 +1,7 @@
 package httpplane
 
 import (
-	"net"
 	"net/http"
-	"strconv"
 	"time"
 
 	"iggynode/wire"
@@ -149,17 +147,9 @@ func (s *Server) clusterMetadata(c *reqCtx) *apiError {
 	if e := decodeInto(&md, o.body); e != nil {
 		return e
 	}
-	out := jsonmodel.FromClusterMetadata(md)
-	if !s.cfg.Clustered && len(out.Nodes) == 1 {
-		// A single node reports this listener's bound address (4.12).
-		host, port, _ := net.SplitHostPort(s.ln.Addr().String())
-		p, _ := strconv.Atoi(port)
-		out.Nodes[0].Endpoints.HTTP = uint16(p)
-		if ip := net.ParseIP(host); ip != nil && !ip.IsUnspecified() {
-			out.Nodes[0].IP = host
-		}
-	}
-	return c.ok(http.StatusOK, out)
+	// A single node's reply names its bound ports, this listener's
+	// included (server-behaviour.md 8.7.1, http.md 4.12).
+	return c.ok(http.StatusOK, jsonmodel.FromClusterMetadata(md))
 }
 
 func (s *Server) options(c *reqCtx) *apiError {
@@ -875,7 +865,7 @@ func (s *Server) getOffset(c *reqCtx) *apiError {
 	if o.code != 0 || len(o.body) == 0 || off.Decode(o.body) != nil {
 		return errGeneric404 // every other outcome (5.10.1)
 	}
-	return c.ok(http.StatusOK, jsonmodel.ConsumerOffsetInfo{PartitionID: off.PartitionID, CurrentOffset: off.CurrentOffset, StoredOffset: off.StoredOffset})
+	return c.ok(http.StatusOK, jsonmodel.FromConsumerOffset(off))
 }
 
 func (s *Server) storeOffset(c *reqCtx) *apiError {

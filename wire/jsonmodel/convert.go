@@ -312,6 +312,10 @@ func FromClusterMetadata(m wire.ClusterMetadata) ClusterMetadata {
 	return out
 }
 
+func FromConsumerOffset(o wire.ConsumerOffset) ConsumerOffsetInfo {
+	return ConsumerOffsetInfo{PartitionID: o.PartitionID, CurrentOffset: o.CurrentOffset, StoredOffset: o.StoredOffset}
+}
+
 func FromOptionCatalog(c wire.OptionCatalog) []OptionSpec {
 	out := make([]OptionSpec, 0, len(c))
 	for _, d := range c {
