@@ -23,6 +23,71 @@ import (
 // process crash, not a power loss (doc.go, "Durability"). The batch may be
 // reused once the call returns.
 func (s *Store) AppendBatch(group, baseOffset uint64, batch []byte, sync bool) error {
+	if err := checkAppended(baseOffset, batch); err != nil {
+		return err
+	}
+	one := [1][]byte{batch}
+	_, err := s.AppendBatches(group, one[:], sync)
+	return err
+}
+
+// AppendBatches stores batches of one group, each as AppendBatch would, in
+// one step: the batches that land in the same file go out in one writev,
+// and with sync one fsync covers them all (the group commit of a partition
+// actor's turn, actors/partition.go). It returns how many batches, from
+// the first, were stored: on an error the rest were not (with a failed
+// fsync, none counts as stored). The batches may be reused once it returns.
+func (s *Store) AppendBatches(group uint64, batches [][]byte, sync bool) (int, error) {
+	var total int64
+	for _, batch := range batches {
+		if len(batch) < wire.BatchHeaderSize {
+			return 0, fmt.Errorf("storage: batch of %d bytes, shorter than its header", len(batch))
+		}
+		if err := checkAppended(wire.Batch(batch).BaseOffset(), batch); err != nil {
+			return 0, err
+		}
+		total += int64(len(batch))
+	}
+	if len(batches) == 0 {
+		return 0, nil
+	}
+	first := wire.Batch(batches[0]).BaseOffset()
+	// The hard reserve is badger's (space.go): batches that would cut into
+	// it are refused before a byte is written.
+	if err := s.space.admitBatch(total); err != nil {
+		return 0, fmt.Errorf("storage: append batch group %d at %d: %w", group, first, err)
+	}
+	g, err := s.lockedGroup(group)
+	if err != nil {
+		return 0, fmt.Errorf("storage: append batch group %d at %d: %w", group, first, err)
+	}
+	defer g.mu.Unlock()
+	stored := 0
+	for stored < len(batches) {
+		n, err := s.appendRun(g, batches[stored:], sync)
+		for _, b := range batches[stored : stored+n] {
+			s.space.charge(int64(len(b)))
+		}
+		stored += n
+		if err != nil {
+			if IsNoSpace(err) {
+				s.space.sawNoSpace()
+			}
+			return stored, fmt.Errorf("storage: append batch group %d at %d: %w",
+				group, wire.Batch(batches[stored]).BaseOffset(), err)
+		}
+	}
+	if sync {
+		if err := s.syncGroup(g); err != nil {
+			return 0, fmt.Errorf("storage: append batch group %d at %d: %w", group, first, err)
+		}
+	}
+	return stored, nil
+}
+
+// checkAppended is AppendBatch's rule for the header: base_offset and
+// batch_length must be what the index records.
+func checkAppended(baseOffset uint64, batch []byte) error {
 	if len(batch) < wire.BatchHeaderSize {
 		return fmt.Errorf("storage: batch at %d: %d bytes, shorter than its header", baseOffset, len(batch))
 	}
@@ -31,52 +96,50 @@ func (s *Store) AppendBatch(group, baseOffset uint64, batch []byte, sync bool) e
 		return fmt.Errorf("storage: batch at %d: header says base_offset %d, batch_length %d of %d bytes",
 			baseOffset, b.BaseOffset(), b.Length(), len(batch))
 	}
-	// The hard reserve is badger's (space.go): a batch that would cut
-	// into it is refused before a byte is written.
-	if err := s.space.admitBatch(int64(len(batch))); err != nil {
-		return fmt.Errorf("storage: append batch group %d at %d: %w", group, baseOffset, err)
-	}
-	g, err := s.lockedGroup(group)
-	if err != nil {
-		return fmt.Errorf("storage: append batch group %d at %d: %w", group, baseOffset, err)
-	}
-	defer g.mu.Unlock()
-	if err := s.appendBatch(g, baseOffset, batch, sync); err != nil {
-		if IsNoSpace(err) {
-			s.space.sawNoSpace()
-		}
-		return fmt.Errorf("storage: append batch group %d at %d: %w", group, baseOffset, err)
-	}
-	s.space.charge(int64(len(batch)))
 	return nil
 }
 
-func (s *Store) appendBatch(g *groupLog, base uint64, batch []byte, sync bool) error {
+// appendRun writes the longest prefix of batches that goes to one file:
+// the first batch after any truncation or floor change it implies, then
+// each following batch with a higher base offset while the file is short
+// of BatchFileBytes (the rule tailFor applies batch by batch). It returns
+// how many it wrote; a failed write stores none of them.
+func (s *Store) appendRun(g *groupLog, batches [][]byte, sync bool) (int, error) {
+	base := wire.Batch(batches[0]).BaseOffset()
 	if n := len(g.files); n > 0 && base <= g.files[n-1].lastBase() {
 		if err := s.truncateFrom(g, base); err != nil {
 			s.invalidate(g)
-			return err
+			return 0, err
 		}
 	}
 	if base < g.floor {
 		// Every batch left is below base (the suffix from base is gone), so
 		// lowering the floor to base reveals none of the deleted ones.
 		if err := s.saveFloor(g.group, base, sync); err != nil {
-			return err
+			return 0, err
 		}
 		g.floor = base
 	}
 	tail, err := s.tailFor(g, base)
 	if err != nil {
-		return err
+		return 0, err
+	}
+	run, size, prev := 1, tail.size+int64(len(batches[0])), base
+	for run < len(batches) && size < s.opts.BatchFileBytes {
+		next := wire.Batch(batches[run]).BaseOffset()
+		if next <= prev {
+			break // replaces a suffix: the next run truncates first
+		}
+		size += int64(len(batches[run]))
+		prev = next
+		run++
 	}
 	f, err := s.files.acquire(tail)
 	if err != nil {
 		s.dropIfEmpty(g, tail)
-		return err
+		return 0, err
 	}
-	_, werr := f.Write(batch)
-	if werr != nil {
+	if werr := writeAll(f, batches[:run]); werr != nil {
 		// Cut a partial write so the next append starts on a record
 		// boundary; if even that fails, rebuild the index from the disk.
 		terr := f.Truncate(tail.size)
@@ -86,16 +149,15 @@ func (s *Store) appendBatch(g *groupLog, base uint64, batch []byte, sync bool) e
 		} else {
 			s.dropIfEmpty(g, tail)
 		}
-		return werr
+		return 0, werr
 	}
 	s.files.release(tail)
-	tail.entries = append(tail.entries, batchEntry{base: base, pos: tail.size, length: int64(len(batch))})
-	tail.size += int64(len(batch))
-	g.markUnsynced(tail)
-	if sync {
-		return s.syncGroup(g)
+	for _, batch := range batches[:run] {
+		tail.entries = append(tail.entries, batchEntry{base: wire.Batch(batch).BaseOffset(), pos: tail.size, length: int64(len(batch))})
+		tail.size += int64(len(batch))
 	}
-	return nil
+	g.markUnsynced(tail)
+	return run, nil
 }
 
 // tailFor returns the file the batch at base goes to: the current one, or
