@@ -71,6 +71,24 @@ type partitionActor struct {
 	waitingForDisk bool
 	cancelCode     wire.ErrorCode
 	journalSpace   noSpaceLog
+	// Group commit (drive): drivePending, a driveSends is in the mailbox,
+	// so the sends queued before it are submitted first and share one
+	// Ready; toStore and replies are that Ready's batches to write in one
+	// AppendBatches and the replies that wait for the write (reused).
+	drivePending bool
+	toStore      [][]byte
+	storedFrom   []int // journalAll: the index in the Ready of each of toStore
+	replies      []heldReply
+}
+
+// driveSends is the partition's note to itself that sends were submitted
+// and wait for a drive (group commit, drive).
+type driveSends struct{}
+
+// heldReply is a committed op's reply held until its batch is stored.
+type heldReply struct {
+	req   *clientRequest
+	frame []byte
 }
 
 // partitionSettings are the topic options a partition acts on.
@@ -290,6 +308,9 @@ func (p *partitionActor) receive(ctx actor.Context) {
 		p.drive(ctx)
 	case *partitionSend:
 		p.onSend(ctx, m)
+	case *driveSends:
+		p.drivePending = false
+		p.drive(ctx)
 	case *partitionPoll:
 		p.onPoll(ctx, m)
 	case *partitionGetOffset:
@@ -322,7 +343,9 @@ func (p *partitionActor) receive(ctx actor.Context) {
 		if dropCount(p.core.Dropped) != before && p.log.Enabled(context.Background(), slog.LevelDebug) {
 			p.log.Debug("peer frame dropped by the core", "from", m.from, "command", wire.HeaderOf(m.frame).Command(), "drops", p.core.Dropped)
 		}
-		p.drive(ctx)
+		// Prepares and their acknowledgements queued behind this one are
+		// stepped first: their journal writes and commits share one drive.
+		p.driveSoon(ctx)
 	case *tick:
 		// catchUp advanced the core; this is the clock's wake-up.
 		p.time.scheduled = 0
@@ -556,7 +579,21 @@ func (p *partitionActor) onSend(ctx actor.Context, m *partitionSend) {
 		p.replyTo(ctx, req, denyReply(&req.hdr, req.connID, 0, wire.ErrTransientNotAccepted))
 		return
 	}
-	p.drive(ctx)
+	p.driveSoon(ctx)
+}
+
+// driveSoon defers the drive of a submitted send (or a stepped peer
+// frame) behind the messages already in the mailbox: the sends and frames
+// among them are taken in first, so one Ready carries them all and drive
+// stores their batches with one write (and one fsync under enforce_fsync)
+// before any reply: the group commit that keeps many producers on one
+// partition from serializing into one write each. Deferring a drive only
+// delays the core's outputs, in order, as a slower disk would.
+func (p *partitionActor) driveSoon(ctx actor.Context) {
+	if !p.drivePending {
+		p.drivePending = true
+		ctx.Send(ctx.Self(), &driveSends{})
+	}
 }
 
 // drive carries out the core's outputs until it is quiet: journal (stamp
@@ -576,26 +613,8 @@ func (p *partitionActor) drive(ctx actor.Context) {
 				p.plog.RollbackJournal(wire.Batch(f[wire.HeaderSize:]).BaseOffset())
 			}
 		}
-		var head uint64
 		leading := p.core.Leading()
-		for _, f := range rd.Journal {
-			ph := wire.HeaderOf(f).Prepare()
-			err := p.journal(ph, f[wire.HeaderSize:])
-			if err == nil {
-				head = ph.Op
-				p.tr.journaled(ph, leading)
-			}
-			p.core.Journaled(ph.Op, err)
-			if err != nil {
-				if storage.IsNoSpace(err) {
-					// A group of one: the ops this cancels were never
-					// journaled nor committed, so the producer may be told
-					// plainly (diskspace.go), not to replay (57).
-					p.cancelCode = errNoSpace
-				}
-				break // the core truncated this op and every later one
-			}
-		}
+		head := p.journalAll(rd.Journal, leading)
 		if head != 0 && p.storeAtCommit {
 			// The journal is memory (9.4 rule 1); its head is not: after a
 			// restart the core must not nack what it may have acknowledged
@@ -619,6 +638,12 @@ func (p *partitionActor) drive(ctx actor.Context) {
 				p.tailDirty = true
 			}
 		}
+		p.storeCommitted()
+		for i, r := range p.replies {
+			p.replyTo(ctx, r.req, r.frame)
+			p.replies[i] = heldReply{}
+		}
+		p.replies = p.replies[:0]
 		if n := len(rd.Commit); n > 0 {
 			p.recordApplied(wire.HeaderOf(rd.Commit[n-1].Frame).Prepare()) // once per Ready, not per op
 			p.saveTail(false)
@@ -640,44 +665,89 @@ func (p *partitionActor) drive(ctx actor.Context) {
 	p.tr.publish(p.core)
 }
 
-// journal appends one prepare's body: a SendMessages batch is stamped (at
-// the primary) or its stamp checked (at a backup), then stored, synced when
-// the topic enforces fsync, unless the group stores at commit; an offset
-// write journals nothing durable until it commits.
-func (p *partitionActor) journal(ph wire.PrepareHeader, body []byte) error {
-	if ph.Operation != wire.OpSendMessages {
-		return nil
-	}
-	if !p.core.Leading() && p.alreadyStored(body) {
-		return nil // a repaired op this backup stored before a restart (7.4 rule 2)
-	}
-	var base uint64
-	if p.core.Leading() {
-		base = p.plog.StampNext(body, ph.Timestamp)
-	} else {
-		// A backup journals the primary's stamped bytes verbatim after
-		// checking the stamp is its own next offset and the prepare's
-		// timestamp (replica-plane.md 5.13 rule 4).
-		if err := p.plog.VerifyStamp(body, ph.Timestamp); err != nil {
-			p.log.Warn("refusing a prepare whose batch stamp does not match", "op", ph.Op, "err", err)
-			return err
+// journalAll journals a Ready's prepares in order and reports each to
+// the core: every batch is stamped (at the primary) or its stamp checked
+// (at a backup) first, then those the group keeps at journal time are
+// stored together (AppendBatches: one write, one fsync under
+// enforce_fsync). It returns the last op journaled, 0 if none. On the
+// first failure the core truncates that op and every later one, so the
+// rest are not reported.
+func (p *partitionActor) journalAll(frames [][]byte, leading bool) (head uint64) {
+	toStore, storedFrom := p.toStore[:0], p.storedFrom[:0]
+	defer func() { clear(toStore); p.toStore, p.storedFrom = toStore[:0], storedFrom[:0] }()
+	failed, failure := len(frames), error(nil)
+	for i, f := range frames {
+		ph := wire.HeaderOf(f).Prepare()
+		store, err := p.stampForJournal(ph, f[wire.HeaderSize:])
+		if err != nil {
+			failed, failure = i, err
+			break
 		}
-		base = wire.Batch(body).BaseOffset()
+		if store {
+			toStore, storedFrom = append(toStore, f[wire.HeaderSize:]), append(storedFrom, i)
+		}
 	}
-	if p.storeAtCommit {
-		return nil
-	}
-	if err := p.node.store.AppendBatch(p.ref.Group, base, body, p.settings.enforceFsync); err != nil {
-		p.plog.RollbackJournal(base)
+	stored, err := p.node.store.AppendBatches(p.ref.Group, toStore, p.settings.enforceFsync)
+	if err != nil {
+		p.plog.RollbackJournal(wire.Batch(toStore[stored]).BaseOffset())
 		if storage.IsNoSpace(err) {
 			p.journalSpace.failed(p.log, "journal append", err)
 		} else {
 			p.log.Error("journal append failed", "err", err)
 		}
-		return err
+	} else if len(toStore) > 0 {
+		p.journalSpace.succeeded(p.log, "journal append")
 	}
-	p.journalSpace.succeeded(p.log, "journal append")
-	return nil
+	p.countStored(stored)
+	for i, f := range frames[:min(failed+1, len(frames))] {
+		ph := wire.HeaderOf(f).Prepare()
+		opErr := error(nil)
+		if i == failed {
+			opErr = failure
+		}
+		if stored < len(toStore) && i == storedFrom[stored] {
+			opErr = err // the first batch the store did not take
+		}
+		if opErr == nil {
+			head = ph.Op
+			p.tr.journaled(ph, leading)
+		}
+		p.core.Journaled(ph.Op, opErr)
+		if opErr != nil {
+			if storage.IsNoSpace(opErr) {
+				// A group of one: the ops this cancels were never
+				// journaled nor committed, so the producer may be told
+				// plainly (diskspace.go), not to replay (57).
+				p.cancelCode = errNoSpace
+			}
+			break // the core truncated this op and every later one
+		}
+	}
+	return head
+}
+
+// stampForJournal prepares one prepare's body for the journal: a
+// SendMessages batch is stamped (at the primary) or its stamp checked (at
+// a backup); store says whether it is to be written now (not when the
+// group stores at commit, nor for an offset write, which journals nothing
+// durable until it commits).
+func (p *partitionActor) stampForJournal(ph wire.PrepareHeader, body []byte) (store bool, err error) {
+	if ph.Operation != wire.OpSendMessages {
+		return false, nil
+	}
+	if !p.core.Leading() && p.alreadyStored(body) {
+		return false, nil // a repaired op this backup stored before a restart (7.4 rule 2)
+	}
+	if p.core.Leading() {
+		p.plog.StampNext(body, ph.Timestamp)
+	} else if err := p.plog.VerifyStamp(body, ph.Timestamp); err != nil {
+		// A backup journals the primary's stamped bytes verbatim after
+		// checking the stamp is its own next offset and the prepare's
+		// timestamp (replica-plane.md 5.13 rule 4).
+		p.log.Warn("refusing a prepare whose batch stamp does not match", "op", ph.Op, "err", err)
+		return false, err
+	}
+	return !p.storeAtCommit, nil
 }
 
 func (p *partitionActor) apply(ctx actor.Context, c vsr.Committed) {
@@ -693,14 +763,14 @@ func (p *partitionActor) apply(ctx actor.Context, c vsr.Committed) {
 		if err := p.plog.ApplySend(batch); err != nil {
 			p.log.Error("apply send", "err", err)
 		} else if p.storeAtCommit {
-			p.storeCommitted(batch)
+			p.toStore = append(p.toStore, batch) // with the Ready's others (storeCommitted)
 		}
-		p.plog.MarkPersisted(p.plog.HighWatermark())
 		p.core.SetOffsetFrontier(p.plog.HighWatermark())
 		if pd != nil {
 			conf := wire.SendConfirmations{{StreamID: p.ref.Stream, TopicID: p.ref.Topic,
 				PartitionID: p.ref.Partition, BaseOffset: wire.Batch(batch).BaseOffset()}}
-			p.replyTo(ctx, pd.req, p.committedReply(ph, pd.req, conf.AppendTo(nil)))
+			// Held until the Ready's batches are stored (drive).
+			p.replies = append(p.replies, heldReply{pd.req, p.committedReply(ph, pd.req, conf.AppendTo(nil))})
 		}
 	case wire.OpStoreConsumerOffset, wire.OpDeleteConsumerOffset:
 		// Every replica applies the committed body (replica-plane.md 13.1:
@@ -751,23 +821,40 @@ func (p *partitionActor) alreadyStored(batch []byte) bool {
 	return err == nil && len(stored) == len(batch) && wire.Batch(stored).Checksum() == b.Checksum()
 }
 
-// storeCommitted writes a committed batch to its segment (groups with
-// backups). The op is committed on a quorum and cannot be taken back, so a
-// replica that fails to store it cannot go on consistently: as 5.5 step 3
-// does for an unreclaimable op, it stops, here the partition actor, whose
-// supervisor restarts it from its durable state. When the disk is full,
-// the restarted replica first waits out of its group until the batch fits
-// (diskspace.go), so the stop happens once per episode, not per repair.
-func (p *partitionActor) storeCommitted(batch []byte) {
-	base := wire.Batch(batch).BaseOffset()
-	if err := p.node.store.AppendBatch(p.ref.Group, base, batch, p.settings.enforceFsync); err != nil {
-		if storage.IsNoSpace(err) {
-			p.node.diskWaits.park(p.ref.Group, int64(len(batch)))
+// storeCommitted writes the committed batches a Ready applied to their
+// segments in one AppendBatches (groups with backups store at commit),
+// and marks the log persisted. The ops are committed on a quorum and
+// cannot be taken back, so a replica that fails to store one cannot go on
+// consistently: as 5.5 step 3 does for an unreclaimable op, it stops, here
+// the partition actor, whose supervisor restarts it from its durable
+// state. When the disk is full, the restarted replica first waits out of
+// its group until the batch fits (diskspace.go), so the stop happens once
+// per episode, not per repair.
+func (p *partitionActor) storeCommitted() {
+	batches := p.toStore
+	defer func() { clear(batches); p.toStore = batches[:0] }()
+	if len(batches) > 0 {
+		stored, err := p.node.store.AppendBatches(p.ref.Group, batches, p.settings.enforceFsync)
+		if err != nil {
+			failed := batches[min(stored, len(batches)-1)]
+			if storage.IsNoSpace(err) {
+				p.node.diskWaits.park(p.ref.Group, int64(len(failed)))
+			}
+			panic(fmt.Sprintf("partition %d: storing committed batch at offset %d: %v", p.ref.Group, wire.Batch(failed).BaseOffset(), err))
 		}
-		panic(fmt.Sprintf("partition %d: storing committed batch at offset %d: %v", p.ref.Group, base, err))
+		if p.node.diskWaits.clear(p.ref.Group) {
+			p.log.Info("partition replica stores committed batches again")
+		}
+		p.countStored(stored)
 	}
-	if p.node.diskWaits.clear(p.ref.Group) {
-		p.log.Info("partition replica stores committed batches again")
+	p.plog.MarkPersisted(p.plog.HighWatermark())
+}
+
+// countStored counts one segment write of n batches (telemetry.go).
+func (p *partitionActor) countStored(n int) {
+	if n > 0 {
+		p.node.refs.tel.storeWrites.Add(1)
+		p.node.refs.tel.storedBatches.Add(int64(n))
 	}
 }
 

@@ -89,6 +89,9 @@ type nodeTelemetry struct {
 	// made the node refuse (diskspace.go).
 	disk        atomic.Pointer[storage.Space]
 	diskRefused atomic.Int64
+	// Group commit (partition.go, drive): the partitions' segment writes
+	// and the batches they carried; batches/writes is the group size.
+	storeWrites, storedBatches atomic.Int64
 }
 
 // attrs is one attribute set as each kind of measurement takes it.
@@ -196,6 +199,16 @@ func newNodeTelemetry(o Options, replica uint8, cluster wire.U128, restarts *ato
 				return nil
 			}))
 	}
+	_, _ = m.Int64ObservableCounter("iggy.partition.store.writes", metric.WithDescription("segment writes of the partitions (one per group commit: one writev, one fsync under enforce_fsync)"),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(t.storeWrites.Load())
+			return nil
+		}))
+	_, _ = m.Int64ObservableCounter("iggy.partition.store.batches", metric.WithDescription("batches the partitions' segment writes carried"),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(t.storedBatches.Load())
+			return nil
+		}))
 	t.entityGauges(m)
 	t.loginMetrics(m, seconds)
 	t.edgeMetrics(m)
