@@ -205,7 +205,8 @@ func (p *partitionActor) whileWaitingForDisk(ctx actor.Context) bool {
 		p.log.Info("disk space is back: partition replica rejoins its group", "free_bytes", p.node.store.Space().Free())
 		ctx.Send(ctx.Self(), &tick{})
 		return true
-	case *peerFrame, *tick, *quietIn, *peerChange:
+	case *peerFrame, *tick, *quietIn, *peerChange, *driveSends:
+		// A driveSends is a stale note of the incarnation that stopped.
 		p.time = timeKeeper{lastTick: p.node.clock.now()}
 		return true
 	case *partitionSend:

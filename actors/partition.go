@@ -189,7 +189,7 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 		// does not pass either (the metadata actor ticks every partition
 		// once it caught up).
 		switch m := ctx.Message().(type) {
-		case *peerFrame, *tick, *quietIn, *peerChange:
+		case *peerFrame, *tick, *quietIn, *peerChange, *driveSends:
 			p.time = timeKeeper{lastTick: p.node.clock.now()}
 			return
 		case *partitionSend:
@@ -838,7 +838,11 @@ func (p *partitionActor) storeCommitted() {
 		if err != nil {
 			failed := batches[min(stored, len(batches)-1)]
 			if storage.IsNoSpace(err) {
-				p.node.diskWaits.park(p.ref.Group, int64(len(failed)))
+				var need int64 // the group's batches it could not store
+				for _, b := range batches[min(stored, len(batches)-1):] {
+					need += int64(len(b))
+				}
+				p.node.diskWaits.park(p.ref.Group, need)
 			}
 			panic(fmt.Sprintf("partition %d: storing committed batch at offset %d: %v", p.ref.Group, wire.Batch(failed).BaseOffset(), err))
 		}
