@@ -15,7 +15,8 @@
 //     with enforce_fsync.
 //
 // Every line is measured once per round, rounds alternate (a round runs
-// every line), and each figure reported is the median over the rounds.
+// every line, every other round in reverse order), and each figure
+// reported is the median over the rounds.
 // A ratio is computed within each round, from figures measured minutes
 // apart at most, and its median is reported: the machine's speed drifts
 // (a shared VM), the ratio much less.
@@ -28,8 +29,11 @@
 // the first connection's start to the last one's end; send p99 is over
 // every batch of every connection. On a node every measurement writes a
 // stream of its own, deleted afterwards; the storing sink's directory is
-// emptied after each. The storing sink does not serve what it stored, so
-// its lines have no poll figure.
+// emptied after each. A node's new partitions each take one 1-byte
+// message before the measurement (a new partition answers S 58 until its
+// group is up); the polls read it with the rest. The storing sink does not
+// serve what it stored, so its lines have no poll figure, nor have the
+// fsync lines (polls do not sync).
 package ceilings
 
 import (
@@ -228,7 +232,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	lines := r.lines()
 	for round := range cfg.Rounds {
-		for i := range lines {
+		for k := range lines {
+			i := k
+			if round%2 == 1 {
+				i = len(lines) - 1 - k // every other round backwards: a drift weighs on every line alike
+			}
 			f, err := lines[i].measure(ctx)
 			if err != nil {
 				return res, fmt.Errorf("ceilings: round %d, %s: %w", round+1, lines[i].name, err)
@@ -362,8 +370,8 @@ func (r *runner) sdkNode(ctx context.Context, fsync bool) (Figures, error) {
 func (r *runner) streamPrefix() string { return fmt.Sprintf("ceilings-%s-%d-", r.tag, r.seq) }
 
 // nodeTopic creates stream "ceilings-<tag>-<seq>-1" with topic "bench" of
-// Partitions partitions and returns their ids and a function deleting the
-// stream.
+// Partitions partitions, writes one 1-byte message to each, and returns
+// their ids and a function deleting the stream.
 func (r *runner) nodeTopic(ctx context.Context, fsync bool) (stream, topic uint32, drop func(), err error) {
 	r.seq++
 	name := r.streamPrefix() + "1"
@@ -386,6 +394,16 @@ func (r *runner) nodeTopic(ctx context.Context, fsync bool) (stream, topic uint3
 	if err != nil {
 		drop()
 		return 0, 0, nil, fmt.Errorf("create topic of %s: %w", name, err)
+	}
+	// A new partition answers S 58 until its group is up (client-plane.md
+	// 8.4.2); one message to each, through the SDK (which replays 58),
+	// keeps that wait out of the measurement.
+	ready := []wire.Message{{Payload: []byte{'r'}}}
+	for p := range uint32(r.cfg.Partitions) {
+		if _, err := r.admin.SendMessages(ctx, wire.ID(st.ID), wire.ID(t.ID), wire.PartitionID(p), ready); err != nil {
+			drop()
+			return 0, 0, nil, fmt.Errorf("first send to partition %d of %s: %w", p, name, err)
+		}
 	}
 	return st.ID, t.ID, drop, nil
 }
