@@ -14,6 +14,11 @@
 //     node process this package starts), and with Fsync against a topic
 //     with enforce_fsync.
 //
+// The sinks run inside this process beside the clients, or, with
+// SinkCommand (cmd/bench ceilings does so by default), as child processes,
+// as the node does: then the clients' process runs nothing but clients,
+// and the node's figures compare with the sinks' on equal terms.
+//
 // Every line is measured once per round, rounds alternate (a round runs
 // every line, every other round in reverse order), and each figure
 // reported is the median over the rounds.
@@ -37,6 +42,7 @@
 package ceilings
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -47,6 +53,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -84,6 +91,13 @@ type Config struct {
 	StartNode bool   `json:"start_node,omitempty"`
 	NodeBin   string `json:"node_bin,omitempty"`
 	Source    string `json:"-"`
+	// SinkCommand, when set, runs every sink as a child process, as the
+	// node runs, instead of inside this process beside the clients: the
+	// command and its first arguments, to which "--poll-size N" and, for
+	// a storing sink, "--store-dir D" and "--fsync" are added. The child
+	// prints "sink listening on ADDR" on its first stdout line and serves
+	// until its stdin closes (cmd/bench sink does).
+	SinkCommand []string `json:"sink_command,omitempty"`
 	// Log gets progress lines; nil discards them.
 	Log io.Writer `json:"-"`
 }
@@ -182,7 +196,7 @@ var ratioSpecs = []ratioSpec{
 type runner struct {
 	cfg   Config
 	dir   string
-	sink  *bench.Sink
+	sink  string // the plain sink's address
 	node  string // node address, "" without one
 	admin *client.Client
 	seq   int    // numbers the node streams and store directories
@@ -207,11 +221,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	} else if err := os.MkdirAll(r.dir, 0o755); err != nil {
 		return res, err
 	}
-	sink, err := bench.StartSinkWith("127.0.0.1:0", bench.SinkOptions{PollMessageSize: cfg.Size})
+	sink, stopSink, err := r.startSink(ctx, bench.SinkOptions{PollMessageSize: cfg.Size})
 	if err != nil {
 		return res, err
 	}
-	defer sink.Close()
+	defer stopSink()
 	r.sink = sink
 	r.node = cfg.Address
 	if cfg.StartNode {
@@ -281,13 +295,13 @@ type plannedLine struct {
 // them.
 func (r *runner) lines() []plannedLine {
 	ls := []plannedLine{
-		{name: LeanSink, measure: func(ctx context.Context) (Figures, error) { return r.lean(ctx, r.sink.Addr(), 0, 0, true) }},
+		{name: LeanSink, measure: func(ctx context.Context) (Figures, error) { return r.lean(ctx, r.sink, 0, 0, true) }},
 		{name: LeanStoring, measure: func(ctx context.Context) (Figures, error) { return r.storing(ctx, false) }},
 	}
 	if r.cfg.Fsync {
 		ls = append(ls, plannedLine{name: LeanStoringSync, measure: func(ctx context.Context) (Figures, error) { return r.storing(ctx, true) }})
 	}
-	ls = append(ls, plannedLine{name: SDKSink, measure: func(ctx context.Context) (Figures, error) { return r.sdk(ctx, r.sink.Addr(), "") }})
+	ls = append(ls, plannedLine{name: SDKSink, measure: func(ctx context.Context) (Figures, error) { return r.sdk(ctx, r.sink, "") }})
 	if r.node == "" {
 		return ls
 	}
@@ -302,6 +316,83 @@ func (r *runner) lines() []plannedLine {
 	return ls
 }
 
+// startSink starts a sink with o's poll size and store, in this process or
+// (SinkCommand) as a child, and returns its address and its stop.
+func (r *runner) startSink(ctx context.Context, o bench.SinkOptions) (string, func(), error) {
+	o.PollMessageSize = r.cfg.Size
+	if len(r.cfg.SinkCommand) == 0 {
+		s, err := bench.StartSinkWith("127.0.0.1:0", o)
+		if err != nil {
+			return "", nil, err
+		}
+		return s.Addr(), s.Close, nil
+	}
+	args := append(slices.Clone(r.cfg.SinkCommand[1:]), "--poll-size", strconv.Itoa(o.PollMessageSize))
+	if o.StoreDir != "" {
+		args = append(args, "--store-dir", o.StoreDir)
+	}
+	if o.StoreFsync {
+		args = append(args, "--fsync")
+	}
+	return StartSinkProcess(ctx, r.cfg.SinkCommand[0], args, r.cfg.Log)
+}
+
+// SinkListening is the line a sink process prints first, before its
+// address.
+const SinkListening = "sink listening on "
+
+// StartSinkProcess runs bin with args, reads the sink's address from the
+// first line of its stdout (SinkListening ADDR) within a minute, and
+// returns it with a stop that closes the child's stdin and waits for it to
+// exit (killing it after 30 s). The child's stderr goes to log.
+func StartSinkProcess(ctx context.Context, bin string, args []string, log io.Writer) (string, func(), error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Stderr = log
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop := func() {
+		_ = stdin.Close()
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}
+	line := make(chan string, 1)
+	go func() {
+		first, _ := bufio.NewReader(stdout).ReadString('\n')
+		line <- first
+		_, _ = io.Copy(io.Discard, stdout) // until the child exits
+	}()
+	select {
+	case first := <-line:
+		addr, ok := strings.CutPrefix(strings.TrimSpace(first), SinkListening)
+		if !ok {
+			stop()
+			return "", nil, fmt.Errorf("sink process %s: first line %q", bin, first)
+		}
+		return addr, stop, nil
+	case <-ctx.Done():
+		stop()
+		return "", nil, ctx.Err()
+	case <-time.After(time.Minute):
+		stop()
+		return "", nil, fmt.Errorf("sink process %s: no address within a minute", bin)
+	}
+}
+
 // storing measures the lean client against a storing sink writing into a
 // fresh subdirectory of Dir, removed afterwards.
 func (r *runner) storing(ctx context.Context, fsync bool) (Figures, error) {
@@ -311,12 +402,12 @@ func (r *runner) storing(ctx context.Context, fsync bool) (Figures, error) {
 		return Figures{}, err
 	}
 	defer os.RemoveAll(dir)
-	s, err := bench.StartSinkWith("127.0.0.1:0", bench.SinkOptions{StoreDir: dir, StoreFsync: fsync})
+	addr, stop, err := r.startSink(ctx, bench.SinkOptions{StoreDir: dir, StoreFsync: fsync})
 	if err != nil {
 		return Figures{}, err
 	}
-	defer s.Close()
-	f, err := r.lean(ctx, s.Addr(), 0, 0, false)
+	f, err := r.lean(ctx, addr, 0, 0, false)
+	stop() // its files closed: every byte is in them
 	if err != nil {
 		return f, err
 	}

@@ -39,6 +39,7 @@ func runCeilings(args []string, out io.Writer) error {
 	fs.BoolVar(&cfg.StartNode, "node", false, "start a node process for the run (--node-bin, or ./cmd/node built from --source)")
 	fs.StringVar(&cfg.NodeBin, "node-bin", "", "node binary to start (implies --node)")
 	fs.StringVar(&cfg.Source, "source", ".", "repository root to build ./cmd/node from")
+	sinkProcess := fs.Bool("sink-process", true, "run the sinks as child processes (bench sink), like the node, not beside the clients")
 	jsonPath := fs.String("json", "", "write the result as JSON to this file")
 	timeout := fs.Duration("timeout", 20*time.Minute, "bound on the whole run")
 	if err := fs.Parse(args); err != nil {
@@ -58,6 +59,13 @@ func runCeilings(args []string, out io.Writer) error {
 	}
 	if cfg.Rounds < 1 || cfg.Messages < 1 || cfg.Size < 1 || cfg.Batches < 1 || cfg.Producers < 1 || cfg.Partitions < 0 {
 		return errors.New("--rounds, --messages, --size, --batches and --producers must be positive")
+	}
+	if *sinkProcess {
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		cfg.SinkCommand = []string{self, "sink"}
 	}
 	cfg.Log = os.Stderr
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)

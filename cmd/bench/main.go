@@ -14,6 +14,8 @@
 // lean client against the sink), the storage ceiling (a sink that stores
 // each batch), our SDK against the sink and, given --address or --node, the
 // node, and prints the ratios between them (package iggynode/bench/ceilings).
+// It runs its sinks as child processes of this command (the sink
+// subcommand: the built-in sink on its own, printing its address).
 //
 // The scale subcommand starts a loopback cluster of node processes and
 // measures idle CPU, RSS, creation time and send MB/s as its partitions
@@ -68,6 +70,9 @@ func run(args []string, out io.Writer) error {
 	}
 	if len(args) > 0 && args[0] == "ceilings" {
 		return runCeilings(args[1:], out)
+	}
+	if len(args) > 0 && args[0] == "sink" {
+		return runSink(args[1:], out)
 	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var cfg bench.Config

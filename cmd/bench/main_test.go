@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -93,9 +94,10 @@ func TestUpstreamSubcommandForm(t *testing.T) {
 	}
 }
 
-// bench ceilings against the sinks only: every sink line and every ratio
-// between them is printed with a finite positive value, the storing
-// sink's directory is emptied, and --json carries the same medians.
+// bench ceilings against the sinks only (child processes, as by default):
+// every sink line and every ratio between them is printed with a finite
+// positive value, the storing sink's directory is emptied (and held every
+// byte sent, or the run fails), and --json carries the same medians.
 func TestCeilingsAgainstSinks(t *testing.T) {
 	dir := t.TempDir()
 	jsonPath := filepath.Join(dir, "c.json")
@@ -159,9 +161,16 @@ func TestCeilingsAgainstSinks(t *testing.T) {
 			}
 		}
 		Ratios []struct{ Median float64 }
+		Config struct {
+			SinkCommand []string `json:"sink_command"`
+		}
 	}
 	if err := json.Unmarshal(data, &res); err != nil {
 		t.Fatal(err)
+	}
+	// The sinks ran as child processes of this binary (TestMain serves them).
+	if self, _ := os.Executable(); len(res.Config.SinkCommand) != 2 || res.Config.SinkCommand[0] != self || res.Config.SinkCommand[1] != "sink" {
+		t.Errorf("sink command %q", res.Config.SinkCommand)
 	}
 	if len(res.Lines) != 4 || len(res.Ratios) != 4 {
 		t.Fatalf("json: %d lines, %d ratios", len(res.Lines), len(res.Ratios))
@@ -186,4 +195,17 @@ func TestCeilingsFlagErrors(t *testing.T) {
 			t.Errorf("%v: err %v, want %q", c.args, err, c.want)
 		}
 	}
+}
+
+// TestMain lets the test binary stand in for cmd/bench when bench
+// ceilings starts its sinks as "<self> sink ...".
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "sink" {
+		if err := run(os.Args[1:], os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
 }
