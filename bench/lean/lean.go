@@ -122,8 +122,13 @@ func Dial(ctx context.Context, addr, username, password string) (*Conn, error) {
 	if deadline, ok := ctx.Deadline(); ok {
 		_ = nc.SetDeadline(deadline)
 	}
-	if err := c.login(username, password); err != nil {
+	stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) }) // a cancel ends the login too
+	err = c.login(username, password)
+	if !stop() || err != nil {
 		_ = nc.Close()
+		if err == nil {
+			err = ctx.Err()
+		}
 		return nil, fmt.Errorf("lean: login: %w", err)
 	}
 	_ = nc.SetDeadline(time.Time{})

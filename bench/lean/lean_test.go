@@ -374,3 +374,33 @@ func BenchmarkLeanPollNode(b *testing.B) {
 		}
 	}
 }
+
+// A login the server never answers ends with the context: Dial is bounded
+// by ctx whether it carries a deadline or is cancelled.
+func TestLeanDialBoundedByContext(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer nc.Close() // accepts and never answers
+		}
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	start := time.Now()
+	if _, err := lean.Dial(ctx, ln.Addr().String(), "iggy", "iggy"); err == nil || time.Since(start) > 5*time.Second {
+		t.Errorf("cancelled dial: %v after %v", err, time.Since(start))
+	}
+	ctx, cancel2 := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel2()
+	if _, err := lean.Dial(ctx, ln.Addr().String(), "iggy", "iggy"); err == nil {
+		t.Error("a dial past its deadline succeeded")
+	}
+}
