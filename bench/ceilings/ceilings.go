@@ -259,12 +259,20 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			lines[i].figures = append(lines[i].figures, f)
 		}
 	}
-	byName := map[string]*plannedLine{}
-	for i := range lines {
-		l := &lines[i]
-		byName[l.name] = l
+	for _, l := range lines {
 		res.Lines = append(res.Lines, Line{Name: l.name, Rounds: l.figures, Median: medians(l.figures)})
 	}
+	res.Ratios = ratios(lines)
+	return res, nil
+}
+
+// ratios computes every ratio whose two lines ran, round by round.
+func ratios(lines []plannedLine) []Ratio {
+	byName := map[string]*plannedLine{}
+	for i := range lines {
+		byName[lines[i].name] = &lines[i]
+	}
+	var out []Ratio
 	for _, s := range ratioSpecs {
 		num, den := byName[s.num], byName[s.den]
 		if num == nil || den == nil {
@@ -279,9 +287,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			rt.Rounds = append(rt.Rounds, a/b)
 		}
 		rt.Median = median(rt.Rounds)
-		res.Ratios = append(res.Ratios, rt)
+		out = append(out, rt)
 	}
-	return res, nil
+	return out
 }
 
 // plannedLine is a line with its measurement and what it measured so far.
@@ -521,8 +529,8 @@ func (r *runner) sdk(ctx context.Context, addr, prefix string) (Figures, error) 
 	return Figures{SendMBps: send.Producers.MBPerSec, SendP99Ms: send.Producers.Latency.P99Us / 1e3, PollMBps: poll.Consumers.MBPerSec}, nil
 }
 
-// lean runs Producers lean connections that send, then (withPoll) as many
-// that poll back what was sent.
+// lean runs Producers lean connections that send, then (withPoll) the
+// same connections poll back what was sent.
 func (r *runner) lean(ctx context.Context, addr string, stream, topic uint32, withPoll bool) (Figures, error) {
 	cfg := r.cfg
 	conns := make([]*lean.Conn, cfg.Producers)
@@ -550,12 +558,21 @@ func (r *runner) lean(ctx context.Context, addr string, stream, topic uint32, wi
 		}
 	})
 	defer stop()
-	payload := uint64(cfg.Messages) * uint64(cfg.Size)
+	f, err := r.leanSend(conns)
+	if err != nil || !withPoll {
+		return f, err
+	}
+	f.PollMBps, err = r.leanPoll(conns, stream, topic)
+	return f, err
+}
+
+// leanSend sends Batches prepared batches on every connection at once.
+func (r *runner) leanSend(conns []*lean.Conn) (Figures, error) {
 	hists := make([]*bench.Histogram, len(conns))
-	spans, err := parallel(conns, func(i int, c *lean.Conn) error {
+	span, err := parallel(conns, func(i int, c *lean.Conn) error {
 		h := bench.NewHistogram()
 		hists[i] = h
-		for range cfg.Batches {
+		for range r.cfg.Batches {
 			t0 := time.Now()
 			if _, err := c.Send(); err != nil {
 				return err
@@ -571,19 +588,20 @@ func (r *runner) lean(ctx context.Context, addr string, stream, topic uint32, wi
 	for _, h := range hists {
 		all.Merge(h)
 	}
-	f := Figures{
-		SendMBps:  mbps(uint64(len(conns))*uint64(cfg.Batches)*payload, spans),
-		SendP99Ms: all.Summary().P99Us / 1e3,
-	}
-	if !withPoll {
-		return f, nil
-	}
+	payload := uint64(len(conns)) * uint64(r.cfg.Batches) * uint64(r.cfg.Messages) * uint64(r.cfg.Size)
+	return Figures{SendMBps: mbps(payload, span), SendP99Ms: all.Summary().P99Us / 1e3}, nil
+}
+
+// leanPoll has connection i read Batches x Messages messages of partition
+// i mod Partitions from offset 0, and returns the MB/s of payload read.
+func (r *runner) leanPoll(conns []*lean.Conn, stream, topic uint32) (float64, error) {
 	read := make([]uint64, len(conns))
-	quota := uint64(cfg.Batches) * uint64(cfg.Messages)
-	spans, err = parallel(conns, func(i int, c *lean.Conn) error {
+	quota := uint64(r.cfg.Batches) * uint64(r.cfg.Messages)
+	span, err := parallel(conns, func(i int, c *lean.Conn) error {
 		var offset, got uint64
 		for got < quota {
-			p, err := c.Poll(uint32(i)+1, stream, topic, uint32(i%cfg.Partitions), offset, uint32(min(uint64(cfg.Messages), quota-got)))
+			count := uint32(min(uint64(r.cfg.Messages), quota-got))
+			p, err := c.Poll(uint32(i)+1, stream, topic, uint32(i%r.cfg.Partitions), offset, count)
 			if err != nil {
 				return err
 			}
@@ -597,14 +615,13 @@ func (r *runner) lean(ctx context.Context, addr string, stream, topic uint32, wi
 		return nil
 	})
 	if err != nil {
-		return Figures{}, fmt.Errorf("poll: %w", err)
+		return 0, fmt.Errorf("poll: %w", err)
 	}
 	var total uint64
 	for _, n := range read {
 		total += n
 	}
-	f.PollMBps = mbps(total, spans)
-	return f, nil
+	return mbps(total, span), nil
 }
 
 // parallel runs work on every connection at once and returns the span
