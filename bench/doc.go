@@ -135,7 +135,11 @@
 //   - SendMessages: the batch is not validated (a ceiling, not a server);
 //     SendConfirmations with count 1 carrying the numeric stream and topic,
 //     the partition, and a per-partition base offset that grows by
-//     messages_count (7.18).
+//     messages_count (7.18). A storing sink (SinkOptions.StoreDir) first
+//     appends the batch bytes as they arrived to the partition's file
+//     (StoreFile; os.File.Write under a per-file mutex, f.Sync after each
+//     batch with StoreFsync): the least a server that keeps its data does,
+//     the storage ceiling. A batch it cannot store is answered S 4010.
 //   - CreateStream / CreateTopic: result-framed StreamDetails /
 //     TopicDetails under fresh ids, CreateTopic under operation 64 (4.4
 //     class C note); nothing is stored but each topic's partition count, so

@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -37,6 +39,15 @@ type SinkOptions struct {
 	// "tls", "quic", "ws" or "wss". TLS carriages use a self-signed
 	// certificate generated at start.
 	Transport string
+	// StoreDir, when set, makes a storing sink: every SendMessages batch
+	// (the bytes after the metadata section, as they arrived) is appended
+	// to one file per partition in this directory before the reply is
+	// sent. The least a server that keeps its data does: the storage
+	// ceiling. The directory must exist.
+	StoreDir string
+	// StoreFsync syncs the partition file after every stored batch, before
+	// the reply (a topic with enforce_fsync).
+	StoreFsync bool
 }
 
 // SinkStats counts what the sink answered.
@@ -76,6 +87,9 @@ type Sink struct {
 	groups     atomic.Uint32 // ids handed out by CreateConsumerGroup
 
 	requests, logins, sends, sentMessages, polls, polledMessages atomic.Uint64
+
+	store  *sinkStore // nil unless SinkOptions.StoreDir is set
+	logger *slog.Logger
 }
 
 type partitionKey struct{ stream, topic, partition uint32 }
@@ -102,6 +116,10 @@ func StartSinkWith(addr string, o SinkOptions) (*Sink, error) {
 		maxPoll:     (wire.DefaultMaxFrameSize - wire.HeaderSize - wire.PolledMessagesHeaderSize - wire.BatchHeaderSize) / perMessage,
 		offsets:     map[partitionKey]uint64{},
 		partitions:  map[uint32]uint32{},
+		logger:      o.Logger,
+	}
+	if o.StoreDir != "" {
+		s.store = &sinkStore{dir: o.StoreDir, fsync: o.StoreFsync, files: map[partitionKey]*storeFile{}}
 	}
 	cfg := clientplane.Config{Logger: o.Logger}
 	if o.Transport == "tls" || o.Transport == "wss" || o.Transport == "quic" {
@@ -138,8 +156,21 @@ func StartSinkWith(addr string, o SinkOptions) (*Sink, error) {
 // Addr is the bound host:port.
 func (s *Sink) Addr() string { return net.JoinHostPort(s.host, strconv.Itoa(int(s.port))) }
 
-// Close stops the sink and closes every connection.
-func (s *Sink) Close() { s.ln.Close() }
+// Close stops the sink and closes every connection, then the store's
+// files.
+func (s *Sink) Close() {
+	s.ln.Close()
+	if s.store != nil {
+		s.store.close()
+	}
+}
+
+// StoreFile is the file a storing sink appends a partition's batches to
+// (SinkOptions.StoreDir): "s<stream>-t<topic>-p<partition>.batches" in the
+// store directory.
+func StoreFile(dir string, stream, topic, partition uint32) string {
+	return filepath.Join(dir, fmt.Sprintf("s%d-t%d-p%d.batches", stream, topic, partition))
+}
 
 // Stats reads the counters.
 func (s *Sink) Stats() SinkStats {
@@ -250,7 +281,8 @@ func (s *Sink) roster() []byte {
 }
 
 // send confirms a SendMessages without looking at the batch (class E,
-// 8.4.2): count 1 with the numeric stream and topic, the partition and a
+// 8.4.2), after a storing sink has written (and with StoreFsync synced) it:
+// count 1 with the numeric stream and topic, the partition and a
 // per-partition base offset that grows by messages_count.
 func (ss *sinkSession) send(req wire.RequestHeader, body []byte) []byte {
 	var m wire.SendMessages
@@ -262,6 +294,12 @@ func (ss *sinkSession) send(req wire.RequestHeader, body []byte) []byte {
 	k := partitionKey{stream: m.Stream.Num, topic: m.Topic.Num}
 	if m.Partitioning.Kind == wire.PartitionByID {
 		k.partition = m.Partitioning.ID
+	}
+	if st := ss.sink.store; st != nil {
+		if err := st.append(k, m.Batch); err != nil {
+			ss.sink.logger.Warn("sink: storing a batch failed", "err", err)
+			return seal(newReply(0), req, wire.OpSendMessages, 0, uint32(wire.ErrCannotAppendMessage))
+		}
 	}
 	base := ss.sink.advance(k, m.MessagesCount)
 	confirm := wire.SendConfirmations{{StreamID: k.stream, TopicID: k.topic, PartitionID: k.partition, BaseOffset: base}}
@@ -475,4 +513,77 @@ func (s *Sink) portFor(transports ...string) uint16 {
 		}
 	}
 	return 0
+}
+
+// sinkStore is a storing sink's files, one per partition, opened on the
+// first batch and closed with the sink.
+type sinkStore struct {
+	dir   string
+	fsync bool
+
+	mu     sync.Mutex
+	files  map[partitionKey]*storeFile
+	closed bool
+}
+
+// storeFile is one partition's file; mu orders the appends of the
+// connections that write the same partition.
+type storeFile struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+// append writes batch at the end of k's file, then syncs it if asked.
+func (st *sinkStore) append(k partitionKey, batch []byte) error {
+	sf, err := st.file(k)
+	if err != nil {
+		return err
+	}
+	sf.mu.Lock()
+	defer sf.mu.Unlock()
+	if sf.f == nil {
+		return os.ErrClosed
+	}
+	if _, err := sf.f.Write(batch); err != nil {
+		return err
+	}
+	if st.fsync {
+		return sf.f.Sync()
+	}
+	return nil
+}
+
+// file finds or opens k's file (appending: a second sink on the same
+// directory continues it).
+func (st *sinkStore) file(k partitionKey) (*storeFile, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.closed {
+		return nil, os.ErrClosed
+	}
+	if sf := st.files[k]; sf != nil {
+		return sf, nil
+	}
+	f, err := os.OpenFile(StoreFile(st.dir, k.stream, k.topic, k.partition), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	sf := &storeFile{f: f}
+	st.files[k] = sf
+	return sf, nil
+}
+
+// close closes every file, waiting for an append in progress.
+func (st *sinkStore) close() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.closed = true
+	for _, sf := range st.files {
+		sf.mu.Lock()
+		if sf.f != nil {
+			_ = sf.f.Close()
+			sf.f = nil
+		}
+		sf.mu.Unlock()
+	}
 }

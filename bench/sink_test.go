@@ -1,11 +1,14 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -220,5 +223,89 @@ func TestSinkPoll(t *testing.T) {
 	p, err := ce.PollMessages(ctx, consumer, wire.ID(0), wire.ID(0), wire.Partition(0), wire.OffsetStrategy(0), 10, false)
 	if err != nil || p.MessagesCount != 0 || len(p.Records) != 0 {
 		t.Errorf("empty poll %+v, %v", p, err)
+	}
+}
+
+// sendFrame is a SendMessages request frame for a batch of count messages
+// whose payloads all hold fill.
+func sendFrame(t *testing.T, stream, topic, partition uint32, count int, fill byte) (frame, batch []byte) {
+	t.Helper()
+	payload := bytes.Repeat([]byte{fill}, 20+int(fill)%7)
+	msgs := make([]wire.Message, count)
+	for i := range msgs {
+		msgs[i] = wire.Message{ID: wire.U128{Lo: uint64(i) + 1}, OriginTimestamp: 1, Payload: payload}
+	}
+	batch, err := wire.AppendBatch(nil, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := wire.AppendSendMessagesHeader(nil, wire.ID(stream), wire.ID(topic), wire.PartitionID(partition), uint32(count))
+	return requestFrame(wire.OpSendMessages, 0, 1, 1, 0xAB, append(body, batch...)), batch
+}
+
+// A storing sink appends each batch, as sent, to its partition's file
+// before it replies: right after each confirmation the file holds every
+// batch confirmed so far, in order, and nothing else; two connections on
+// two partitions keep apart. With StoreFsync the same holds.
+func TestStoringSink(t *testing.T) {
+	for _, fsync := range []bool{false, true} {
+		dir := t.TempDir()
+		s := startSink(t, SinkOptions{StoreDir: dir, StoreFsync: fsync})
+		var want [2][]byte
+		conns := [2]net.Conn{}
+		for i := range conns {
+			c, err := net.Dial("tcp", s.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			conns[i] = c
+		}
+		for round := range 3 {
+			for i, conn := range conns {
+				frame, batch := sendFrame(t, 3, 4, uint32(i), 5+round, byte('a'+4*round+i))
+				if _, err := conn.Write(frame); err != nil {
+					t.Fatal(err)
+				}
+				reply := readFrame(t, conn)
+				if status := binary.LittleEndian.Uint32(reply[216:]); status != 0 {
+					t.Fatalf("fsync %v: status %d", fsync, status)
+				}
+				want[i] = append(want[i], batch...)
+				got, err := os.ReadFile(StoreFile(dir, 3, 4, uint32(i)))
+				if err != nil || !bytes.Equal(got, want[i]) {
+					t.Fatalf("fsync %v, round %d, partition %d: file (%v) holds %d bytes, want the %d sent", fsync, round, i, err, len(got), len(want[i]))
+				}
+			}
+		}
+		s.Close()
+		for k, sf := range s.store.files {
+			if sf.f != nil {
+				t.Errorf("fsync %v: file of %+v still open after Close", fsync, k)
+			}
+		}
+		entries, _ := os.ReadDir(dir)
+		if len(entries) != 2 {
+			t.Errorf("fsync %v: %d files in the store, want 2", fsync, len(entries))
+		}
+	}
+}
+
+// A batch the sink cannot store is not confirmed: the reply carries
+// CannotAppendMessage (4010) and no success.
+func TestStoringSinkRefusesWhatItCannotStore(t *testing.T) {
+	s := startSink(t, SinkOptions{StoreDir: filepath.Join(t.TempDir(), "missing")})
+	conn, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	frame, _ := sendFrame(t, 0, 0, 0, 3, 'x')
+	if _, err := conn.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	reply := readFrame(t, conn)
+	if status := binary.LittleEndian.Uint32(reply[216:]); status != uint32(wire.ErrCannotAppendMessage) || len(reply) != wire.HeaderSize {
+		t.Errorf("status %d with %d bytes, want 4010 and an empty body", status, len(reply))
 	}
 }

@@ -8,6 +8,14 @@
 //	go run ./cmd/bench --sink --workload balanced-consumer-group --consumers 3 --total-size 100MB
 //	go run ./cmd/bench loginflood --address 127.0.0.1:8090 --connections 64 --duration 20s
 //	go run ./cmd/bench scale --partitions 2000,10000 --kill --restart
+//	go run ./cmd/bench ceilings --node --fsync --dir /dev/shm/ceil
+//
+// The ceilings subcommand measures, in one run, the transport ceiling (a
+// lean client against the sink), the storage ceiling (a sink that stores
+// each batch), our SDK against the sink and, given --address or --node, the
+// node, and prints the ratios between them (package iggynode/bench/ceilings).
+// It runs its sinks as child processes of this command (the sink
+// subcommand: the built-in sink on its own, printing its address).
 //
 // The scale subcommand starts a loopback cluster of node processes and
 // measures idle CPU, RSS, creation time and send MB/s as its partitions
@@ -59,6 +67,12 @@ func run(args []string, out io.Writer) error {
 	}
 	if len(args) > 0 && args[0] == "scale" {
 		return runScale(args[1:], out)
+	}
+	if len(args) > 0 && args[0] == "ceilings" {
+		return runCeilings(args[1:], out)
+	}
+	if len(args) > 0 && args[0] == "sink" {
+		return runSink(args[1:], out)
 	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var cfg bench.Config

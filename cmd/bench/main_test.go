@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -90,4 +92,120 @@ func TestUpstreamSubcommandForm(t *testing.T) {
 	if err := run([]string{"--version"}, &out); err != nil || !strings.Contains(out.String(), "protocol 0.11.0") {
 		t.Errorf("--version: %v %q", err, out.String())
 	}
+}
+
+// bench ceilings against the sinks only (child processes, as by default):
+// every sink line and every ratio between them is printed with a finite
+// positive value, the storing sink's directory is emptied (and held every
+// byte sent, or the run fails), and --json carries the same medians.
+func TestCeilingsAgainstSinks(t *testing.T) {
+	dir := t.TempDir()
+	jsonPath := filepath.Join(dir, "c.json")
+	var out strings.Builder
+	err := run([]string{"ceilings", "--rounds", "3", "--batches", "4", "--messages", "20", "--size", "100",
+		"--producers", "2", "--partitions", "2", "--fsync", "--dir", filepath.Join(dir, "store"), "--json", jsonPath, "--timeout", "30s"}, &out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	text := out.String()
+	for _, want := range []string{"2 producers x 4 batches x 20 messages x 100 B, 2 partitions, 3 rounds",
+		"lean -> sink ", "lean -> storing sink ", "lean -> storing sink, fsync", "sdk -> sink "} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "-> node") {
+		t.Errorf("node lines without a node:\n%s", text)
+	}
+	ratios := map[string]float64{}
+	for _, line := range strings.Split(text, "\n") {
+		name, ok := strings.CutPrefix(strings.TrimSpace(line), "ratio ")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(name)
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			t.Fatalf("ratio line %q: %v", line, err)
+		}
+		ratios[strings.Join(fields[:len(fields)-1], " ")] = v
+	}
+	for _, name := range []string{"send: storing sink / sink (lean)", "send: storing sink fsync / sink (lean)",
+		"send: SDK-sink / lean-sink", "poll: SDK-sink / lean-sink"} {
+		// Sane: the quotient of two measured rates on one machine, far from
+		// 0 and from infinity however noisy the machine.
+		if v, ok := ratios[name]; !ok || !(v > 0.01 && v < 100) {
+			t.Errorf("ratio %q = %v (present %v)\n%s", name, v, ok, text)
+		}
+	}
+	if len(ratios) != 4 {
+		t.Errorf("%d ratios, want the 4 of the sinks: %v", len(ratios), ratios)
+	}
+	entries, err := os.ReadDir(filepath.Join(dir, "store"))
+	if err != nil || len(entries) != 0 {
+		t.Errorf("store directory after the run: %v, %v", entries, err)
+	}
+	data, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Lines []struct {
+			Name   string
+			Rounds []struct {
+				SendMBps float64 `json:"send_mb_per_s"`
+			}
+			Median struct {
+				SendMBps float64 `json:"send_mb_per_s"`
+				PollMBps float64 `json:"poll_mb_per_s"`
+			}
+		}
+		Ratios []struct{ Median float64 }
+		Config struct {
+			SinkCommand []string `json:"sink_command"`
+		}
+	}
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	// The sinks ran as child processes of this binary (TestMain serves them).
+	if self, _ := os.Executable(); len(res.Config.SinkCommand) != 2 || res.Config.SinkCommand[0] != self || res.Config.SinkCommand[1] != "sink" {
+		t.Errorf("sink command %q", res.Config.SinkCommand)
+	}
+	if len(res.Lines) != 4 || len(res.Ratios) != 4 {
+		t.Fatalf("json: %d lines, %d ratios", len(res.Lines), len(res.Ratios))
+	}
+	for _, l := range res.Lines {
+		if len(l.Rounds) != 3 || l.Median.SendMBps <= 0 || (l.Median.PollMBps > 0) != !strings.Contains(l.Name, "storing") {
+			t.Errorf("json line %+v", l)
+		}
+	}
+}
+
+func TestCeilingsFlagErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ceilings", "--address", "127.0.0.1:1", "--node"}, "alternatives"},
+		{[]string{"ceilings", "--rounds", "0"}, "must be positive"},
+		{[]string{"ceilings", "extra"}, "unexpected arguments"},
+	} {
+		if err := run(c.args, new(strings.Builder)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: err %v, want %q", c.args, err, c.want)
+		}
+	}
+}
+
+// TestMain lets the test binary stand in for cmd/bench when bench
+// ceilings starts its sinks as "<self> sink ...".
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "sink" {
+		if err := run(os.Args[1:], os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
 }
