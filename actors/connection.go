@@ -42,7 +42,7 @@ func (c *connection) Receive(ctx actor.Context) {
 		// Also reached when the supervisor stops a failed connection: the
 		// client sees its transport close and reconnects.
 		c.conn.Close()
-		c.node.tel.endRequest(&c.req, nil, c.conn.Transport())
+		c.node.tel.endRequest(&c.req, nil, 0, c.conn.Transport())
 		c.node.tel.connections[c.conn.Transport()].Add(-1)
 	case *frameIn:
 		c.lastSeenUs = c.clock()
@@ -86,7 +86,7 @@ const noUser = 0xFFFFFFFF
 
 // deliver sends a reply and applies its effect on the binding.
 func (c *connection) deliver(ctx actor.Context, r *replyOut) {
-	c.node.tel.endRequest(&c.req, r.frame, c.conn.Transport())
+	c.node.tel.endRequest(&c.req, r.frame, wire.SplicedLen(r.frame, r.splices), c.conn.Transport())
 	// The edge sizes frames and deadlines by the login state: tell it
 	// before the reply, so the client's next frame meets the new state.
 	switch {
@@ -96,6 +96,8 @@ func (c *connection) deliver(ctx actor.Context, r *replyOut) {
 		c.conn.SetLoggedIn(false)
 	}
 	switch {
+	case r.frame != nil && len(r.splices) > 0:
+		c.conn.SendSpliced(r.frame, r.splices)
 	case r.frame != nil && r.pooled:
 		c.conn.SendPooled(r.frame)
 	case r.frame != nil:

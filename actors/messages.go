@@ -25,6 +25,10 @@ type replyOut struct {
 	unbind bool     // set by a Logout, and by fencing
 	close  bool     // close the transport after sending
 	pooled bool     // frame came from clientplane.GetFrame: recycle after the write
+	// splices, with pooled: frame is the built part of a reply that
+	// carries these bytes by reference (wire.Splice; a poll's cached
+	// batches), written without a copy.
+	splices []wire.Splice
 }
 
 // binding is a connection's session (client-plane.md 5.1).

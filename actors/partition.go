@@ -890,7 +890,9 @@ func (p *partitionActor) onPoll(ctx actor.Context, m *partitionPoll) {
 	}
 	stored, has := p.plog.GetOffset(m.kind, m.key)
 	frame := clientplane.GetFrame(wire.HeaderSize + wire.PolledMessagesHeaderSize + p.pollHint(m.poll.Count))
-	frame, polled, err := p.plog.AppendPollReply(frame[:wire.HeaderSize], m.partition, m.poll.Strategy, m.poll.Count, stored, has)
+	// Whole cached batches ride by reference (wire.Splice): the edge
+	// writes them from the cache, so a poll copies only what it builds.
+	frame, splices, polled, err := p.plog.AppendPollReplySpliced(frame[:wire.HeaderSize], nil, m.partition, m.poll.Strategy, m.poll.Count, stored, has)
 	if err != nil {
 		p.log.Error("poll read failure", "err", err)
 		if p.refusePoll(ctx, m, err) {
@@ -908,9 +910,9 @@ func (p *partitionActor) onPoll(ctx actor.Context, m *partitionPoll) {
 	}
 	h := echo(&m.req.hdr)
 	h.Client, h.Op, h.Commit, h.Operation = m.req.hdr.Client, m.req.hdr.Session, p.node.refs.commit.Load(), wire.OpNonReplicated
-	h.Size = uint32(len(frame))
+	h.Size = uint32(wire.SplicedLen(frame, splices))
 	h.Encode(wire.HeaderOf(frame))
-	ctx.Send(m.req.conn, &replyOut{frame: frame, pooled: true})
+	ctx.Send(m.req.conn, &replyOut{frame: frame, pooled: true, splices: splices})
 }
 
 // pollHint guesses a poll reply's record bytes from the partition's mean

@@ -496,7 +496,7 @@ func (t *nodeTelemetry) beginRequest(h *wire.RequestHeader, size int, transport 
 // endRequest records the reply; nil: the request ended without one (its
 // connection closed, or a reply that only closes it), counted by no
 // status.
-func (t *nodeTelemetry) endRequest(r *requestTrace, reply []byte, transport clientplane.Transport) {
+func (t *nodeTelemetry) endRequest(r *requestTrace, reply []byte, size int, transport clientplane.Transport) {
 	if r.start.IsZero() {
 		return
 	}
@@ -511,7 +511,7 @@ func (t *nodeTelemetry) endRequest(r *requestTrace, reply []byte, transport clie
 		return
 	}
 	status := wire.HeaderOf(reply).Reply().Status
-	t.bytesOut[transport].Add(int64(len(reply)))
+	t.bytesOut[transport].Add(int64(size))
 	cmd, count := t.commandSeries(r, status)
 	count.n.Add(1)
 	d := now.Sub(r.start).Seconds()
@@ -524,7 +524,7 @@ func (t *nodeTelemetry) endRequest(r *requestTrace, reply []byte, transport clie
 		t.requestLat.Record(ctx, d, cmd.record...)
 	}
 	if r.span != nil {
-		r.span.end, r.span.replied, r.span.status, r.span.bytesOut = now, true, status, len(reply)
+		r.span.end, r.span.replied, r.span.status, r.span.bytesOut = now, true, status, size
 		t.spans.finish(r.span)
 	}
 	*r = requestTrace{}

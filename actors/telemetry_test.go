@@ -219,7 +219,7 @@ func TestRequestMetricsAllocateNothing(t *testing.T) {
 			r := tel.beginRequest(&h, 1000, clientplane.TransportTCP)
 			g.journaled(wire.PrepareHeader{Op: 7}, true)
 			g.committed(vsr.Committed{Op: 7}, true)
-			tel.endRequest(&r, reply, clientplane.TransportTCP)
+			tel.endRequest(&r, reply, len(reply), clientplane.TransportTCP)
 		})
 		if n != 0 {
 			t.Errorf("%s: %v allocations per request", commandName(commandKey(&h)), n)

@@ -70,32 +70,52 @@ func (l *Log) StartOffset(s wire.PollingStrategy, count uint32, storedOffset uin
 // wire.ErrCannotDecryptData. Apart from growing dst, Poll does not
 // allocate.
 func (l *Log) Poll(dst []byte, s wire.PollingStrategy, count uint32, storedOffset uint64, hasStored bool) ([]byte, Polled, error) {
+	dst, _, p, err := l.poll(dst, nil, false, s, count, storedOffset, hasStored)
+	return dst, p, err
+}
+
+// PollSpliced is Poll serving whole batches still in the cache by
+// reference: each is appended to splices at its place in dst (wire.Splice)
+// instead of copied into dst, so a reply of cached batches costs no copy
+// of their bytes. The batches are immutable once committed; the caller
+// writes the pieces before it lets go of them. An encrypted log opens
+// every record into dst, as Poll does.
+func (l *Log) PollSpliced(dst []byte, splices []wire.Splice, s wire.PollingStrategy, count uint32, storedOffset uint64, hasStored bool) ([]byte, []wire.Splice, Polled, error) {
+	return l.poll(dst, splices, true, s, count, storedOffset, hasStored)
+}
+
+func (l *Log) poll(dst []byte, splices []wire.Splice, splice bool, s wire.PollingStrategy, count uint32, storedOffset uint64, hasStored bool) ([]byte, []wire.Splice, Polled, error) {
 	start, ok := l.StartOffset(s, count, storedOffset, hasStored)
 	if !ok {
-		return dst, Polled{}, nil
+		return dst, splices, Polled{}, nil
 	}
-	at := len(dst)
+	at, splicesAt := len(dst), len(splices)
 	var p Polled
+	var spliced uint64 // bytes served by reference
 	for i := l.index.findOffset(start); i < l.index.len() && p.Count < count; i++ {
 		e := l.index.at(i)
-		before := len(dst)
+		before, splicesBefore, splicedBefore := len(dst), len(splices), spliced
 		var n uint32
-		if whole, ok := l.appendEvictedWhole(dst, i, e, start, count-p.Count); ok {
+		if batch, ok := l.cachedWhole(i, e, start, count-p.Count); ok && splice {
+			splices = append(splices, wire.Splice{At: len(dst), Bytes: batch})
+			spliced += uint64(len(batch))
+			n = e.count
+		} else if whole, ok := l.appendEvictedWhole(dst, i, e, start, count-p.Count); ok {
 			dst, n = whole, e.count
 		} else {
 			batch, err := l.batchAt(i, e)
 			if err != nil {
-				return dst[:at], Polled{}, err
+				return dst[:at], splices[:splicesAt], Polled{}, err
 			}
 			if dst, n, err = l.appendRecord(dst, batch, start, count-p.Count); err != nil {
-				return dst[:at], Polled{}, fmt.Errorf("partition: batch at %d: %w", e.baseOffset, err)
+				return dst[:at], splices[:splicesAt], Polled{}, fmt.Errorf("partition: batch at %d: %w", e.baseOffset, err)
 			}
 		}
 		if n == 0 {
 			continue // offset deltas that are not frame indexes; skip the batch
 		}
-		if p.Count > 0 && uint64(len(dst)-at) > l.cfg.MaxPollBytes {
-			dst = dst[:before]
+		if p.Count > 0 && uint64(len(dst)-at)+spliced > l.cfg.MaxPollBytes {
+			dst, splices, spliced = dst[:before], splices[:splicesBefore], splicedBefore
 			break
 		}
 		// Offsets assume offset_delta = frame index, as producers write
@@ -109,7 +129,22 @@ func (l *Log) Poll(dst []byte, s wire.PollingStrategy, count uint32, storedOffse
 		p.Count += n
 		start = e.next()
 	}
-	return dst, p, nil
+	return dst, splices, p, nil
+}
+
+// cachedWhole returns index entry i's batch when it is in the cache, the
+// log is not encrypted (a record is opened, not served as stored) and the
+// poll takes all of it: the record is the batch as stored.
+func (l *Log) cachedWhole(i int, e indexEntry, start uint64, remaining uint32) ([]byte, bool) {
+	c := i - l.cacheFirst
+	if l.cfg.Cipher != nil || c < 0 || c >= len(l.cache) || start > e.baseOffset || remaining < e.count {
+		return nil, false
+	}
+	b := l.cache[c]
+	if from, to, taken := wire.RecordFrames(wire.Batch(b), start, remaining); from != wire.BatchHeaderSize || to != len(b) || taken != e.count {
+		return nil, false // frames that are not served as one run
+	}
+	return b, true
 }
 
 // appendRecord appends the poll record of a stored batch: as stored or
@@ -130,14 +165,25 @@ func (l *Log) appendRecord(dst, batch []byte, start uint64, maxCount uint32) ([]
 // 8.4.1's last row (the partition id, current offset 0, no message) and
 // returns the error for the shell to log.
 func (l *Log) AppendPollReply(dst []byte, partitionID uint32, s wire.PollingStrategy, count uint32, storedOffset uint64, hasStored bool) ([]byte, Polled, error) {
+	dst, _, p, err := l.appendPollReply(dst, nil, false, partitionID, s, count, storedOffset, hasStored)
+	return dst, p, err
+}
+
+// AppendPollReplySpliced is AppendPollReply with the cached batches it
+// serves appended to splices (PollSpliced).
+func (l *Log) AppendPollReplySpliced(dst []byte, splices []wire.Splice, partitionID uint32, s wire.PollingStrategy, count uint32, storedOffset uint64, hasStored bool) ([]byte, []wire.Splice, Polled, error) {
+	return l.appendPollReply(dst, splices, true, partitionID, s, count, storedOffset, hasStored)
+}
+
+func (l *Log) appendPollReply(dst []byte, splices []wire.Splice, splice bool, partitionID uint32, s wire.PollingStrategy, count uint32, storedOffset uint64, hasStored bool) ([]byte, []wire.Splice, Polled, error) {
 	at := len(dst)
 	dst = wire.AppendPolledHeader(dst, partitionID, l.CurrentOffset(), 0)
-	dst, p, err := l.Poll(dst, s, count, storedOffset, hasStored)
+	dst, splices, p, err := l.poll(dst, splices, splice, s, count, storedOffset, hasStored)
 	if err != nil {
-		return wire.AppendPolledHeader(dst[:at], partitionID, 0, 0), Polled{}, err
+		return wire.AppendPolledHeader(dst[:at], partitionID, 0, 0), splices, Polled{}, err
 	}
 	wire.SetPolledMessagesCount(dst[at:], p.Count)
-	return dst, p, nil
+	return dst, splices, p, nil
 }
 
 // batchAt returns the bytes of index entry i: from the cache, or read back

@@ -349,7 +349,7 @@ func ValidateBatch(b []byte, messagesCount uint32) error {
 // contiguous frames (12.2, last row). dst grows at most once; nothing else
 // is allocated.
 func AppendRecord(dst []byte, b Batch, start uint64, maxCount uint32) ([]byte, uint32) {
-	from, to, taken := recordFrames(b, start, maxCount)
+	from, to, taken := RecordFrames(b, start, maxCount)
 	if taken == 0 {
 		return dst, 0
 	}
@@ -367,11 +367,11 @@ func AppendRecord(dst []byte, b Batch, start uint64, maxCount uint32) ([]byte, u
 	return dst, taken
 }
 
-// recordFrames selects the frames a poll record of b serves (AppendRecord):
+// RecordFrames selects the frames a poll record of b serves (AppendRecord):
 // the contiguous run b[from:to] of taken frames, at most maxCount, starting
 // with the first frame whose offset is >= start. taken is 0 when nothing is
 // served.
-func recordFrames(b Batch, start uint64, maxCount uint32) (from, to int, taken uint32) {
+func RecordFrames(b Batch, start uint64, maxCount uint32) (from, to int, taken uint32) {
 	if maxCount == 0 || len(b) < BatchHeaderSize {
 		return 0, 0, 0
 	}

@@ -193,7 +193,7 @@ func sealedLengths(f MessageFrame) (payload, headers uint32, ok bool) {
 // ErrCannotDecryptData, and dst is returned unchanged. dst grows at most
 // once; nothing else is allocated.
 func (c *BatchCipher) AppendOpenedRecord(dst []byte, b Batch, start uint64, maxCount uint32) ([]byte, uint32, error) {
-	from, to, taken := recordFrames(b, start, maxCount)
+	from, to, taken := RecordFrames(b, start, maxCount)
 	if taken == 0 {
 		return dst, 0, nil
 	}

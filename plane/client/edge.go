@@ -47,6 +47,11 @@ type Conn interface {
 	// SendPooled is Send for a frame from GetFrame: the edge recycles it
 	// once it is written. The caller must not touch it after the call.
 	SendPooled(frame []byte)
+	// SendSpliced is SendPooled for a frame whose built part (from
+	// GetFrame) carries splices (wire.Splice): bytes written from where
+	// they lie, with one writev where the carrier allows, not copied into
+	// the frame. The splices' bytes must not change until the write.
+	SendSpliced(built []byte, splices []wire.Splice)
 	// Done tells the reader that one delivered request has been answered,
 	// releasing a pending slot.
 	Done()
@@ -150,6 +155,9 @@ type carrier interface {
 	// errFraming error, of a limit a limitError.
 	readFrame(g *connGuard, limit uint32) ([]byte, error)
 	writeFrame(frame []byte) error
+	// writeSpliced writes one frame given as its built part and splices
+	// (Conn.SendSpliced).
+	writeSpliced(built []byte, splices []wire.Splice) error
 	// flush pushes written frames to the socket (once per batch).
 	flush() error
 	// interrupt makes a blocked readFrame return; it is called from
@@ -223,13 +231,18 @@ func (c *frameConn) Transport() Transport { return c.transport }
 // outFrame is a queued frame; pooled frames go back to the pool after the
 // write.
 type outFrame struct {
-	b      []byte
-	pooled bool
+	b       []byte
+	pooled  bool
+	splices []wire.Splice // with pooled: b is the built part
 }
 
 func (c *frameConn) Send(frame []byte) { c.enqueue(outFrame{b: frame}) }
 
 func (c *frameConn) SendPooled(frame []byte) { c.enqueue(outFrame{b: frame, pooled: true}) }
+
+func (c *frameConn) SendSpliced(built []byte, splices []wire.Splice) {
+	c.enqueue(outFrame{b: built, pooled: true, splices: splices})
+}
 
 func (c *frameConn) enqueue(frame outFrame) {
 	select {
@@ -381,7 +394,12 @@ func (c *frameConn) writeLoop() {
 			_ = c.carrier.flush()
 			return
 		}
-		err := c.carrier.writeFrame(frame.b)
+		var err error
+		if len(frame.splices) > 0 {
+			err = c.carrier.writeSpliced(frame.b, frame.splices)
+		} else {
+			err = c.carrier.writeFrame(frame.b)
+		}
 		if frame.pooled {
 			putFrame(frame.b) // written or copied into the carrier's buffer
 		}

@@ -31,6 +31,9 @@ type echoHandler struct {
 	stale  map[uint64]bool
 	// hold: neither reply nor Done, so the request stays pending.
 	hold map[uint64]bool
+	// splice answers every request with SendSpliced: the echo's body
+	// cut into a built part and spliced runs (spliceReply).
+	splice bool
 	// preLogin leaves a connection logged out until a Register request
 	// (operation 1) and logs it out on Logout (3); otherwise every
 	// connection is logged in from the start.
@@ -82,7 +85,30 @@ func (s *echoSession) Frame(buf []byte) {
 	case s.h.stale[req.Request]:
 		s.c.Send(replyFrame(req.Request+1000, nil))
 	}
+	if s.h.splice {
+		built, splices := spliceReply(replyFrame(req.Request, buf[wire.HeaderSize:]))
+		s.c.SendSpliced(built, splices)
+		return
+	}
 	s.c.Send(replyFrame(req.Request, buf[wire.HeaderSize:]))
+}
+
+// spliceReply cuts a frame into a built part (from the pool) and splices
+// that put it back together: every third run of 50 body bytes is spliced
+// in, including one at the very end.
+func spliceReply(frame []byte) ([]byte, []wire.Splice) {
+	built := clientplane.GetFrame(len(frame))
+	var splices []wire.Splice
+	built = append(built, frame[:wire.HeaderSize]...)
+	for i, at := 0, wire.HeaderSize; at < len(frame); i, at = i+1, at+50 {
+		run := frame[at:min(at+50, len(frame))]
+		if i%3 == 1 || at+50 >= len(frame) {
+			splices = append(splices, wire.Splice{At: len(built), Bytes: run})
+		} else {
+			built = append(built, run...)
+		}
+	}
+	return built, splices
 }
 
 func (s *echoSession) Closed() {

@@ -275,6 +275,13 @@ func (c *quicConn) Send(frame []byte) {
 // until they are acknowledged, so the frame is left to the collector.
 func (c *quicConn) SendPooled(frame []byte) { c.Send(frame) }
 
+// SendSpliced joins the pieces: the frame goes out as one stream write
+// that QUIC may retransmit from, so it must own its bytes.
+func (c *quicConn) SendSpliced(built []byte, splices []wire.Splice) {
+	c.Send(wire.JoinSpliced(make([]byte, 0, wire.SplicedLen(built, splices)), built, splices))
+	putFrame(built)
+}
+
 // Done releases nothing: the serial stream loop takes the next stream only
 // after the current reply, which is QUIC's whole backpressure (1.4).
 func (c *quicConn) Done() {}

@@ -75,9 +75,10 @@ func (l *TCPListener) Close() { l.drain() }
 // tcpCarrier carries back-to-back frames over a byte stream, plain or TLS
 // (transports.md 5.2): header, size check, then exactly size-256 body bytes.
 type tcpCarrier struct {
-	nc net.Conn
-	br *bufio.Reader
-	bw *bufio.Writer
+	nc     net.Conn
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	pieces [][]byte // writeSpliced's, reused
 }
 
 func newTCPCarrier(nc net.Conn) *tcpCarrier {
@@ -96,6 +97,19 @@ func (t *tcpCarrier) readFrame(g *connGuard, limit uint32) ([]byte, error) {
 
 func (t *tcpCarrier) writeFrame(frame []byte) error {
 	_, err := t.bw.Write(frame)
+	return err
+}
+
+// writeSpliced writes the frames buffered before it, then the frame's
+// pieces with one writev (net.Buffers; over TLS one record write each).
+func (t *tcpCarrier) writeSpliced(built []byte, splices []wire.Splice) error {
+	if err := t.bw.Flush(); err != nil {
+		return err
+	}
+	t.pieces = wire.AppendSplicePieces(t.pieces[:0], built, splices)
+	bufs := net.Buffers(t.pieces)
+	_, err := bufs.WriteTo(t.nc)
+	clear(t.pieces) // keep no batch alive past its write
 	return err
 }
 

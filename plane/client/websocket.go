@@ -229,6 +229,28 @@ func (t *wsCarrier) writeFrame(frame []byte) error {
 	return w.Close()
 }
 
+// writeSpliced writes the pieces into one binary message.
+func (t *wsCarrier) writeSpliced(built []byte, splices []wire.Splice) error {
+	w, err := t.ws.NextWriter(websocket.BinaryMessage)
+	if err != nil {
+		return err
+	}
+	from := 0
+	for _, s := range splices {
+		if _, err := w.Write(built[from:s.At]); err != nil {
+			return err
+		}
+		if _, err := w.Write(s.Bytes); err != nil {
+			return err
+		}
+		from = s.At
+	}
+	if _, err := w.Write(built[from:]); err != nil {
+		return err
+	}
+	return w.Close()
+}
+
 // flush has nothing to do: gorilla writes each message out as it closes.
 func (t *wsCarrier) flush() error { return nil }
 

@@ -44,9 +44,14 @@ func (c *vconn) Send(frame []byte) {
 // SendPooled keeps the frame: the pool's owner is the edge, and a copy
 // here would only cost (the frame is read once, then garbage).
 func (c *vconn) SendPooled(frame []byte) { c.Send(append([]byte(nil), frame...)) }
-func (c *vconn) Done()                   {}
-func (c *vconn) SetLoggedIn(bool)        {}
-func (c *vconn) RemoteAddr() string      { return c.remote }
+
+// SendSpliced joins the pieces into the one reply the handler reads.
+func (c *vconn) SendSpliced(built []byte, splices []wire.Splice) {
+	c.Send(wire.JoinSpliced(make([]byte, 0, wire.SplicedLen(built, splices)), built, splices))
+}
+func (c *vconn) Done()              {}
+func (c *vconn) SetLoggedIn(bool)   {}
+func (c *vconn) RemoteAddr() string { return c.remote }
 func (c *vconn) Transport() clientplane.Transport {
 	return clientplane.TransportHTTP
 }
