@@ -34,6 +34,27 @@ import (
 // commits, the primary before it replies. This keeps the disk off the
 // chain's critical path and keeps uncommitted batches (which a view change
 // may discard) out of the segments.
+//
+// Group commit: a send (or a peer frame) defers its drive behind the
+// mailbox (driveSoon), so the requests that queued meanwhile share one
+// Ready, one AppendBatches (one writev; one fsync under enforce_fsync) and
+// then their replies. The hot path writes badger at most twice per Ready,
+// not per op, and only in groups with backups: the journal head
+// (journalHeadKey, unsynced: a restarted replica must not nack what it
+// may have acknowledged) and the last applied op (appliedKey, synced like
+// the segments). A single node writes none: its segments are its journal.
+//
+// What recovery reads (boot): the batch files (storage.ScanBatches: the
+// committed log, its offsets and index), the watermark (watermarkKey: the
+// first retained offset after a purge or expiry), the consumer offsets,
+// and in a group with backups the superblock (view, log view, commit
+// max), the view head, journalHeadKey, appliedKey (the op, checksum and
+// timestamp the segments stand for) and the committed tail (tailKey,
+// saved every tailSaveInterval and when the group goes quiet: the last
+// ops' prepare headers, bodies from the segments), from which the core
+// serves repair. Ops applied after the last appliedKey are repaired again
+// and recognised as stored (alreadyStored), so the key may lag, never
+// lead, the segments.
 type partitionActor struct {
 	node     *Node
 	ref      metadata.PartitionRef

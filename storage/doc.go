@@ -51,7 +51,10 @@
 //
 // AppendBatch checks that the base offset and the header agree, then writes
 // the whole batch with one write() at the end of the group's current file
-// (the file is opened O_APPEND; no intermediate copy, never mmap). Appends
+// (the file is opened O_APPEND; no intermediate copy, never mmap).
+// AppendBatches does the same for many batches of one group (a partition's
+// group commit): one writev per file they land in, one fsync for all with
+// sync, the same roll and truncation rules as batch-by-batch. Appends
 // ascend: one at or below the last stored base offset first drops the
 // stored suffix from that offset (truncating the file it lands in, deleting
 // later files), as a log replaces a rolled-back journal suffix.
