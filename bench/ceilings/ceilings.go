@@ -55,7 +55,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"iggynode/bench"
@@ -367,17 +366,7 @@ func StartSinkProcess(ctx context.Context, bin string, args []string, log io.Wri
 	if err := cmd.Start(); err != nil {
 		return "", nil, err
 	}
-	stop := func() {
-		_ = stdin.Close()
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}
+	stop := func() { nodeproc.Stop(cmd, 30*time.Second, stdin.Close) }
 	line := make(chan string, 1)
 	go func() {
 		first, _ := bufio.NewReader(stdout).ReadString('\n')
@@ -753,17 +742,7 @@ func startNode(ctx context.Context, cfg Config, dir string) (string, func(), err
 	if err := cmd.Start(); err != nil {
 		return "", nil, err
 	}
-	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}
+	stop := func() { nodeproc.Stop(cmd, 30*time.Second, nil) }
 	if err := nodeproc.WaitListening(ctx, addr); err != nil {
 		stop()
 		return "", nil, err

@@ -20,7 +20,6 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -101,17 +100,7 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	if err := node.Start(); err != nil {
 		return Result{}, err
 	}
-	defer func() {
-		_ = node.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = node.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = node.Process.Kill()
-			<-done
-		}
-	}()
+	defer nodeproc.Stop(node, 15*time.Second, nil)
 	if err := nodeproc.WaitListening(ctx, "127.0.0.1:"+ports[0]); err != nil {
 		return Result{}, err
 	}

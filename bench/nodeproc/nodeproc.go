@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os/exec"
+	"syscall"
 	"time"
 
 	"github.com/shirou/gopsutil/v4/process"
@@ -86,4 +87,23 @@ func Of(pid int) (Usage, error) {
 		return Usage{}, err
 	}
 	return Usage{RSS: m.RSS, VMS: m.VMS, CPUSeconds: t.User + t.System}, nil
+}
+
+// Stop ends a started child process: an interrupt (SIGTERM by default,
+// or what signal sends, e.g. closing its stdin), then up to grace for it
+// to exit before it is killed. It returns once the process has been
+// waited for.
+func Stop(cmd *exec.Cmd, grace time.Duration, signal func() error) {
+	if signal == nil {
+		signal = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	}
+	_ = signal()
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		_ = cmd.Process.Kill()
+		<-done
+	}
 }

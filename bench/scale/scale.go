@@ -251,15 +251,7 @@ func (c *cluster) stopAll() {
 		if cmd == nil {
 			continue
 		}
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
+		nodeproc.Stop(cmd, 30*time.Second, nil)
 		c.nodes[i] = nil
 	}
 }

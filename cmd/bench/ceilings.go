@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -79,14 +78,8 @@ func runCeilings(args []string, out io.Writer) error {
 	if err := res.WriteText(out); err != nil {
 		return err
 	}
-	if *jsonPath != "" {
-		data, err := json.MarshalIndent(res, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(*jsonPath, append(data, '\n'), 0o644); err != nil {
-			return fmt.Errorf("write %s: %w", *jsonPath, err)
-		}
+	if err := writeJSON(*jsonPath, res); err != nil {
+		return err
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -49,12 +48,5 @@ func runLoginFlood(args []string, out io.Writer) error {
 	if err := report.WriteText(out); err != nil {
 		return err
 	}
-	if *jsonPath != "" {
-		data, err := json.MarshalIndent(report, "", "  ")
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(*jsonPath, append(data, '\n'), 0o644)
-	}
-	return nil
+	return writeJSON(*jsonPath, report)
 }

@@ -158,14 +158,8 @@ func run(args []string, out io.Writer) error {
 	if err := report.WriteText(out); err != nil {
 		return err
 	}
-	if *jsonPath != "" {
-		data, err := json.MarshalIndent(report, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(*jsonPath, append(data, '\n'), 0o644); err != nil {
-			return fmt.Errorf("write %s: %w", *jsonPath, err)
-		}
+	if err := writeJSON(*jsonPath, report); err != nil {
+		return err
 	}
 	if *chartPath != "" {
 		var page strings.Builder
@@ -252,4 +246,20 @@ func takesValue(fs *flag.FlagSet, name string) bool {
 	}
 	b, isBool := f.Value.(interface{ IsBoolFlag() bool })
 	return !isBool || !b.IsBoolFlag()
+}
+
+// writeJSON writes v, indented, to path; an empty path writes nothing
+// (--json unset).
+func writeJSON(path string, v any) error {
+	if path == "" {
+		return nil
+	}
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -70,14 +69,7 @@ func runScale(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *jsonPath != "" {
-		data, err := json.MarshalIndent(res, "", "  ")
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(*jsonPath, append(data, '\n'), 0o644)
-	}
-	return nil
+	return writeJSON(*jsonPath, res)
 }
 
 func rounded(v []float64) []float64 {
