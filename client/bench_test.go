@@ -1,10 +1,16 @@
 package client_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
+	"flag"
+	"fmt"
 	"io"
 	"net"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 
 	"iggynode/bench"
@@ -18,6 +24,7 @@ import (
 // one run (issue 20: the SDK within 20 % of the transport ceiling):
 //
 //	go test -run x -bench 'SendSink|PollSink' -count 5 ./client/
+//	go test -run x -bench 'SendSink|PollSink' -count 5 ./client/ -args -sinkproc
 //
 // One op is one batch of sinkBatch messages of sinkPayload bytes, sent or
 // polled in lockstep over loopback TCP.
@@ -26,19 +33,72 @@ const (
 	sinkPayload = 1000
 )
 
-func startSink(b *testing.B) *bench.Sink {
-	b.Helper()
+// sinkProcess runs the sink in a child process (this test binary again,
+// see TestMain) so that its garbage (it reads each request into a fresh
+// buffer) is not collected on the client's CPU time and its profile stays
+// apart: go test -bench SendSink ./client/ -args -sinkproc
+var sinkProcess = flag.Bool("sinkproc", false, "run the benchmarks' sink in a child process")
+
+const sinkChildEnv = "IGGYNODE_CLIENT_BENCH_SINK"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(sinkChildEnv) != "" {
+		serveSinkChild()
+		return
+	}
+	flag.Parse()
+	os.Exit(m.Run())
+}
+
+// serveSinkChild starts a sink, prints its address and serves until stdin
+// closes (the parent exited or is done).
+func serveSinkChild() {
 	s, err := bench.StartSinkWith("127.0.0.1:0", bench.SinkOptions{PollMessageSize: sinkPayload})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println(s.Addr())
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	s.Close()
+}
+
+// startSink returns the address of a sink serving 1000-byte canned polls.
+func startSink(b *testing.B) string {
+	b.Helper()
+	if !*sinkProcess {
+		s, err := bench.StartSinkWith("127.0.0.1:0", bench.SinkOptions{PollMessageSize: sinkPayload})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(s.Close)
+		return s.Addr()
+	}
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), sinkChildEnv+"=1")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(s.Close)
-	return s
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
+	addr, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatalf("sink child: %v", err)
+	}
+	return strings.TrimSpace(addr)
 }
 
-func sinkClient(b *testing.B, s *bench.Sink) *client.Client {
+func sinkClient(b *testing.B, addr string) *client.Client {
 	b.Helper()
-	c, err := client.Connect(context.Background(), client.Options{Address: s.Addr(), Username: "iggy", Password: "iggy",
+	c, err := client.Connect(context.Background(), client.Options{Address: addr, Username: "iggy", Password: "iggy",
 		NoDelay: true, // as cmd/bench, and as the raw loop (Go's default)
 	})
 	if err != nil {
@@ -123,9 +183,9 @@ type rawConn struct {
 	rbuf    []byte
 }
 
-func rawLogin(b *testing.B, s *bench.Sink) *rawConn {
+func rawLogin(b *testing.B, addr string) *rawConn {
 	b.Helper()
-	nc, err := net.Dial("tcp", s.Addr())
+	nc, err := net.Dial("tcp", addr)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -190,6 +250,25 @@ func BenchmarkSendSinkRaw(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		r.roundTrip(b, frame)
+	}
+}
+
+// BenchmarkSendSinkRawEncode is the raw loop doing a producer's share:
+// each op encodes the batch (frame and batch checksums, client-plane.md
+// 12.1, 12.2) into a reused buffer before writing it, as any client must.
+func BenchmarkSendSinkRawEncode(b *testing.B) {
+	r := rawLogin(b, startSink(b))
+	msgs := sinkMessages()
+	var f []byte
+	b.SetBytes(sinkBatch * sinkPayload)
+	b.ReportAllocs()
+	for b.Loop() {
+		f = wire.AppendSendMessagesHeader(append(f[:0], make([]byte, wire.HeaderSize)...), wire.ID(1), wire.ID(1), wire.PartitionID(0), sinkBatch)
+		var err error
+		if f, err = wire.AppendBatch(f, msgs); err != nil {
+			b.Fatal(err)
+		}
+		r.roundTrip(b, r.frame(wire.OpSendMessages, wire.CodeSendMessages, 1, f))
 	}
 }
 
