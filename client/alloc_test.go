@@ -47,10 +47,11 @@ func TestSendMessagesAllocationsDoNotGrowPerMessage(t *testing.T) {
 	}
 	c.session, c.userID = 1, 1 // a bound session without a login exchange
 	c.mu.Unlock()
-	measure := func(n int) float64 {
+	measure := func(n, size int) float64 {
 		msgs := make([]wire.Message, n)
 		for i := range msgs {
 			msgs[i] = helloMessage()
+			msgs[i].Payload = bytes.Repeat([]byte{'m'}, size)
 		}
 		ctx := context.Background()
 		send := func() {
@@ -62,11 +63,11 @@ func TestSendMessagesAllocationsDoNotGrowPerMessage(t *testing.T) {
 		return testing.AllocsPerRun(50, send)
 	}
 	// One allocation is the returned SendConfirmations.
-	one, many := measure(1), measure(500)
-	if many > one || one > 1 {
-		t.Fatalf("allocations per send: %.0f for 1 message, %.0f for 500", one, many)
+	one, many, large := measure(1, 5), measure(500, 5), measure(1000, 1000)
+	if many > one || large > one || one > 1 {
+		t.Fatalf("allocations per send: %.0f for 1 message, %.0f for 500, %.0f for 1000 x 1 KB", one, many, large)
 	}
-	t.Logf("allocations per send: %.0f", one)
+	t.Logf("allocations per send: %.0f, %.0f for 1000 x 1 KB", one, large)
 }
 
 // streamLoopConn is loopConn behind a frameReader: the reply is read from

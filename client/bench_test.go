@@ -12,19 +12,29 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"iggynode/bench"
 	"iggynode/client"
 	"iggynode/wire"
 )
 
-// The SDK against bench.Sink (a server that stores nothing), beside a raw
+// The SDK against a sink (a server that stores nothing), beside a raw
 // loop that only frames (login, then one prebuilt request written and its
 // reply read into a reused buffer per op), so the SDK/raw ratio shows in
 // one run (issue 20: the SDK within 20 % of the transport ceiling):
 //
 //	go test -run x -bench 'SendSink|PollSink' -count 5 ./client/
-//	go test -run x -bench 'SendSink|PollSink' -count 5 ./client/ -args -sinkproc
+//	go test -run x -bench 'SendSink|PollSink' -count 5 ./client/ -args -sink proc
+//	go test -run x -bench 'SendSink|PollSink' -count 5 ./client/ -args -sink lean
+//
+// -sink picks the server: "bench" (default) is bench.Sink in this process,
+// the sink cmd/bench --sink runs; "proc" is bench.Sink in a child process
+// (this test binary again, see TestMain), so that its garbage (its edge
+// reads each request into a fresh buffer) is not collected on the
+// client's cores and allocs/op count the client alone; "lean" is
+// leanSink below, which reads into one reused buffer and answers canned
+// frames, so the server is not what bounds a send.
 //
 // One op is one batch of sinkBatch messages of sinkPayload bytes, sent or
 // polled in lockstep over loopback TCP.
@@ -33,11 +43,7 @@ const (
 	sinkPayload = 1000
 )
 
-// sinkProcess runs the sink in a child process (this test binary again,
-// see TestMain) so that its garbage (it reads each request into a fresh
-// buffer) is not collected on the client's CPU time and its profile stays
-// apart: go test -bench SendSink ./client/ -args -sinkproc
-var sinkProcess = flag.Bool("sinkproc", false, "run the benchmarks' sink in a child process")
+var sinkKind = flag.String("sink", "bench", "the benchmarks' server: bench, proc (bench.Sink in a child process) or lean")
 
 const sinkChildEnv = "IGGYNODE_CLIENT_BENCH_SINK"
 
@@ -63,16 +69,23 @@ func serveSinkChild() {
 	s.Close()
 }
 
-// startSink returns the address of a sink serving 1000-byte canned polls.
+// startSink returns the address of the -sink server; polls are answered
+// with sinkBatch messages of sinkPayload bytes.
 func startSink(b *testing.B) string {
 	b.Helper()
-	if !*sinkProcess {
+	switch *sinkKind {
+	case "bench":
 		s, err := bench.StartSinkWith("127.0.0.1:0", bench.SinkOptions{PollMessageSize: sinkPayload})
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(s.Close)
 		return s.Addr()
+	case "lean":
+		return startLeanSink(b)
+	case "proc":
+	default:
+		b.Fatalf("-sink %q: want bench, proc or lean", *sinkKind)
 	}
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), sinkChildEnv+"=1")
@@ -94,6 +107,70 @@ func startSink(b *testing.B) string {
 		b.Fatalf("sink child: %v", err)
 	}
 	return strings.TrimSpace(addr)
+}
+
+// startLeanSink serves the smallest server the SDK accepts: each request
+// is read into one reused buffer; Register gets a session, SendMessages a
+// canned confirmation, PollMessages a prebuilt reply of sinkBatch
+// messages (its header restamped), everything else an empty status-0
+// reply (the SDK reads an empty roster as "stay").
+func startLeanSink(b *testing.B) string {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ln.Close() })
+	polled, err := wire.AppendBatch(wire.AppendPolledHeader(make([]byte, wire.HeaderSize), 0, sinkBatch-1, sinkBatch), sinkMessages())
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b.Cleanup(func() { nc.Close() })
+			go serveLean(nc, append([]byte(nil), polled...))
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func serveLean(nc net.Conn, poll []byte) {
+	defer nc.Close()
+	in := make([]byte, 2<<20)
+	out := make([]byte, 0, 1024)
+	login := wire.LoginRegisterResponse{Session: 1, UserID: 1, ServerProtocolVersion: wire.ProtocolVersion, ServerVersion: "lean"}
+	confirm := wire.SendConfirmations{{StreamID: 1, TopicID: 1}}
+	for {
+		if _, err := io.ReadFull(nc, in[:wire.HeaderSize]); err != nil {
+			return
+		}
+		size := int(binary.LittleEndian.Uint32(in[wire.SizeOffset:]))
+		if size < wire.HeaderSize || size > len(in) {
+			return
+		}
+		if _, err := io.ReadFull(nc, in[wire.HeaderSize:size]); err != nil {
+			return
+		}
+		req := wire.HeaderOf(in).Request()
+		frame := append(out[:0], make([]byte, wire.HeaderSize)...)
+		switch {
+		case req.Operation == wire.OpRegister:
+			frame = login.AppendTo(wire.AppendResultOK(frame))
+		case req.Operation == wire.OpSendMessages:
+			frame = confirm.AppendTo(frame)
+		case req.Code == wire.CodePollMessages:
+			frame = poll
+		}
+		h := wire.ReplyHeader{Size: uint32(len(frame)), Client: req.Client, Request: req.Request, Operation: req.Operation}
+		h.Encode(wire.HeaderOf(frame))
+		if _, err := nc.Write(frame); err != nil {
+			return
+		}
+	}
 }
 
 func sinkClient(b *testing.B, addr string) *client.Client {
@@ -285,4 +362,99 @@ func BenchmarkPollSinkRaw(b *testing.B) {
 			b.Fatalf("polled %d messages", n)
 		}
 	}
+}
+
+// paired times a few ways of doing one op, interleaved op by op, and
+// reports each one's MB/s and its ratio to the first (the raw loop): on a
+// machine shared with other work, load swings between back-to-back
+// benchmarks by more than the differences measured, but hits interleaved
+// ops alike. The order rotates every round, since an op runs faster or
+// slower depending on what ran before it (caches, socket state).
+type paired struct {
+	names []string
+	ops   []func()
+	took  []time.Duration
+	round int
+}
+
+func (p *paired) run() {
+	for k := range p.ops {
+		i := (p.round + k) % len(p.ops)
+		start := time.Now()
+		p.ops[i]()
+		p.took[i] += time.Since(start)
+	}
+	p.round++
+}
+
+func (p *paired) report(b *testing.B) {
+	n := float64(b.N)
+	for i, name := range p.names {
+		b.ReportMetric(float64(sinkBatch*sinkPayload)*n/p.took[i].Seconds()/1e6, name+"-MB/s")
+		if i > 0 {
+			b.ReportMetric(p.took[0].Seconds()/p.took[i].Seconds(), name+"/raw")
+		}
+	}
+	b.ReportMetric(0, "ns/op") // the wall time covers every variant; the metrics above are per variant
+}
+
+// BenchmarkSendSinkPaired: raw prebuilt frame, raw loop that encodes, SDK.
+func BenchmarkSendSinkPaired(b *testing.B) {
+	addr := startSink(b)
+	c, r := sinkClient(b, addr), rawLogin(b, addr)
+	msgs := sinkMessages()
+	f := wire.AppendSendMessagesHeader(make([]byte, wire.HeaderSize), wire.ID(1), wire.ID(1), wire.PartitionID(0), sinkBatch)
+	f, err := wire.AppendBatch(f, msgs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	prebuilt := r.frame(wire.OpSendMessages, wire.CodeSendMessages, 1, f)
+	var enc []byte
+	ctx := context.Background()
+	p := paired{names: []string{"raw", "rawenc", "sdk"}, took: make([]time.Duration, 3)}
+	p.ops = []func(){
+		func() { r.roundTrip(b, prebuilt) },
+		func() {
+			enc = wire.AppendSendMessagesHeader(append(enc[:0], make([]byte, wire.HeaderSize)...), wire.ID(1), wire.ID(1), wire.PartitionID(0), sinkBatch)
+			if enc, err = wire.AppendBatch(enc, msgs); err != nil {
+				b.Fatal(err)
+			}
+			r.roundTrip(b, r.frame(wire.OpSendMessages, wire.CodeSendMessages, 1, enc))
+		},
+		func() {
+			if _, err := c.SendMessages(ctx, wire.ID(1), wire.ID(1), wire.PartitionID(0), msgs); err != nil {
+				b.Fatal(err)
+			}
+		},
+	}
+	for b.Loop() {
+		p.run()
+	}
+	p.report(b)
+}
+
+// BenchmarkPollSinkPaired: raw poll and SDK PollMessagesInto (PollMessages
+// is left out: its garbage would be collected during the others' ops).
+func BenchmarkPollSinkPaired(b *testing.B) {
+	addr := startSink(b)
+	c, r := sinkClient(b, addr), rawLogin(b, addr)
+	body := wire.PollMessages{Consumer: wire.SingleConsumer(wire.ID(1)), Stream: wire.ID(1), Topic: wire.ID(1), Partition: wire.Partition(0),
+		Strategy: wire.PollingStrategy{Kind: wire.PollOffset}, Count: sinkBatch}
+	frame := r.frame(wire.OpNonReplicated, wire.CodePollMessages, 1, body.AppendTo(make([]byte, wire.HeaderSize)))
+	ctx := context.Background()
+	var into client.Polled
+	p := paired{names: []string{"raw", "sdkinto"}, took: make([]time.Duration, 2)}
+	p.ops = []func(){
+		func() { r.roundTrip(b, frame) },
+		func() {
+			err := c.PollMessagesInto(ctx, &into, body.Consumer, body.Stream, body.Topic, body.Partition, body.Strategy, sinkBatch, false)
+			if err != nil || into.MessagesCount != sinkBatch {
+				b.Fatalf("poll into: %d messages, %v", into.MessagesCount, err)
+			}
+		},
+	}
+	for b.Loop() {
+		p.run()
+	}
+	p.report(b)
 }

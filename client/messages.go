@@ -29,7 +29,8 @@ func NewMessage(payload []byte) wire.Message {
 // With Options.ServerBalanced, Balanced goes to the server as is.
 // A topic without partitions fails locally with TopicIdNotFound. The
 // messages are sent as given (OriginTimestamp included); the batch is
-// encoded into a reused buffer, nothing is allocated per message.
+// encoded into a reused buffer, nothing is allocated per message, and
+// written in one call.
 func (c *Client) SendMessages(ctx context.Context, stream, topic wire.Identifier, partitioning wire.Partitioning, msgs []wire.Message) (wire.SendConfirmations, error) {
 	if err := partitioning.Validate(); err != nil {
 		return nil, fmt.Errorf("client: %w: %w", wire.ErrInvalidCommand, err)
