@@ -115,9 +115,9 @@ func (c *Client) forgetPartitions() {
 // per poll, into fresh memory (handing over the connection's read buffer
 // instead costs more: the next reply would be read into a fresh, zeroed
 // buffer while the server waits). Iterate the records with its Messages
-// method. A group poll answered with the
-// re-sync sentinel returns it as is (PolledMessages.Resync). A consumer
-// that polls in a loop should use PollMessagesInto, which reuses memory.
+// method. A group poll answered with the re-sync sentinel returns it as is
+// (PolledMessages.Resync). A consumer that polls in a loop should use
+// PollMessagesInto, which reuses memory.
 func (c *Client) PollMessages(ctx context.Context, consumer wire.Consumer, stream, topic wire.Identifier, partition wire.OptionalPartition, strategy wire.PollingStrategy, count uint32, autoCommit bool) (*wire.PolledMessages, error) {
 	p := new(Polled)
 	if err := c.PollMessagesInto(ctx, p, consumer, stream, topic, partition, strategy, count, autoCommit); err != nil {
