@@ -652,8 +652,9 @@ func (a *actor) consume(ctx context.Context) error {
 	consumer := wire.SingleConsumer(wire.ID(uint32(a.index)))
 	stream, topic, partition := wire.ID(a.target.stream), wire.ID(a.target.topic), wire.Partition(a.target.partition)
 	perPoll := uint64(a.cfg.MessagesPerBatch)
+	var polled client.Polled // reused: the zero-copy poll
 	for warmEnd := time.Now().Add(a.cfg.Warmup); time.Now().Before(warmEnd); {
-		if _, err := a.client.PollMessages(ctx, consumer, stream, topic, partition, wire.OffsetStrategy(0), uint32(perPoll), false); err != nil {
+		if err := a.client.PollMessagesInto(ctx, &polled, consumer, stream, topic, partition, wire.OffsetStrategy(0), uint32(perPoll), false); err != nil {
 			return fmt.Errorf("warmup poll: %w", err)
 		}
 	}
@@ -663,12 +664,12 @@ func (a *actor) consume(ctx context.Context) error {
 	for a.messages < quota {
 		count := uint32(min(perPoll, quota-a.messages))
 		asked := time.Now()
-		polled, err := a.client.PollMessages(ctx, consumer, stream, topic, partition, wire.OffsetStrategy(offset), count, false)
+		err := a.client.PollMessagesInto(ctx, &polled, consumer, stream, topic, partition, wire.OffsetStrategy(offset), count, false)
 		if err != nil {
 			return fmt.Errorf("poll at offset %d: %w", offset, err)
 		}
 		done := time.Now()
-		n, bytes, last := tally(polled)
+		n, bytes, last := tally(&polled.PolledMessages)
 		if n == 0 {
 			if err := a.emptyPoll(ctx); err != nil {
 				return err

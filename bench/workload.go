@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"iggynode/client"
 	"iggynode/wire"
 )
 
@@ -55,9 +56,10 @@ func (a *actor) consumeGroup(ctx context.Context) error {
 		return fmt.Errorf("join consumer group %d: %w", a.target.group, err)
 	}
 	perPoll := uint64(a.cfg.MessagesPerBatch)
+	var polled client.Polled // reused: the zero-copy poll
 	for warmEnd := time.Now().Add(a.cfg.Warmup); time.Now().Before(warmEnd); {
 		// Offset 0 without commit: the group's offsets do not move.
-		if _, err := a.client.PollConsumerGroup(ctx, stream, topic, group, wire.OffsetStrategy(0), uint32(perPoll), false); err != nil {
+		if err := a.client.PollConsumerGroupInto(ctx, &polled, stream, topic, group, wire.OffsetStrategy(0), uint32(perPoll), false); err != nil {
 			return fmt.Errorf("warmup poll: %w", err)
 		}
 	}
@@ -71,13 +73,13 @@ func (a *actor) consumeGroup(ctx context.Context) error {
 			continue
 		}
 		asked := time.Now()
-		polled, err := a.client.PollConsumerGroup(ctx, stream, topic, group, wire.NextStrategy(), uint32(claimed), true)
+		err := a.client.PollConsumerGroupInto(ctx, &polled, stream, topic, group, wire.NextStrategy(), uint32(claimed), true)
 		if err != nil {
 			a.shared.settle(claimed, 0)
 			return fmt.Errorf("group poll: %w", err)
 		}
 		done := time.Now()
-		n, bytes, _ := tally(polled)
+		n, bytes, _ := tally(&polled.PolledMessages)
 		n = min(n, claimed) // a server returns at most count; do not trust more
 		a.shared.settle(claimed, n)
 		if n == 0 {
@@ -104,6 +106,7 @@ func (a *actor) produceConsume(ctx context.Context) error {
 	stream, topic := wire.ID(a.target.stream), wire.ID(a.target.topic)
 	partitioning, partition := wire.PartitionID(a.target.partition), wire.Partition(a.target.partition)
 	batchBytes := a.cfg.MessagesPerBatch * a.cfg.MessageSize
+	var polled client.Polled // reused: the zero-copy poll
 	cycle := func() (messages, bytes uint64, took time.Duration, err error) {
 		if err := a.limit(ctx, batchBytes); err != nil {
 			return 0, 0, 0, err
@@ -119,11 +122,11 @@ func (a *actor) produceConsume(ctx context.Context) error {
 		}
 		offset, want := confirmations[0].BaseOffset, uint64(len(msgs))
 		for messages < want {
-			polled, err := a.client.PollMessages(ctx, consumer, stream, topic, partition, wire.OffsetStrategy(offset), uint32(want-messages), false)
+			err := a.client.PollMessagesInto(ctx, &polled, consumer, stream, topic, partition, wire.OffsetStrategy(offset), uint32(want-messages), false)
 			if err != nil {
 				return 0, 0, 0, fmt.Errorf("poll at offset %d: %w", offset, err)
 			}
-			n, b, last := tally(polled)
+			n, b, last := tally(&polled.PolledMessages)
 			if n == 0 {
 				if err := a.emptyPoll(ctx); err != nil {
 					return 0, 0, 0, err
@@ -168,6 +171,7 @@ func (a *actor) produceConsumeGroup(ctx context.Context) error {
 	}
 	batchBytes := a.cfg.MessagesPerBatch * a.cfg.MessageSize
 	perPoll := uint64(a.cfg.MessagesPerBatch)
+	var polled client.Polled // reused: the zero-copy poll
 	a.start = time.Now()
 	for sent := 0; sent < a.cfg.BatchCount || !a.shared.done(); {
 		sending := sent < a.cfg.BatchCount
@@ -190,13 +194,13 @@ func (a *actor) produceConsumeGroup(ctx context.Context) error {
 			}
 			continue
 		}
-		polled, err := a.client.PollConsumerGroup(ctx, stream, topic, group, wire.NextStrategy(), uint32(claimed), true)
+		err := a.client.PollConsumerGroupInto(ctx, &polled, stream, topic, group, wire.NextStrategy(), uint32(claimed), true)
 		if err != nil {
 			a.shared.settle(claimed, 0)
 			return fmt.Errorf("group poll: %w", err)
 		}
 		done := time.Now()
-		n, bytes, oldestUs := tallyOldest(polled, claimed)
+		n, bytes, oldestUs := tallyOldest(&polled.PolledMessages, claimed)
 		a.shared.settle(claimed, n)
 		if n == 0 {
 			if !sending {

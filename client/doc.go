@@ -83,8 +83,16 @@
 // Concurrency: a Client is safe for concurrent use; requests are serialised
 // by a mutex, one in flight per connection (lockstep, transports.md 1.3).
 // Buffers are reused: a send encodes its batch into the client's frame
-// buffer and allocates nothing per message; a reply is read into a reused
-// buffer and decoded into owned values.
+// buffer and writes it in one call, allocating nothing per message (one
+// allocation per send: the returned confirmations); a reply is read into
+// the connection's reused buffer and decoded into owned values.
+// PollMessages copies the records once into fresh memory, so the result
+// outlives later requests; PollMessagesInto and PollConsumerGroupInto
+// reuse a caller's Polled instead and, on the binary carriages, swap read
+// buffers with it, so a steady consumer neither allocates nor copies per
+// poll (its previous records become invalid). Error-path values
+// (errors.As targets) are kept out of the success path, where they would
+// escape and allocate per request.
 //
 // # Choices where the spec is silent
 //

@@ -159,8 +159,11 @@ func (c *Client) exchange(ctx context.Context, cl call) (reply, error) {
 		}
 		request := c.stamp(cl)
 		rep, err := c.replay(ctx, deadline, *cl.buf, request)
+		if err == nil {
+			return rep, nil // before any errors.As target: those escape, and would allocate per request
+		}
 		var d *DisconnectedError
-		if err == nil || !errors.As(err, &d) || retried || !cl.retry || c.opts.Reconnect.Retries == 0 ||
+		if !errors.As(err, &d) || retried || !cl.retry || c.opts.Reconnect.Retries == 0 ||
 			ctx.Err() != nil || !time.Now().Before(deadline) {
 			return rep, err
 		}
@@ -208,12 +211,11 @@ func (c *Client) replay(ctx context.Context, deadline time.Time, frame []byte, r
 			return reply{}, &DisconnectedError{Written: true, Err: err}
 		}
 		rep, err := readReply(in, request)
-		if err != nil {
-			var pe *ProtocolError
-			var ev *wire.EvictionError
-			if errors.As(err, &ev) || (errors.As(err, &pe) && pe.Dropped) {
-				c.dropConn()
-			}
+		if err == nil {
+			return rep, nil
+		}
+		if endsConn(err) {
+			c.dropConn()
 		}
 		switch code, _ := wire.CodeOf(err); {
 		case code == wire.ErrTransientNotCommitted && transientChannel(err):
@@ -229,6 +231,14 @@ func (c *Client) replay(ctx context.Context, deadline time.Time, frame []byte, r
 			return rep, err
 		}
 	}
+}
+
+// endsConn reports the reply errors after which the connection is
+// dropped: an eviction, or a protocol violation that says so.
+func endsConn(err error) bool {
+	var pe *ProtocolError
+	var ev *wire.EvictionError
+	return errors.As(err, &ev) || (errors.As(err, &pe) && pe.Dropped)
 }
 
 // transientChannel reports whether a transient code came on a channel that

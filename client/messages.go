@@ -29,7 +29,8 @@ func NewMessage(payload []byte) wire.Message {
 // With Options.ServerBalanced, Balanced goes to the server as is.
 // A topic without partitions fails locally with TopicIdNotFound. The
 // messages are sent as given (OriginTimestamp included); the batch is
-// encoded into a reused buffer, nothing is allocated per message.
+// encoded into a reused buffer, nothing is allocated per message, and
+// written in one call.
 func (c *Client) SendMessages(ctx context.Context, stream, topic wire.Identifier, partitioning wire.Partitioning, msgs []wire.Message) (wire.SendConfirmations, error) {
 	if err := partitioning.Validate(); err != nil {
 		return nil, fmt.Errorf("client: %w: %w", wire.ErrInvalidCommand, err)
@@ -60,9 +61,11 @@ func (c *Client) SendMessages(ctx context.Context, stream, topic wire.Identifier
 		}
 		return nil, err
 	}
+	// Decoded by a direct call: through decodeReply's interface the slice
+	// header would escape, one more allocation per send.
 	var out wire.SendConfirmations
-	if err := decodeReply(wire.CodeSendMessages, &out, rep.body); err != nil {
-		return nil, err
+	if err := out.Decode(rep.body); err != nil {
+		return nil, fmt.Errorf("client: %v reply: %w", wire.CodeSendMessages, err)
 	}
 	return out, nil
 }
@@ -108,27 +111,72 @@ func (c *Client) forgetPartitions() {
 
 // PollMessages reads up to count messages (code 100). A plain consumer
 // without a partition reads partition 0; a group consumer needs one
-// (8.4.1). The returned value owns its records (one copy of the reply per
-// poll); iterate them with its Messages method. A group poll answered with
-// the re-sync sentinel returns it as is (PolledMessages.Resync).
+// (8.4.1). The returned value owns its records: one copy of the reply body
+// per poll, into fresh memory (handing over the connection's read buffer
+// instead costs more: the next reply would be read into a fresh, zeroed
+// buffer while the server waits). Iterate the records with its Messages
+// method. A group poll answered with the re-sync sentinel returns it as is
+// (PolledMessages.Resync). A consumer that polls in a loop should use
+// PollMessagesInto, which reuses memory.
 func (c *Client) PollMessages(ctx context.Context, consumer wire.Consumer, stream, topic wire.Identifier, partition wire.OptionalPartition, strategy wire.PollingStrategy, count uint32, autoCommit bool) (*wire.PolledMessages, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.poll(ctx, wire.PollMessages{Consumer: consumer, Stream: stream, Topic: topic, Partition: partition, Strategy: strategy, Count: count, AutoCommit: autoCommit})
+	p := new(Polled)
+	if err := c.PollMessagesInto(ctx, p, consumer, stream, topic, partition, strategy, count, autoCommit); err != nil {
+		return nil, err
+	}
+	return &p.PolledMessages, nil
 }
 
-// poll runs one PollMessages request. Lock held.
-func (c *Client) poll(ctx context.Context, req wire.PollMessages) (*wire.PolledMessages, error) {
-	rep, err := c.run(ctx, req)
+// Polled is a poll result whose memory is reused from poll to poll: the
+// zero value is ready, and PollMessagesInto and PollConsumerGroupInto
+// overwrite it. Its records are valid until it is passed to the next poll;
+// copy what must outlive that.
+type Polled struct {
+	wire.PolledMessages
+	// buf is the memory Records points into: a whole reply frame taken
+	// from the connection, or a copy of the body. The next poll into this
+	// value hands it to the connection as its read buffer.
+	buf []byte
+}
+
+// handOverMin is the smallest reply body taken from the connection rather
+// than copied: below it a copy is cheap, and a small poll must not pin
+// the connection's grown read buffer.
+const handOverMin = 64 << 10
+
+// PollMessagesInto is PollMessages into a reused dst (the zero-copy poll):
+// from its second use on, dst's memory becomes the connection's read
+// buffer and dst takes the buffer the reply arrived in, so a steady
+// consumer allocates and copies nothing per poll (TCP, TLS, QUIC,
+// WebSocket). The first poll into a zero Polled, replies under 64 KiB and
+// the HTTP transport copy the body into dst's memory instead. dst's
+// previous records become invalid; on error dst is empty.
+func (c *Client) PollMessagesInto(ctx context.Context, dst *Polled, consumer wire.Consumer, stream, topic wire.Identifier, partition wire.OptionalPartition, strategy wire.PollingStrategy, count uint32, autoCommit bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.poll(ctx, dst, wire.PollMessages{Consumer: consumer, Stream: stream, Topic: topic, Partition: partition, Strategy: strategy, Count: count, AutoCommit: autoCommit})
+}
+
+// poll runs one PollMessages request into dst. Lock held.
+func (c *Client) poll(ctx context.Context, dst *Polled, req wire.PollMessages) error {
+	dst.PolledMessages = wire.PolledMessages{}
+	if err := req.Validate(); err != nil {
+		return fmt.Errorf("client: %w: %w", wire.ErrInvalidCommand, err)
+	}
+	c.wbuf = req.AppendTo(append(c.wbuf[:0], zeroHeader[:]...))
+	rep, err := c.exchange(ctx, call{code: wire.CodePollMessages, op: wire.OpNonReplicated, buf: &c.wbuf, retry: true})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out := new(wire.PolledMessages)
-	if err := decodeReply(wire.CodePollMessages, out, rep.body); err != nil {
-		return nil, err
+	body := rep.body
+	if s, ok := c.conn.(readBufferSwapper); ok && len(body) >= handOverMin && dst.buf != nil {
+		// body lies in the frame the connection just read: take that
+		// buffer and give the connection dst's old one for the next read.
+		dst.buf = s.SwapReadBuffer(dst.buf)
+	} else {
+		dst.buf = append(dst.buf[:0], body...)
+		body = dst.buf
 	}
-	out.Records = append([]byte(nil), out.Records...)
-	return out, nil
+	return decodeReply(wire.CodePollMessages, &dst.PolledMessages, body)
 }
 
 // Messages collects the messages of a poll into a slice (payloads alias the
@@ -228,8 +276,19 @@ func (c *Client) sync(ctx context.Context, key groupKey) (*wire.Assignment, erro
 // round-robin (8.10): it syncs the assignment when it has none, and when the
 // server answers the re-sync sentinel it syncs once and polls again. The
 // session must have joined the group. A member with no partitions gets an
-// empty result.
+// empty result. The result owns its records (see PollMessages);
+// PollConsumerGroupInto reuses memory.
 func (c *Client) PollConsumerGroup(ctx context.Context, stream, topic, group wire.Identifier, strategy wire.PollingStrategy, count uint32, autoCommit bool) (*wire.PolledMessages, error) {
+	p := new(Polled)
+	if err := c.PollConsumerGroupInto(ctx, p, stream, topic, group, strategy, count, autoCommit); err != nil {
+		return nil, err
+	}
+	return &p.PolledMessages, nil
+}
+
+// PollConsumerGroupInto is PollConsumerGroup into a reused dst, as
+// PollMessagesInto.
+func (c *Client) PollConsumerGroupInto(ctx context.Context, dst *Polled, stream, topic, group wire.Identifier, strategy wire.PollingStrategy, count uint32, autoCommit bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	key := groupKey{stream, topic, group}
@@ -237,19 +296,21 @@ func (c *Client) PollConsumerGroup(ctx context.Context, stream, topic, group wir
 		g := c.groups[key]
 		if g == nil || attempt > 0 {
 			if _, err := c.sync(ctx, key); err != nil {
-				return nil, err
+				dst.PolledMessages = wire.PolledMessages{}
+				return err
 			}
 			g = c.groups[key]
 		}
 		if len(g.partitions) == 0 {
-			return &wire.PolledMessages{}, nil
+			dst.PolledMessages = wire.PolledMessages{}
+			return nil
 		}
 		partition := g.partitions[g.next%len(g.partitions)]
 		g.next++
-		out, err := c.poll(ctx, wire.PollMessages{Consumer: wire.GroupConsumer(group), Stream: stream, Topic: topic,
+		err := c.poll(ctx, dst, wire.PollMessages{Consumer: wire.GroupConsumer(group), Stream: stream, Topic: topic,
 			Partition: wire.Partition(partition), Strategy: strategy, Count: count, AutoCommit: autoCommit})
-		if err != nil || !out.Resync() || attempt > 0 {
-			return out, err
+		if err != nil || !dst.Resync() || attempt > 0 {
+			return err
 		}
 	}
 }

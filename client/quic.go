@@ -210,6 +210,8 @@ func (c *quicConn) WriteFrame(ctx context.Context, deadline time.Time, frame []b
 	return nil
 }
 
+func (c *quicConn) SwapReadBuffer(buf []byte) []byte { return c.frames.swap(buf) }
+
 func (c *quicConn) ReadFrame(ctx context.Context, deadline time.Time) ([]byte, error) {
 	s := c.stream
 	if s == nil {
@@ -217,16 +219,8 @@ func (c *quicConn) ReadFrame(ctx context.Context, deadline time.Time) ([]byte, e
 	}
 	defer watchStream(ctx, deadline, s)()
 	frame, err := c.frames.read(s)
-	var fe *FrameError
-	switch {
-	case errors.As(err, &fe):
-		return nil, err
-	case errors.Is(err, io.EOF):
-		// The server finished the stream without a frame: it abandoned the
-		// request (4.4 step 3, the SDK's EmptyResponse).
-		return nil, fmt.Errorf("client: quic stream ended without a reply frame: %w", io.ErrUnexpectedEOF)
-	case err != nil:
-		return nil, ioErr(ctx, err)
+	if err != nil {
+		return nil, quicReadErr(ctx, err)
 	}
 	// The bytes up to the server's FIN are exactly one frame (4.4 step 3).
 	n, err := io.ReadFull(s, c.probe[:])
@@ -238,6 +232,21 @@ func (c *quicConn) ReadFrame(ctx context.Context, deadline time.Time) ([]byte, e
 	}
 	c.stream = nil
 	return frame, nil
+}
+
+// quicReadErr maps a failed frame read. Kept out of ReadFrame: the
+// errors.As target escapes, and would cost an allocation per read.
+func quicReadErr(ctx context.Context, err error) error {
+	var fe *FrameError
+	switch {
+	case errors.As(err, &fe):
+		return err
+	case errors.Is(err, io.EOF):
+		// The server finished the stream without a frame: it abandoned the
+		// request (4.4 step 3, the SDK's EmptyResponse).
+		return fmt.Errorf("client: quic stream ended without a reply frame: %w", io.ErrUnexpectedEOF)
+	}
+	return ioErr(ctx, err)
 }
 
 // abandon releases a stream whose exchange did not finish.

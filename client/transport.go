@@ -157,6 +157,9 @@ func (c *streamConn) WriteFrame(ctx context.Context, deadline time.Time, frame [
 func (c *streamConn) ReadFrame(ctx context.Context, deadline time.Time) ([]byte, error) {
 	defer c.watch(ctx, deadline)()
 	frame, err := c.frames.read(c.nc)
+	if err == nil {
+		return frame, nil // before the errors.As target, which escapes (an allocation per read)
+	}
 	var fe *FrameError
 	if errors.As(err, &fe) {
 		return nil, err
@@ -208,6 +211,9 @@ const keepReadBuf = 4 << 20
 type frameReader struct {
 	limit uint32
 	rbuf  []byte
+	// last is the frame the last read returned: rbuf's start, or a buffer
+	// of its own when it was larger than keepReadBuf.
+	last []byte
 }
 
 // newFrameReader bounds frames by limit; 0 means wire.DefaultMaxFrameSize.
@@ -219,6 +225,10 @@ func newFrameReader(limit uint32) frameReader {
 }
 
 func (r *frameReader) read(src io.Reader) ([]byte, error) {
+	r.last = nil
+	if cap(r.rbuf) < wire.HeaderSize {
+		r.rbuf = make([]byte, wire.HeaderSize, 4096) // after a swap that left no buffer
+	}
 	head := r.rbuf[:wire.HeaderSize]
 	if _, err := io.ReadFull(src, head); err != nil {
 		return nil, err
@@ -239,5 +249,26 @@ func (r *frameReader) read(src io.Reader) ([]byte, error) {
 	if _, err := io.ReadFull(src, frame[wire.HeaderSize:]); err != nil {
 		return nil, err
 	}
+	r.last = frame
 	return frame, nil
 }
+
+// swap hands over the buffer that holds the frame the last read returned
+// and takes buf as the next read buffer (nil: the next read allocates).
+// The caller owns the returned bytes; the reader keeps no reference.
+func (r *frameReader) swap(buf []byte) []byte {
+	held := r.last
+	r.rbuf, r.last = buf[:0], nil
+	return held
+}
+
+// readBufferSwapper is the optional Conn extension behind the zero-copy
+// poll (PollMessagesInto): SwapReadBuffer hands the caller the buffer that
+// holds the frame the last ReadFrame returned, whole, and takes buf as the
+// buffer of the next read. The binary carriages (TCP, TLS, QUIC,
+// WebSocket) implement it; a Conn without it gets its reply copied.
+type readBufferSwapper interface {
+	SwapReadBuffer(buf []byte) []byte
+}
+
+func (c *streamConn) SwapReadBuffer(buf []byte) []byte { return c.frames.swap(buf) }

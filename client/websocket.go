@@ -114,6 +114,8 @@ func (c *wsConn) WriteFrame(ctx context.Context, deadline time.Time, frame []byt
 	return wsErr(ctx, c.ws.WriteMessage(websocket.BinaryMessage, frame))
 }
 
+func (c *wsConn) SwapReadBuffer(buf []byte) []byte { return c.frames.swap(buf) }
+
 func (c *wsConn) ReadFrame(ctx context.Context, deadline time.Time) ([]byte, error) {
 	defer c.watch(ctx, &deadline)()
 	_ = c.ws.SetReadDeadline(deadline)
@@ -125,16 +127,8 @@ func (c *wsConn) ReadFrame(ctx context.Context, deadline time.Time) ([]byte, err
 		return nil, &ProtocolError{Reason: "reply is not a binary websocket message", Dropped: true}
 	}
 	frame, err := c.frames.read(msg)
-	var fe *FrameError
-	switch {
-	case errors.As(err, &fe):
-		return nil, err
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		// The message reader ends at the message boundary; a lost
-		// connection surfaces as a *websocket.CloseError instead.
-		return nil, &ProtocolError{Reason: "reply message shorter than its frame size", Dropped: true}
-	case err != nil:
-		return nil, c.readErr(ctx, err)
+	if err != nil {
+		return nil, c.frameErr(ctx, err)
 	}
 	// The message must end with the frame (6.3: length == size).
 	switch n, err := io.ReadFull(msg, c.probe[:]); {
@@ -144,6 +138,21 @@ func (c *wsConn) ReadFrame(ctx context.Context, deadline time.Time) ([]byte, err
 		return nil, c.readErr(ctx, err)
 	}
 	return frame, nil
+}
+
+// frameErr maps a failed frame read. Kept out of ReadFrame: the
+// errors.As target escapes, and would cost an allocation per read.
+func (c *wsConn) frameErr(ctx context.Context, err error) error {
+	var fe *FrameError
+	switch {
+	case errors.As(err, &fe):
+		return err
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		// The message reader ends at the message boundary; a lost
+		// connection surfaces as a *websocket.CloseError instead.
+		return &ProtocolError{Reason: "reply message shorter than its frame size", Dropped: true}
+	}
+	return c.readErr(ctx, err)
 }
 
 // readErr maps gorilla's read failures: a message over the read limit is a

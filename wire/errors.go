@@ -39,6 +39,9 @@ func ErrorCodes() []ErrorCode {
 
 // CodeOf extracts the IggyError code carried by err, if any.
 func CodeOf(err error) (ErrorCode, bool) {
+	if err == nil {
+		return 0, false // before the errors.As targets, which escape (an allocation each)
+	}
 	var c ErrorCode
 	if errors.As(err, &c) {
 		return c, true
