@@ -75,6 +75,10 @@ type Config struct {
 	// Live reports whether a replica's node is heard by the node-level
 	// heartbeat (Liveness); nil: every replica is live.
 	Live func(replica uint8) bool
+	// Roster is the group's membership at start (reconfig.go); nil:
+	// epoch 0 with voters 0..ReplicaCount-1. A replica joining a running
+	// group starts with a roster that does not name it.
+	Roster *Roster
 }
 
 func (c *Config) setDefaults() {
@@ -204,6 +208,9 @@ type State struct {
 	// beside it.
 	ViewHead    uint64
 	ViewHeaders []byte
+	// Roster is the replica's membership (reconfig.go): it changes with
+	// the epoch, and a restart must recover the latest one written.
+	Roster Roster
 }
 
 // Recovery is what a restarted replica recovered from durable state
@@ -227,6 +234,8 @@ type Recovery struct {
 	// them again or adopts a view it nacks none of them (6.7's nack is a
 	// proof of absence, which it no longer has).
 	JournalHead uint64
+	// Roster is State.Roster as last persisted (nil: Config.Roster).
+	Roster *Roster
 	// Incarnation is this boot's random u128 (6.12 rule 2; metadata only,
 	// its low bit is forced to 1): the shell draws it anew at every boot.
 	Incarnation wire.U128
@@ -344,6 +353,15 @@ type Replica struct {
 	// (SetOffsetFrontier).
 	offsetFrontier uint64
 
+	// roster is the membership of this replica's epoch; epochOp the op of
+	// the R that opened it (reconfig.go). removed: a roster without this
+	// replica was applied (S6). learnerAck is the highest op each learner
+	// acknowledged to this primary in this epoch.
+	roster     Roster
+	epochOp    uint64
+	removed    bool
+	learnerAck [MaxReplicas]uint64
+
 	ready Ready
 	// Dropped counts peer frames dropped, by reason (13.5).
 	Dropped map[string]uint64
@@ -355,6 +373,10 @@ type Replica struct {
 	// for; ViewsStarted those it started as primary, ViewsAdopted the
 	// StartViews it adopted; Probes the view probes it began.
 	ViewChangesStarted, ViewsStarted, ViewsAdopted, Probes uint64
+	// ReconfigsProposed counts R ops this primary prepared, EpochsEntered
+	// the epochs it entered by applying one, EpochTransfers the state
+	// transfers a frame of a newer epoch asked for (reconfig.go).
+	ReconfigsProposed, EpochsEntered, EpochTransfers uint64
 }
 
 // New returns a fresh replica in view 0, Normal (replica-plane.md 5.1).
@@ -368,7 +390,13 @@ func New(cfg Config) *Replica {
 	r.dvcTimer.after = cfg.ViewChangeRetransmitTicks
 	r.vcStatusTimer.after = cfg.ViewChangeStatusTicks
 	r.rsvTimer.after = cfg.RequestStartViewTicks
-	r.vc.dvcs = make([]*dvcRecord, cfg.ReplicaCount)
+	r.vc.dvcs = make([]*dvcRecord, MaxReplicas)
+	r.roster = DefaultRoster(cfg.ReplicaCount)
+	if cfg.Roster != nil {
+		r.roster = *cfg.Roster
+		r.view, r.logView = FirstView(r.roster.Epoch), FirstView(r.roster.Epoch)
+	}
+	r.durable.Roster, r.persisted.Roster = r.roster, r.roster
 	r.enterNormal()
 	r.startQuiet()
 	return r
@@ -383,7 +411,11 @@ func (r *Replica) Recover(rc Recovery) {
 	assert(r.sequencer == 0 && len(r.log) == 0, "recover on a fresh replica")
 	assert(rc.LogView <= rc.View, "view >= log_view")
 	r.view, r.logView = rc.View, rc.LogView
-	r.durable = State{View: rc.View, LogView: rc.LogView, ViewHead: rc.ViewHead, ViewHeaders: rc.ViewHeaders}
+	if rc.Roster != nil {
+		r.roster = *rc.Roster
+	}
+	r.removed = r.roster.Epoch > 0 && !r.roster.Member(r.cfg.Replica)
+	r.durable = State{View: rc.View, LogView: rc.LogView, ViewHead: rc.ViewHead, ViewHeaders: rc.ViewHeaders, Roster: r.roster}
 	if rc.JournalHead > rc.Commit {
 		r.faultyHead = rc.JournalHead
 	}
@@ -407,7 +439,10 @@ func (r *Replica) Recover(rc Recovery) {
 		r.sequencer, r.lastChecksum = ph.Op, ph.Checksum
 		r.lastTimestamp = max(r.lastTimestamp, ph.Timestamp)
 	}
-	if r.cfg.ReplicaCount == 1 {
+	if r.removed {
+		return
+	}
+	if r.solo() {
 		r.commitMax = r.sequencer
 		r.commitJournal()
 		r.enterNormal()
@@ -467,7 +502,7 @@ func (r *Replica) enterNormal() {
 	r.status = StatusNormal
 	if r.IsPrimary() && !r.ceded {
 		r.heartbeatTimer.stop()
-		if r.cfg.ReplicaCount > 1 {
+		if !r.solo() {
 			r.commitTimer.start()
 		}
 	} else {
@@ -486,7 +521,7 @@ func (r *Replica) Status() Status        { return r.status }
 func (r *Replica) Op() uint64            { return r.sequencer }
 func (r *Replica) CommitMin() uint64     { return r.commitMin }
 func (r *Replica) CommitMax() uint64     { return r.commitMax }
-func (r *Replica) Primary() uint8        { return PrimaryIndex(r.view, r.cfg.ReplicaCount) }
+func (r *Replica) Primary() uint8        { return r.roster.Primary(r.view) }
 func (r *Replica) IsPrimary() bool       { return r.Primary() == r.cfg.Replica }
 func (r *Replica) PipelineLen() int      { return int(r.sequencer - r.commitMin) }
 func (r *Replica) QueueLen() int         { return len(r.queue) }
@@ -512,7 +547,7 @@ func (r *Replica) CaughtUpPrimary() bool {
 func (r *Replica) Ready() Ready {
 	rd := r.ready
 	r.ready = Ready{}
-	cur := State{View: r.view, LogView: r.logView, CommitMax: r.commitMax, ViewHead: r.adoptedTop, ViewHeaders: r.adoptedSuffix}
+	cur := State{View: r.view, LogView: r.logView, CommitMax: r.commitMax, ViewHead: r.adoptedTop, ViewHeaders: r.adoptedSuffix, Roster: r.roster}
 	if r.stateChanged() {
 		if r.stateBackoff == 0 {
 			rd.State = &cur
@@ -565,15 +600,22 @@ func (r *Replica) HasReady() bool {
 // stateChanged: the durable state the shell last took differs from the
 // replica's (commit_max alone does not count, 6.13 rule 2).
 func (r *Replica) stateChanged() bool {
-	return r.view != r.durable.View || r.logView != r.durable.LogView || r.adoptedTop != r.durable.ViewHead
+	return r.view != r.durable.View || r.logView != r.durable.LogView || r.adoptedTop != r.durable.ViewHead ||
+		r.roster != r.durable.Roster
 }
 
 // Submit admits a request at the primary (5.2 rule 3): prepare it now if the
 // prepare queue has room, else queue it, else refuse. nowUs is the wall
 // clock in µs; the prepare timestamp is max(nowUs, last+1) (5.4).
 func (r *Replica) Submit(req Request, nowUs uint64) error {
+	if r.removed {
+		return ErrRemoved
+	}
 	if !r.Leading() {
 		return ErrNotPrimary
+	}
+	if r.pendingReconfig() != 0 {
+		return ErrBusy // S1: nothing above R in its epoch
 	}
 	if len(req.Frame) < wire.HeaderSize {
 		return fmt.Errorf("vsr: request frame shorter than a header")
@@ -696,12 +738,21 @@ func (r *Replica) truncateFrom(op uint64) {
 
 // forward sends a journaled prepare down the chain (4.6).
 func (r *Replica) forward(e *entry) {
-	n := r.cfg.ReplicaCount
-	if n == 1 || e.hdr.Op <= r.commitMin || r.status != StatusNormal {
+	if r.solo() || e.hdr.Op <= r.commitMin || r.status != StatusNormal {
 		return // outside Normal a forward would restamp it into a view that may have discarded it
 	}
-	next := uint8((int(r.cfg.Replica) + 1) % n)
-	if next == PrimaryIndex(e.hdr.View, n) {
+	if r.IsPrimary() {
+		for id := uint8(0); id < MaxReplicas; id++ {
+			if r.roster.Learner(id) {
+				r.sendPrepare(id, e) // learners are off the chain: from the primary (S5)
+			}
+		}
+	}
+	if !r.voter() {
+		return
+	}
+	next := r.roster.next(r.cfg.Replica)
+	if next == r.cfg.Replica || next == r.roster.Primary(e.hdr.View) {
 		return
 	}
 	r.sendPrepare(next, e)
@@ -756,6 +807,9 @@ func (r *Replica) Step(frame []byte) {
 		r.wake() // any input wakes a quiet group (quiesce.go rule 3)
 	}
 	h := wire.HeaderOf(frame)
+	if !r.fence(h) {
+		return
+	}
 	switch h.Command() {
 	case wire.CmdPrepare:
 		r.onPrepare(frame)
@@ -904,6 +958,13 @@ func (r *Replica) JournalHeadAfter(op uint64) uint64 { return max(op, r.faultyHe
 // yet; dropping the primary's retransmissions would leave those ops
 // without a quorum while the other backup is away.
 func (r *Replica) ackHeld(p wire.PrepareHeader) {
+	if r.Learner() && r.status == StatusNormal {
+		// A learner's acknowledgement is in no quorum (S5): it only tells
+		// the primary this learner has the state up to op, which it has
+		// applied (or installed) even when the frame did not travel.
+		r.ackPrepare(p)
+		return
+	}
 	f := r.frameAt(p.Op)
 	// The op at commit_min is applied here with a known identity even when
 	// its frame is gone (a restart recovered the commit point from the
@@ -922,9 +983,13 @@ func (r *Replica) onPrepareOk(ok wire.PrepareOkHeader) {
 		r.drop("prepare_ok not for this primary, view or group")
 		return
 	}
-	if int(ok.Replica) >= r.cfg.ReplicaCount {
+	if !r.roster.Member(ok.Replica) {
 		r.drop("prepare_ok from an unknown replica")
 		return
+	}
+	if r.roster.Learner(ok.Replica) && ok.Op > r.learnerAck[ok.Replica] {
+		r.learnerAck[ok.Replica] = ok.Op
+		defer r.maybePromote()
 	}
 	r.learnCommit(ok.Commit)
 	e := r.log[ok.Op]
@@ -961,7 +1026,7 @@ func (r *Replica) onPrepareOk(ok wire.PrepareOkHeader) {
 // replicated reports whether acks (a bit per replica) are a replication
 // quorum.
 func (r *Replica) replicated(acks uint32) bool {
-	return bits.OnesCount32(acks) >= QuorumReplication(r.cfg.ReplicaCount)
+	return bits.OnesCount32(acks&r.roster.Voters) >= QuorumReplication(r.roster.N()) // S5: learners count for nothing
 }
 
 // learnCommit takes a backup's commit_max from its PrepareOk of this view
@@ -997,7 +1062,7 @@ func (r *Replica) commitPipeline() {
 	} else {
 		r.prepareTimer.start()
 	}
-	for len(r.queue) > 0 && r.PipelineLen() < r.cfg.PrepareQueueDepth {
+	for len(r.queue) > 0 && r.PipelineLen() < r.cfg.PrepareQueueDepth && r.pendingReconfig() == 0 {
 		req := r.queue[0]
 		r.queue[0] = Request{}
 		r.queue = r.queue[1:]
@@ -1008,12 +1073,15 @@ func (r *Replica) commitPipeline() {
 func (r *Replica) emitCommit(op uint64, e *entry) {
 	r.ready.Commit = append(r.ready.Commit, Committed{Op: op, Frame: e.frame, Tag: e.tag})
 	delete(r.log, op)
-	if r.cfg.ReplicaCount > 1 {
+	if !r.solo() || r.roster.Epoch > 0 {
 		r.retained.keep(op, e.frame, r.cfg.RetainOps, r.cfg.RetainBytes)
 	}
 	r.commitMin = op
 	r.committedChecksum = e.hdr.Checksum
 	assert(r.commitMin <= r.commitMax, "commit_min <= commit_max")
+	if ro, ok := RosterOf(e.frame); ok {
+		r.enterEpoch(ro, op)
+	}
 }
 
 // commitJournal is the backup form of 5.9: apply journaled ops up to
@@ -1048,7 +1116,7 @@ func (r *Replica) onCommit(c wire.CommitHeader) {
 		switch {
 		case c.View > r.view:
 			r.observedNewerView = max(r.observedNewerView, c.View)
-		case r.Leading() && c.View < r.view && c.Replica == PrimaryIndex(c.View, r.cfg.ReplicaCount) && c.Replica != r.cfg.Replica:
+		case r.Leading() && c.View < r.view && c.Replica == r.roster.Primary(c.View) && c.Replica != r.cfg.Replica:
 			// A stale primary still heartbeats: tell everyone the view
 			// (5.10 rule 3).
 			r.broadcast(r.startViewFrame(wire.U128{}))
@@ -1081,6 +1149,9 @@ func (r *Replica) onCommit(c wire.CommitHeader) {
 
 // Tick advances virtual time by one 10 ms tick (4.7).
 func (r *Replica) Tick() {
+	if !r.Member() {
+		return // removed or not yet joined: nothing runs on time
+	}
 	if r.prepareTimer.tick() {
 		r.onPrepareTimeout()
 	}
@@ -1108,7 +1179,7 @@ func (r *Replica) Tick() {
 
 // primaryGone is 6.2 rule 1: a silent primary.
 func (r *Replica) primaryGone() {
-	if r.observedNewerView > r.view {
+	if r.observedNewerView > r.view || !r.voter() {
 		r.startProbe()
 	} else {
 		r.beginViewChange(r.view + 1)
@@ -1126,8 +1197,8 @@ func (r *Replica) onPrepareTimeout() {
 		if e == nil || e.quorum || !e.journaled {
 			continue
 		}
-		for rep := 0; rep < r.cfg.ReplicaCount; rep++ {
-			if e.acks&(1<<rep) != 0 {
+		for rep := 0; rep < MaxReplicas; rep++ {
+			if e.acks&(1<<rep) != 0 || !r.roster.Member(uint8(rep)) {
 				continue
 			}
 			if uint8(rep) == r.cfg.Replica {
@@ -1142,7 +1213,7 @@ func (r *Replica) onPrepareTimeout() {
 
 // onCommitTimeout broadcasts the commit heartbeat (5.10 rules 1-2).
 func (r *Replica) onCommitTimeout() {
-	if !r.Leading() || r.cfg.ReplicaCount == 1 {
+	if !r.Leading() || r.solo() {
 		return
 	}
 	if r.observedNewerView > r.view {
@@ -1154,8 +1225,10 @@ func (r *Replica) onCommitTimeout() {
 	}
 	r.commitTimer.start()
 	r.heartbeat++
-	for rep := 0; rep < r.cfg.ReplicaCount; rep++ {
-		if uint8(rep) == r.cfg.Replica {
+	r.nudgeLearners()
+	r.maybePromote()
+	for rep := 0; rep < MaxReplicas; rep++ {
+		if uint8(rep) == r.cfg.Replica || !r.roster.Member(uint8(rep)) {
 			continue
 		}
 		c := wire.CommitHeader{Cluster: r.cfg.Cluster, View: r.view, Replica: r.cfg.Replica,
