@@ -210,7 +210,11 @@ type State struct {
 	ViewHeaders []byte
 	// Roster is the replica's membership (reconfig.go): it changes with
 	// the epoch, and a restart must recover the latest one written.
-	Roster Roster
+	// EpochOp is the op of the R that opened it (or the installed state
+	// that applied it): a restart replays its journal to at least there,
+	// since the epoch holds everything up to it committed (S4).
+	Roster  Roster
+	EpochOp uint64
 }
 
 // Recovery is what a restarted replica recovered from durable state
@@ -234,8 +238,12 @@ type Recovery struct {
 	// them again or adopts a view it nacks none of them (6.7's nack is a
 	// proof of absence, which it no longer has).
 	JournalHead uint64
-	// Roster is State.Roster as last persisted (nil: Config.Roster).
-	Roster *Roster
+	// Roster is State.Roster as last persisted, or the roster the replay
+	// of the journal applied when that is newer (nil: Config.Roster);
+	// EpochOp is State.EpochOp, or the op of that replayed R. Commit must
+	// be at least EpochOp.
+	Roster  *Roster
+	EpochOp uint64
 	// Incarnation is this boot's random u128 (6.12 rule 2; metadata only,
 	// its low bit is forced to 1): the shell draws it anew at every boot.
 	Incarnation wire.U128
@@ -412,10 +420,17 @@ func (r *Replica) Recover(rc Recovery) {
 	assert(rc.LogView <= rc.View, "view >= log_view")
 	r.view, r.logView = rc.View, rc.LogView
 	if rc.Roster != nil {
-		r.roster = *rc.Roster
+		r.roster, r.epochOp = *rc.Roster, rc.EpochOp
+		assert(rc.Commit >= rc.EpochOp, "a restart replays at least to its epoch's R")
+		if EpochOf(r.view) < r.roster.Epoch {
+			// The replay applied an R the superblock had not recorded:
+			// the epoch's first view (S4), its old-epoch view state gone.
+			r.view, r.logView = FirstView(r.roster.Epoch), FirstView(r.roster.Epoch)
+			rc.ViewHead, rc.ViewHeaders = 0, nil
+		}
 	}
 	r.removed = r.roster.Epoch > 0 && !r.roster.Member(r.cfg.Replica)
-	r.durable = State{View: rc.View, LogView: rc.LogView, ViewHead: rc.ViewHead, ViewHeaders: rc.ViewHeaders, Roster: r.roster}
+	r.durable = State{View: r.view, LogView: r.logView, ViewHead: rc.ViewHead, ViewHeaders: rc.ViewHeaders, Roster: r.roster, EpochOp: r.epochOp}
 	if rc.JournalHead > rc.Commit {
 		r.faultyHead = rc.JournalHead
 	}
@@ -432,7 +447,10 @@ func (r *Replica) Recover(rc Recovery) {
 	}
 	for _, f := range rc.Journal {
 		ph := wire.HeaderOf(f).Prepare()
-		if ph.Op != r.sequencer+1 || ph.Parent != r.lastChecksum {
+		// A zero parent is the unsealed link of 2.5 rule 3: a primary whose
+		// head came by state transfer (which does not carry its identity)
+		// builds on it; cmd/sim --reconfig seed 742 restarted over one.
+		if ph.Op != r.sequencer+1 || ph.Parent != r.lastChecksum && !ph.Parent.IsZero() {
 			assert(false, fmt.Sprintf("recovered journal is contiguous and chained: op %d after %d", ph.Op, r.sequencer))
 		}
 		r.log[ph.Op] = &entry{frame: f, hdr: ph, journaled: true}
@@ -547,7 +565,7 @@ func (r *Replica) CaughtUpPrimary() bool {
 func (r *Replica) Ready() Ready {
 	rd := r.ready
 	r.ready = Ready{}
-	cur := State{View: r.view, LogView: r.logView, CommitMax: r.commitMax, ViewHead: r.adoptedTop, ViewHeaders: r.adoptedSuffix, Roster: r.roster}
+	cur := State{View: r.view, LogView: r.logView, CommitMax: r.commitMax, ViewHead: r.adoptedTop, ViewHeaders: r.adoptedSuffix, Roster: r.roster, EpochOp: r.epochOp}
 	if r.stateChanged() {
 		if r.stateBackoff == 0 {
 			rd.State = &cur
@@ -1052,7 +1070,7 @@ func (r *Replica) learnCommit(commit uint64) {
 // commitPipeline commits the primary's pipeline prefix (5.9 primary form)
 // and promotes queued requests into free slots (5.2 rule 5).
 func (r *Replica) commitPipeline() {
-	for op := r.commitMin + 1; op <= r.commitMax; op++ {
+	for op, epoch := r.commitMin+1, r.roster.Epoch; op <= r.commitMax && epoch == r.roster.Epoch; op++ {
 		e := r.log[op]
 		assert(e != nil && e.journaled, "committed op is journaled")
 		r.emitCommit(op, e)
@@ -1091,7 +1109,7 @@ func (r *Replica) commitJournal() {
 		return
 	}
 	r.advanceSequencer() // over repaired entries journaled above a hole that is now filled
-	for op := r.commitMin + 1; op <= min(r.commitMax, r.sequencer); op++ {
+	for op, epoch := r.commitMin+1, r.roster.Epoch; op <= min(r.commitMax, r.sequencer) && epoch == r.roster.Epoch; op++ {
 		e := r.log[op]
 		if e == nil || !e.journaled {
 			return
@@ -1144,6 +1162,12 @@ func (r *Replica) onCommit(c wire.CommitHeader) {
 	}
 	r.commitMax = max(r.commitMax, c.Commit)
 	r.commitJournal()
+	if r.Learner() && c.Commit > 0 && r.commitMin >= c.Commit && r.roster.Learner(r.cfg.Replica) {
+		// S5: tell the primary this learner holds its commit point, the
+		// signal promotion waits for, even when the primary has no frame
+		// there to resend (its own state came by transfer).
+		r.ackPrepare(wire.PrepareHeader{Op: r.commitMin})
+	}
 	r.maybeRepair()
 }
 

@@ -343,6 +343,9 @@ func (r *Replica) electProgress() {
 	r.reconcile(m.header, max(m.opHead, r.commitMin), false, 0)
 	r.emitRepaired()
 	r.commitJournal()
+	if r.vc.merged != m {
+		return // the commit walk applied an R: the view change is of an epoch left (S4)
+	}
 	missing := uint64(0)
 	for op := r.commitMin + 1; op <= m.opHead; op++ {
 		if e := r.log[op]; e == nil || !e.journaled {
@@ -420,7 +423,11 @@ func (r *Replica) startView() {
 		e := r.log[op]
 		e.acks, e.quorum, e.repaired = 1<<r.cfg.Replica, false, false
 	}
+	epoch := r.roster.Epoch
 	r.commitJournal()
+	if r.roster.Epoch != epoch {
+		return // the merged log committed an R: the epoch's first view follows (S4)
+	}
 	if r.PipelineLen() > 0 {
 		r.prepareTimer.start()
 	}
