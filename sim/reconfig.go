@@ -255,14 +255,15 @@ func (g *group) settledMembers(l int) bool {
 	return true
 }
 
-// servesTransferTo: besides a caught-up primary, any member of a newer
-// epoch than the requester's serves it its committed state (S3).
+// servesTransferTo: besides a caught-up primary, any replica of a newer
+// epoch than the requester's, removed ones included, serves it its
+// committed state (S3, S6).
 func (g *group) servesTransferTo(server, requester int) bool {
 	s, q := g.reps[server].core, g.reps[requester].core
 	if s.CaughtUpPrimary() {
 		return true
 	}
-	return g.r.plan != nil && s.Member() && s.Epoch() > q.Epoch() && s.CommitMin() > 0
+	return g.r.plan != nil && s.Epoch() > q.Epoch() && s.CommitMin() > 0 // a removed replica too (S6)
 }
 
 // rosterAt is the roster an installed offer applied: the last R in it.
@@ -276,4 +277,75 @@ func rosterAt(ops []applied, initial vsr.Roster) vsr.Roster {
 		}
 	}
 	return initial
+}
+
+// changing reports whether a membership change is under way: the plan
+// has asked for a target not yet reached, or the replicas stand in
+// different epochs.
+func (r *run) changing() bool {
+	p := r.plan
+	if p == nil {
+		return false
+	}
+	if !p.done() && r.now >= p.at[p.step] {
+		return true
+	}
+	epoch := -1
+	for _, rp := range r.groups[0].reps {
+		if rp.core.Removed() {
+			continue
+		}
+		if e := int(rp.core.Epoch()); epoch >= 0 && e != epoch || rp.core.Roster().Changing() {
+			return true
+		} else {
+			epoch = e
+		}
+	}
+	return false
+}
+
+// countCrash counts the crash of node i (just taken down) against a
+// change in progress.
+func (r *run) countCrash(i int) {
+	if !r.changing() {
+		return
+	}
+	rp := r.groups[0].reps[i]
+	if rp.core.Leading() {
+		r.res.PrimaryCrashesMidChange++
+		r.event(i, "the primary goes down mid-change")
+	}
+	if rp.transfer != nil {
+		r.res.TransferCrashes++
+		r.event(i, "goes down during its state transfer")
+	}
+}
+
+// countSplit counts a partition that cuts an old voter (of the oldest
+// epoch in use) from a member the change brings in.
+func (r *run) countSplit() {
+	if !r.changing() {
+		return
+	}
+	g := r.groups[0]
+	oldest, newest := vsr.Roster{Epoch: ^uint32(0)}, vsr.Roster{}
+	for _, rp := range g.reps {
+		if ro := rp.core.Roster(); !rp.core.Removed() && ro.Voters != 0 {
+			if ro.Epoch < oldest.Epoch {
+				oldest = ro
+			}
+			if ro.Epoch >= newest.Epoch {
+				newest = ro
+			}
+		}
+	}
+	incoming := (newest.Target | newest.Members()) &^ oldest.Voters
+	for a := range r.nodes {
+		for b := range r.nodes {
+			if oldest.Voters&(1<<a) != 0 && incoming&(1<<b) != 0 && (r.net.links[a][b].cut || r.net.links[b][a].cut) {
+				r.res.OldNewSplits++
+				return
+			}
+		}
+	}
 }

@@ -133,11 +133,15 @@ type Result struct {
 	Naps uint64
 	// JournalFailures counts injected journal append failures.
 	JournalFailures int
-	// Epochs is the final epoch of a reconfiguring run.
-	Epochs     int
-	Net        NetStats
-	Violations []string
-	Timeline   []Event
+	// Epochs is the final epoch of a reconfiguring run; the faults that
+	// met a change in progress: crashes of its primary, crashes of a
+	// replica during its state transfer, and partitions that cut an old
+	// voter from a new member.
+	Epochs                                                 int
+	PrimaryCrashesMidChange, TransferCrashes, OldNewSplits int
+	Net                                                    NetStats
+	Violations                                             []string
+	Timeline                                               []Event
 	// Digest is a hash of the timeline and every replica's applied ops:
 	// the same seed must give the same digest.
 	Digest uint64
@@ -431,6 +435,7 @@ func (r *run) step() {
 	if r.net.split != split {
 		if r.net.split {
 			r.event(-1, "partition: %s", r.net.describe())
+			r.countSplit()
 		} else {
 			r.event(-1, "partition healed")
 		}
@@ -620,6 +625,7 @@ func (r *run) crash(i int) {
 		rp.headAtCrash = rp.core.Op()
 	}
 	r.res.Crashes++
+	r.countCrash(i)
 	c := r.groups[0].reps[i].core
 	r.event(i, "down (view %d, %s, commit %d)", c.View(), c.Status(), c.CommitMin())
 	if r.cfg.CrashLosesMemory {
@@ -674,7 +680,7 @@ func (g *group) bringUp(i int, restart bool) {
 	rc := vsr.Recovery{View: rp.state.View, LogView: rp.state.LogView, CommitMax: rp.state.CommitMax, ViewHead: rp.state.ViewHead, ViewHeaders: rp.state.ViewHeaders,
 		Incarnation: wire.U128{Lo: r.rng.Uint64(), Hi: r.rng.Uint64()}} // fresh at every boot (6.12 rule 2)
 	if ro := rp.state.Roster; ro.Voters != 0 {
-		rc.Roster, rc.EpochOp = &ro, rp.state.EpochOp // kept beside the superblock, as State says
+		rc.Roster, rc.EpochOp, rc.Removed = &ro, rp.state.EpochOp, rp.state.Removed // kept beside the superblock, as State says
 	}
 	if r.cfg.PartitionPlane {
 		// The segments hold every applied batch, and the shell recorded
@@ -720,7 +726,8 @@ func (g *group) bringUp(i int, restart bool) {
 			for j := len(rp.applied) - 1; j >= 0; j-- {
 				if ro, ok := vsr.RosterOf(rp.applied[j].frame); ok {
 					if rc.Roster == nil || ro.Epoch > rc.Roster.Epoch {
-						rc.Roster, rc.EpochOp = &ro, rp.applied[j].op
+						was := rc.Removed || rc.Roster != nil && rc.Roster.Member(uint8(i))
+						rc.Roster, rc.EpochOp, rc.Removed = &ro, rp.applied[j].op, was && !ro.Member(uint8(i))
 					}
 					break
 				}

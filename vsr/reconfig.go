@@ -111,8 +111,10 @@ import (
 //	   probes (RequestStartView) rather than elects. Promotion is R2, an
 //	   op committed by the voters of the learner epoch.
 //	S6 Removed. A replica applying (or installing) a roster without it is
-//	   removed: it serves repair (RequestPrepares) to the members still
-//	   catching up, takes part in nothing else, answers Submit with
+//	   removed: it serves repair (RequestPrepares) and state transfer to
+//	   the members still catching up, answers frames of older epochs with
+//	   the hint of S3 (it may be the only replica that applied the R its
+//	   old group needs), takes part in nothing else, answers Submit with
 //	   ErrRemoved, and says so (Removed); its shell keeps it up until the
 //	   new epoch's members hold the log (VSR-revisited's "the old group
 //	   stays up"), then stops it.
@@ -415,7 +417,7 @@ func (r *Replica) enterEpoch(ro Roster, op uint64) {
 	}
 	r.switchRoster(ro, op)
 	r.EpochsEntered++
-	if r.removed {
+	if !r.Member() {
 		return
 	}
 	r.view, r.logView = FirstView(ro.Epoch), FirstView(ro.Epoch)
@@ -429,18 +431,22 @@ func (r *Replica) enterEpoch(ro Roster, op uint64) {
 func (r *Replica) switchRoster(ro Roster, op uint64) {
 	r.leaveQuiet()
 	r.resetViewChange()
-	r.roster, r.epochOp = ro, op
 	r.adopted, r.adoptedTop, r.adoptedSuffix, r.knownHead, r.faultyHead = nil, 0, nil, 0, 0
 	r.recoveryBarrier, r.primaryBeat, r.ceded, r.observedNewerView = 0, 0, false, 0
 	r.probeAttempts, r.probing, r.probingViewMax, r.escalations = 0, 0, 0, 0
 	r.learnerAck = [MaxReplicas]uint64{}
+	wasMember := r.removed || r.roster.Member(r.cfg.Replica)
+	r.roster, r.epochOp = ro, op
+	r.removed = false
 	r.svcTimer.stop()
 	r.dvcTimer.stop()
 	r.vcStatusTimer.stop()
 	r.rsvTimer.stop()
 	r.prepareTimer.stop()
 	if !ro.Member(r.cfg.Replica) {
-		r.removed = true
+		// A joiner installing a state from before its epoch stays a
+		// joiner; a member leaves for good (until a roster names it again).
+		r.removed = wasMember
 		r.heartbeatTimer.stop()
 		r.commitTimer.stop()
 		r.view, r.logView = FirstView(ro.Epoch), FirstView(ro.Epoch)
@@ -480,7 +486,9 @@ func (r *Replica) fence(h *wire.Header) bool {
 		return false
 	case e > r.roster.Epoch:
 		r.drop("frame of a newer epoch")
-		if !r.removed && from < MaxReplicas && from != r.cfg.Replica && !r.transferring && r.NeedTransfer < 0 {
+		if from < MaxReplicas && from != r.cfg.Replica && !r.transferring && r.NeedTransfer < 0 {
+			// A removed replica too: only members get frames of newer
+			// epochs, so it has been named again.
 			r.NeedTransfer = int(from) // S3: catch up by state transfer
 			r.EpochTransfers++
 		}
@@ -492,8 +500,13 @@ func (r *Replica) fence(h *wire.Header) bool {
 // epochHint answers a frame of an older epoch with a Commit heartbeat of
 // the current view (TimestampMonotonic 0: never a heartbeat that resets
 // anyone's timer), which the laggard reads as "a newer epoch exists".
+//
+// A removed replica answers too: it may be the only one left that applied
+// the R its old group needs (the others missed the last heartbeat, and
+// without it they cannot finish a view change of the old epoch), so it
+// hints and serves the transfer (S6).
 func (r *Replica) epochHint(to uint8) {
-	if to >= MaxReplicas || to == r.cfg.Replica || r.removed {
+	if to >= MaxReplicas || to == r.cfg.Replica {
 		return
 	}
 	c := wire.CommitHeader{Cluster: r.cfg.Cluster, View: r.view, Replica: r.cfg.Replica, Commit: r.commitMin, Group: r.cfg.Group}
@@ -531,8 +544,8 @@ func (r *Replica) InstalledEpoch(snapshotOp, commitMax uint64, ro Roster) {
 	r.repair = repairSession{}
 	r.refusedInARow, r.repairBackoff = 0, 0
 	r.switchRoster(ro, snapshotOp)
-	if r.removed {
-		return
+	if !r.Member() {
+		return // removed, or a joiner not named yet: the next epoch's frames bring it on
 	}
 	r.view, r.logView = FirstView(ro.Epoch), FirstView(ro.Epoch)
 	r.startProbe()

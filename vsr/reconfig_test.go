@@ -350,8 +350,22 @@ func TestRecoveredRosterPicksThePrimary(t *testing.T) {
 		t.Fatalf("state roster %v", rd.State.Roster)
 	}
 	gone := New(Config{Replica: 0, ReplicaCount: 4, Group: 5})
-	gone.Recover(Recovery{View: FirstView(1), LogView: FirstView(1), Roster: &ro})
+	gone.Recover(Recovery{View: FirstView(1), LogView: FirstView(1), Roster: &ro, Removed: true})
 	if !gone.Removed() {
-		t.Fatal("a replica restarted with a roster without it must stay removed")
+		t.Fatal("a replica restarted removed must stay removed")
+	}
+	// S6: a joiner that installed a state from before the epoch naming it
+	// is not removed: the epoch that adds it must still reach it.
+	joiner := New(Config{Replica: 0, ReplicaCount: 4, Group: 5})
+	joiner.Recover(Recovery{View: FirstView(1), LogView: FirstView(1), Roster: &ro})
+	if joiner.Removed() || joiner.Member() {
+		t.Fatal("a joiner not named yet is neither removed nor a member")
+	}
+	s := wire.CommitHeader{View: FirstView(2), Replica: 1, Group: 5, Commit: 9}
+	head := make([]byte, wire.HeaderSize)
+	s.Encode(wire.HeaderOf(head))
+	joiner.Step(head)
+	if joiner.NeedTransfer != 1 {
+		t.Fatalf("a joiner hearing a newer epoch must transfer (need %d)", joiner.NeedTransfer)
 	}
 }

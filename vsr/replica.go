@@ -215,6 +215,10 @@ type State struct {
 	// since the epoch holds everything up to it committed (S4).
 	Roster  Roster
 	EpochOp uint64
+	// Removed: a roster without this replica was applied after one with
+	// it (S6). A joiner's roster names no voter it is, yet it is not
+	// removed: only this flag tells them apart after a restart.
+	Removed bool
 }
 
 // Recovery is what a restarted replica recovered from durable state
@@ -244,6 +248,7 @@ type Recovery struct {
 	// be at least EpochOp.
 	Roster  *Roster
 	EpochOp uint64
+	Removed bool // State.Removed (or the replayed R removed it)
 	// Incarnation is this boot's random u128 (6.12 rule 2; metadata only,
 	// its low bit is forced to 1): the shell draws it anew at every boot.
 	Incarnation wire.U128
@@ -429,8 +434,8 @@ func (r *Replica) Recover(rc Recovery) {
 			rc.ViewHead, rc.ViewHeaders = 0, nil
 		}
 	}
-	r.removed = r.roster.Epoch > 0 && !r.roster.Member(r.cfg.Replica)
-	r.durable = State{View: r.view, LogView: r.logView, ViewHead: rc.ViewHead, ViewHeaders: rc.ViewHeaders, Roster: r.roster, EpochOp: r.epochOp}
+	r.removed = rc.Removed && !r.roster.Member(r.cfg.Replica)
+	r.durable = State{View: r.view, LogView: r.logView, ViewHead: rc.ViewHead, ViewHeaders: rc.ViewHeaders, Roster: r.roster, EpochOp: r.epochOp, Removed: r.removed}
 	if rc.JournalHead > rc.Commit {
 		r.faultyHead = rc.JournalHead
 	}
@@ -565,7 +570,7 @@ func (r *Replica) CaughtUpPrimary() bool {
 func (r *Replica) Ready() Ready {
 	rd := r.ready
 	r.ready = Ready{}
-	cur := State{View: r.view, LogView: r.logView, CommitMax: r.commitMax, ViewHead: r.adoptedTop, ViewHeaders: r.adoptedSuffix, Roster: r.roster, EpochOp: r.epochOp}
+	cur := State{View: r.view, LogView: r.logView, CommitMax: r.commitMax, ViewHead: r.adoptedTop, ViewHeaders: r.adoptedSuffix, Roster: r.roster, EpochOp: r.epochOp, Removed: r.removed}
 	if r.stateChanged() {
 		if r.stateBackoff == 0 {
 			rd.State = &cur
@@ -619,7 +624,7 @@ func (r *Replica) HasReady() bool {
 // replica's (commit_max alone does not count, 6.13 rule 2).
 func (r *Replica) stateChanged() bool {
 	return r.view != r.durable.View || r.logView != r.durable.LogView || r.adoptedTop != r.durable.ViewHead ||
-		r.roster != r.durable.Roster
+		r.roster != r.durable.Roster || r.removed != r.durable.Removed
 }
 
 // Submit admits a request at the primary (5.2 rule 3): prepare it now if the
@@ -1064,6 +1069,15 @@ func (r *Replica) learnCommit(commit uint64) {
 		}
 	}
 	r.commitMax = commit
+	if r.pendingReconfig() != 0 {
+		// Entries above that reached their quorum before commit_max got
+		// here would wait for the next quorum to rescan them; behind an R
+		// no next op comes (S1), so rescan now (cmd/sim --reconfig seed
+		// 3724). Without an R the next op's quorum does it, as before.
+		for e := r.log[r.commitMax+1]; e != nil && e.quorum; e = r.log[r.commitMax+1] {
+			r.commitMax++
+		}
+	}
 	r.commitPipeline()
 }
 

@@ -53,7 +53,7 @@ func main() {
 	start := time.Now()
 	failed, journalFailures := 0, 0
 	var ops, repairs, highestView uint64
-	viewChanged, transfers, epochs := 0, 0, 0
+	viewChanged, transfers, epochs, primaryCrashes, transferCrashes, splits := 0, 0, 0, 0, 0, 0
 	for s := *seed; s < *seed+uint64(*seeds); s++ {
 		cfg := sim.FaultsFor(s)
 		if *groups > 1 {
@@ -87,6 +87,9 @@ func main() {
 		}
 		transfers += res.Transfers
 		epochs += res.Epochs
+		primaryCrashes += res.PrimaryCrashesMidChange
+		transferCrashes += res.TransferCrashes
+		splits += res.OldNewSplits
 		highestView = max(highestView, res.ViewChanges)
 		journalFailures += res.JournalFailures
 		if *timeline || *seeds == 1 {
@@ -109,7 +112,8 @@ func main() {
 		*seeds, failed, ops, repairs, journalFailures, float64(*seeds)/took.Minutes(), took.Round(time.Millisecond))
 	fmt.Printf("%d seeds saw a view change (highest view %d), %d state transfers installed\n", viewChanged, highestView, transfers)
 	if *reconfig {
-		fmt.Printf("%d epochs entered over all seeds\n", epochs)
+		fmt.Printf("%d epochs entered over all seeds; during a change: %d primary crashes, %d crashes mid-transfer, %d partitions between old and new members\n",
+			epochs, primaryCrashes, transferCrashes, splits)
 	}
 	if failed > 0 {
 		os.Exit(1)
