@@ -22,7 +22,9 @@ import (
 // Body: the vsr roster (20 bytes), u16 node count, then per node in
 // ascending id order: u8 id, u16 address length, the address (UTF-8,
 // host:port, at most 255 bytes). Every voter and learner has exactly one
-// entry and no other id does.
+// entry; entries of other ids are dropped (the core proposes the R2 that
+// ends a change with the trailer of R1, which still names the nodes R2
+// removes).
 
 // RosterNode is one node of the roster.
 type RosterNode struct {
@@ -109,9 +111,10 @@ func DecodeRoster(b []byte) (Roster, error) {
 		return Roster{}, fmt.Errorf("metadata: roster: %v", r.Err())
 	case r.Len() != 0:
 		return Roster{}, fmt.Errorf("metadata: roster: %d trailing bytes", r.Len())
-	case named != ro.Members():
+	case named&ro.Members() != ro.Members():
 		return Roster{}, fmt.Errorf("metadata: roster names nodes %b, its members are %b", named, ro.Members())
 	}
+	out.Nodes = slices.DeleteFunc(out.Nodes, func(n RosterNode) bool { return !ro.Member(n.ID) })
 	return out, nil
 }
 

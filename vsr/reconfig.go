@@ -132,15 +132,13 @@ import (
 //
 // # What is left (for the next sessions)
 //
-//   - The metadata group's roster op with addresses and roles
-//     (metadata/), the partition groups following it one at a time.
-//   - The actor shell: persisting State.Roster beside the superblock
-//     (9.2 has no room), passing it back in Recovery.Roster, serving a
-//     state transfer to a replica of an older epoch from any member (not
-//     only the primary), stopping a Removed replica after its drain,
-//     dialing new members (plane/replica).
-//   - Admin commands (codes outside the spec's ranges), the CLI, metrics
-//     and the timeline; the e2e and docker experiments.
+// docs/reconfiguration.md is the map: the actor shell (durable roster,
+// joiners, links to new nodes, transfers to older epochs from any
+// replica, partition groups following the metadata group one at a time,
+// the removed node's drain), the admin commands (9001-9004, outside the
+// spec's codes), the CLI, metrics, the timeline and the e2e and docker
+// experiments. The metadata group's roster with addresses is
+// metadata/roster.go (ReconfigureWith carries it).
 
 // EpochShift splits a view into its epoch (high 8 bits) and the view
 // within the epoch (low 24 bits).
@@ -270,13 +268,21 @@ func DecodeRoster(b []byte) (Roster, error) {
 }
 
 // RosterOf decodes the roster a committed OpReconfigure frame carries
-// (ok false for any other op).
+// (ok false for any other op); RosterTrailer is the rest of its body.
 func RosterOf(frame []byte) (Roster, bool) {
 	if len(frame) < wire.HeaderSize || wire.HeaderOf(frame).Prepare().Operation != wire.OpReconfigure {
 		return Roster{}, false
 	}
 	ro, err := DecodeRoster(frame[wire.HeaderSize:])
 	return ro, err == nil
+}
+
+// RosterTrailer is the shell's part of an OpReconfigure body.
+func RosterTrailer(frame []byte) []byte {
+	if len(frame) < wire.HeaderSize+RosterBodySize {
+		return nil
+	}
+	return frame[wire.HeaderSize+RosterBodySize:]
 }
 
 // ErrRemoved answers Submit and Reconfigure at a replica the roster no
@@ -325,6 +331,15 @@ func (r *Replica) pendingReconfig() uint64 {
 // nobody, R2 at once. A change in progress is redirected to the new
 // target. The op commits like any other; R2 follows on its own (S5).
 func (r *Replica) Reconfigure(target uint32, nowUs uint64) error {
+	return r.ReconfigureWith(target, nil, nowUs)
+}
+
+// ReconfigureWith is Reconfigure with the shell's part of the R body
+// (trailer, appended after the roster): the metadata group puts every
+// node's address there (metadata/roster.go). The core keeps the trailer
+// of the last R it applied and sends it again with the R2 it proposes on
+// its own, so the trailer must describe every node either step names.
+func (r *Replica) ReconfigureWith(target uint32, trailer []byte, nowUs uint64) error {
 	switch {
 	case r.removed:
 		return ErrRemoved
@@ -342,14 +357,18 @@ func (r *Replica) Reconfigure(target uint32, nowUs uint64) error {
 	if next == (Roster{Epoch: next.Epoch, Voters: r.roster.Voters, Learners: r.roster.Learners, Target: r.roster.Target}) {
 		return nil // already there
 	}
-	return r.submitRoster(next, nowUs)
+	if trailer == nil {
+		trailer = r.rosterTrailer
+	}
+	return r.submitRoster(next, trailer, nowUs)
 }
 
-func (r *Replica) submitRoster(next Roster, nowUs uint64) error {
+func (r *Replica) submitRoster(next Roster, trailer []byte, nowUs uint64) error {
 	if next.Epoch > MaxEpoch {
 		return errors.New("vsr: epochs exhausted")
 	}
-	frame := EncodeRoster(make([]byte, wire.HeaderSize, wire.HeaderSize+RosterBodySize), next)
+	frame := EncodeRoster(make([]byte, wire.HeaderSize, wire.HeaderSize+RosterBodySize+len(trailer)), next)
+	frame = append(frame, trailer...)
 	req := Request{Operation: wire.OpReconfigure, Frame: frame,
 		Request: uint64(next.Epoch), Client: wire.U128{Lo: uint64(next.Epoch), Hi: 0x1994_ec0f}}
 	r.wake()
@@ -377,7 +396,7 @@ func (r *Replica) maybePromote() {
 			return
 		}
 	}
-	_ = r.submitRoster(Roster{Epoch: ro.Epoch + 1, Voters: ro.Target, Target: ro.Target}, r.nowUs)
+	_ = r.submitRoster(Roster{Epoch: ro.Epoch + 1, Voters: ro.Target, Target: ro.Target}, r.rosterTrailer, r.nowUs)
 }
 
 // nudgeLearners sends each learner not yet caught up the prepare at the
@@ -400,7 +419,7 @@ func (r *Replica) nudgeLearners() {
 }
 
 // enterEpoch is S4: R (roster ro) applied at op.
-func (r *Replica) enterEpoch(ro Roster, op uint64) {
+func (r *Replica) enterEpoch(ro Roster, op uint64, trailer []byte) {
 	if ro.Epoch <= r.roster.Epoch {
 		r.drop("reconfiguration to an epoch not ahead")
 		return
@@ -416,6 +435,7 @@ func (r *Replica) enterEpoch(ro Roster, op uint64) {
 		}
 	}
 	r.switchRoster(ro, op)
+	r.rosterTrailer = append([]byte(nil), trailer...)
 	r.EpochsEntered++
 	if !r.Member() {
 		return
@@ -550,3 +570,7 @@ func (r *Replica) InstalledEpoch(snapshotOp, commitMax uint64, ro Roster) {
 	r.view, r.logView = FirstView(ro.Epoch), FirstView(ro.Epoch)
 	r.startProbe()
 }
+
+// SetRosterTrailer gives back the trailer of the last applied R after a
+// restart or an install (the metadata state machine keeps it).
+func (r *Replica) SetRosterTrailer(trailer []byte) { r.rosterTrailer = append([]byte(nil), trailer...) }

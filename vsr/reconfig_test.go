@@ -369,3 +369,27 @@ func TestRecoveredRosterPicksThePrimary(t *testing.T) {
 		t.Fatalf("a joiner hearing a newer epoch must transfer (need %d)", joiner.NeedTransfer)
 	}
 }
+
+// ReconfigureWith: the shell's trailer (the metadata group's addresses)
+// rides R1, and the core sends it again with the R2 it proposes itself.
+func TestRosterTrailerRidesBothSteps(t *testing.T) {
+	c := newGrowCluster(4, 3)
+	submitOps(t, c, 2)
+	if err := c.reps[0].ReconfigureWith(0b1110, []byte("addresses"), 1); err != nil {
+		t.Fatal(err)
+	}
+	c.settle()
+	c.run(400)
+	var rs []Roster
+	for _, cm := range c.committed[1] {
+		if ro, ok := RosterOf(cm.Frame); ok {
+			rs = append(rs, ro)
+			if string(RosterTrailer(cm.Frame)) != "addresses" {
+				t.Fatalf("R of epoch %d carries %q", ro.Epoch, RosterTrailer(cm.Frame))
+			}
+		}
+	}
+	if len(rs) != 2 || rs[0].Learners != 0b1000 || rs[1].Voters != 0b1110 || !c.reps[0].Removed() {
+		t.Fatalf("rosters %v, replica 0 removed %v", rs, c.reps[0].Removed())
+	}
+}

@@ -370,10 +370,15 @@ type Replica struct {
 	// the R that opened it (reconfig.go). removed: a roster without this
 	// replica was applied (S6). learnerAck is the highest op each learner
 	// acknowledged to this primary in this epoch.
-	roster     Roster
-	epochOp    uint64
-	removed    bool
-	learnerAck [MaxReplicas]uint64
+	roster  Roster
+	epochOp uint64
+	// rosterTrailer is the shell's part of the last applied R's body
+	// (ReconfigureWith), sent again with the R2 the core proposes. A
+	// restart or an install loses it: the shell passes it again
+	// (SetRosterTrailer) from its state machine.
+	rosterTrailer []byte
+	removed       bool
+	learnerAck    [MaxReplicas]uint64
 
 	ready Ready
 	// Dropped counts peer frames dropped, by reason (13.5).
@@ -1112,7 +1117,7 @@ func (r *Replica) emitCommit(op uint64, e *entry) {
 	r.committedChecksum = e.hdr.Checksum
 	assert(r.commitMin <= r.commitMax, "commit_min <= commit_max")
 	if ro, ok := RosterOf(e.frame); ok {
-		r.enterEpoch(ro, op)
+		r.enterEpoch(ro, op, RosterTrailer(e.frame))
 	}
 }
 
