@@ -270,3 +270,15 @@ func TestReconfigSeeds(t *testing.T) {
 		}
 	}
 }
+
+// The --reconfig seeds that found bugs (docs/benchmarks.md,
+// "Reconfiguration (issue 22)"), each fixed: they must stay green.
+func TestReconfigRegressionSeeds(t *testing.T) {
+	for _, seed := range []uint64{23, 68, 82, 160, 175, 194, 209, 223, 230, 288, 742, 999, 3724, 19352} {
+		cfg := FaultsFor(seed)
+		cfg.Reconfig = true
+		if res := Run(cfg); res.Failed() {
+			t.Errorf("seed %d: %s", seed, res.Violations[0])
+		}
+	}
+}

@@ -393,3 +393,50 @@ func TestRosterTrailerRidesBothSteps(t *testing.T) {
 		t.Fatalf("rosters %v, replica 0 removed %v", rs, c.reps[0].Removed())
 	}
 }
+
+// A node alone is a cluster of one (doc.go), and grows like any other:
+// 1 -> 3, the two joiners transfer, learn and are promoted.
+func TestGrowOneToThree(t *testing.T) {
+	c := newGrowCluster(3, 1)
+	submitOps(t, c, 3)
+	if c.reps[0].CommitMin() != 3 {
+		t.Fatalf("the single node commits alone: %d", c.reps[0].CommitMin())
+	}
+	if err := c.reps[0].Reconfigure(0b111, 1); err != nil {
+		t.Fatal(err)
+	}
+	c.settle()
+	c.run(600)
+	submitOps(t, c, 2)
+	c.run(100)
+	for i, r := range c.reps {
+		if ro := r.Roster(); ro.Voters != 0b111 || ro.Changing() || r.CommitMin() != c.reps[c.leaderIndex()].CommitMin() {
+			t.Fatalf("replica %d: %v commit %d", i, ro, r.CommitMin())
+		}
+		sameApplied(t, c, c.leaderIndex(), i)
+	}
+}
+
+// S6: a removed replica answers a frame of the epoch it left with the
+// hint of S3: it may be the only one that applied the R its old group
+// needs.
+func TestRemovedReplicaHintsOldEpochFrames(t *testing.T) {
+	c := newGrowCluster(3, 3)
+	submitOps(t, c, 2)
+	if err := c.reps[0].Reconfigure(0b110, 1); err != nil {
+		t.Fatal(err)
+	}
+	c.settle()
+	r := c.reps[0]
+	if !r.Removed() {
+		t.Fatal("replica 0 is not removed")
+	}
+	s := wire.StartViewChangeHeader{View: 1, Replica: 2, Group: 5}
+	head := make([]byte, wire.HeaderSize)
+	s.Encode(wire.HeaderOf(head))
+	r.Step(head)
+	rd := r.Ready()
+	if len(rd.Send) != 1 || rd.Send[0].To != 2 || EpochOf(wire.HeaderOf(rd.Send[0].Head).View()) != 1 {
+		t.Fatalf("removed replica's answer: %d sends", len(rd.Send))
+	}
+}
