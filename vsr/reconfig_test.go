@@ -134,7 +134,7 @@ func TestNothingIsPreparedAboveReconfiguration(t *testing.T) {
 	c := newGrowCluster(3, 3)
 	submitOps(t, c, 2)
 	c.down = map[uint8]bool{1: true, 2: true} // R cannot commit yet
-	if err := c.reps[0].Reconfigure(0b011, 1); err != nil {
+	if err := c.reps[0].Reconfigure(0b110, 1); err != nil {
 		t.Fatal(err)
 	}
 	c.settle()
@@ -438,5 +438,49 @@ func TestRemovedReplicaHintsOldEpochFrames(t *testing.T) {
 	rd := r.Ready()
 	if len(rd.Send) != 1 || rd.Send[0].To != 2 || EpochOf(wire.HeaderOf(rd.Send[0].Head).View()) != 1 {
 		t.Fatalf("removed replica's answer: %d sends", len(rd.Send))
+	}
+}
+
+// S1 across a view change: the primary dies with R prepared on the
+// backups but not committed; the primary-elect's merged log holds R, so
+// it admits nothing above it, commits R, and the next epoch opens.
+func TestMergedReconfigurationStopsTheNextPrimary(t *testing.T) {
+	c := newGrowCluster(3, 3)
+	submitOps(t, c, 2)
+	c.lose = func(e Envelope) bool {
+		h := wire.HeaderOf(e.Head)
+		return e.To == 0 && h.Command() == wire.CmdPrepareOk
+	}
+	if err := c.reps[0].Reconfigure(0b111, 1); err != nil || c.reps[0].Op() != 2 {
+		t.Fatalf("the current roster is no change: %v, op %d", err, c.reps[0].Op())
+	}
+	if err := c.reps[0].Reconfigure(0b110, 1); err != nil {
+		t.Fatal(err)
+	}
+	c.settle()
+	if c.reps[0].CommitMin() != 2 || c.reps[1].Op() != 3 {
+		t.Fatalf("R must be held by the backups, uncommitted: commit %d, backup op %d", c.reps[0].CommitMin(), c.reps[1].Op())
+	}
+	c.down = map[uint8]bool{0: true}
+	c.lose = func(e Envelope) bool { // every PrepareOk lost: the next primary cannot commit R yet
+		return wire.HeaderOf(e.Head).Command() == wire.CmdPrepareOk
+	}
+	l := -1
+	for i := 0; i < 2000 && l < 0; i++ {
+		c.run(1)
+		l = c.leaderIndex()
+	}
+	if l < 0 || c.reps[l].Epoch() != 0 || c.reps[l].CommitMin() != 2 {
+		t.Fatalf("no epoch-0 primary-elect with R pending (leader %d)", l)
+	}
+	err := c.reps[l].Submit(Request{Client: wire.U128{Lo: 7}, Request: 9, Operation: wire.OpCreateStream, Frame: frameWith("x")}, 5)
+	if !errors.Is(err, ErrBusy) {
+		t.Fatalf("the primary of view %d admitted above the merged R: %v", c.reps[l].View(), err)
+	}
+	c.lose = nil
+	c.run(200)
+	l = c.leaderIndex()
+	if l < 0 || c.reps[l].Epoch() != 1 || c.reps[l].CommitMin() != 3 {
+		t.Fatalf("no epoch 1 leader at commit 3 (leader %d)", l)
 	}
 }
