@@ -98,6 +98,7 @@ var handlers = map[wire.Operation]handler{
 	wire.OpCreatePartitionsWithAssignments: (*State).applyCreatePartitions,
 	wire.OpDeletePartitions:                (*State).applyDeletePartitions,
 	wire.OpTruncatePartition:               (*State).applyTruncatePartition,
+	wire.OpReconfigure:                     (*State).applyReconfigure,
 }
 
 // Apply applies one committed prepare frame (256-byte prepare header +

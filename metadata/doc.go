@@ -72,7 +72,11 @@
 // [group_id u64][source_client u128][partition_id u32]; every other
 // operation carries the client body; Register and Logout carry none. The
 // bodies of 146-149 and 67 must be consumed exactly. The snapshot payload
-// is IMD1 of 13.2 and the client table ICT2 of 7.8.2, unchanged.
+// is IMD1 of 13.2 and the client table ICT2 of 7.8.2, unchanged, but for
+// one extension: once an OpReconfigure (120, iggynode's own internal op,
+// issue 22; roster.go) has committed, the snapshot carries a fourth
+// section (tag 4) with the roster, the body of that op; a cluster that
+// never reconfigured writes the three sections it always wrote.
 //
 // Server-originated prepares use the header fields of 13.1: the cleaner's
 // 147 (CleanupToken) client 0, request 0; a revocation completion 67

@@ -24,6 +24,7 @@ const (
 	tagUsers       = 1
 	tagStreams     = 2
 	tagClientTable = 3
+	tagRoster      = 4 // only once an OpReconfigure committed (roster.go)
 
 	tokenHashLen = 64
 )
@@ -44,10 +45,19 @@ func (s *State) Snapshot() []byte {
 	b = wire.AppendU16(b, 0)
 	b = wire.AppendU64(b, s.appliedOp)
 	b = wire.AppendU64(b, s.appliedTimestamp)
-	b = wire.AppendU32(b, 3)
+	sections := uint32(3)
+	if s.roster != nil {
+		sections = 4
+	}
+	b = wire.AppendU32(b, sections)
 	b = appendSection(b, tagUsers, s.appendUsers(nil))
 	b = appendSection(b, tagStreams, s.appendStreams(nil))
 	b = appendSection(b, tagClientTable, s.clients.EncodeICT2(false))
+	if s.roster != nil {
+		// An extension of 13.2: a cluster that never reconfigured writes
+		// the three sections it always wrote, byte for byte.
+		b = appendSection(b, tagRoster, s.appendRoster(nil))
+	}
 	return wire.AppendU64(b, xxh3.Hash(b))
 }
 
@@ -182,10 +192,11 @@ func Restore(cfg Config, payload []byte) (*State, error) {
 		return nil, snapErr("unknown format version %d", version)
 	case reserved != 0:
 		return nil, snapErr("reserved bytes nonzero")
-	case sections != 3:
-		return nil, snapErr("%d sections, want 3", sections)
+	case sections != 3 && sections != 4:
+		return nil, snapErr("%d sections, want 3 (or 4 with a roster)", sections)
 	}
-	decoders := []func(*State, []byte) error{(*State).decodeUsers, (*State).decodeStreams, (*State).decodeClientTable}
+	decoders := []func(*State, []byte) error{(*State).decodeUsers, (*State).decodeStreams, (*State).decodeClientTable, (*State).decodeRoster}
+	decoders = decoders[:sections]
 	for i, decode := range decoders {
 		tag := r.U8("section tag")
 		n := r.U32("section length")

@@ -165,6 +165,9 @@ type State struct {
 	clientTableFrontier uint64
 	appliedOp           uint64
 	appliedTimestamp    uint64
+	// roster is the last committed OpReconfigure's roster (roster.go);
+	// nil until the first.
+	roster *Roster
 
 	// Not replicated.
 	allocator uint64 // next creation id admission hands out (>= nextCreationID)

@@ -61,6 +61,18 @@
 // TestDeadPrimaryNodesQuietGroupsAllElect kills the node leading 64
 // quiet groups and checks they all elect within the node-level timeout.
 //
+// With Config.Reconfig (cmd/sim --reconfig; reconfig.go) the metadata
+// group changes its members while it runs (issue 22, vsr/reconfig.go):
+// voters {0,1,2} on 4 or 5 nodes, the others joiners, moved through a
+// plan drawn from the seed (3 -> 5 -> 3, two replacements, 3 -> 2 -> 3)
+// under every fault above, with crashes allowed on any node as long as
+// no voter set in use loses its quorum. Checked besides: one primary per
+// view across old and new members (every node is in the check), every
+// committed R and everything below it kept at its op on every final
+// member, and at quiescence the plan's last roster on every member with
+// no change in progress and every other node reporting Removed. Runs
+// without the flag are the runs they were.
+//
 // State transfer runs as the protocol it is (transfer.go): a replica whose
 // repair cannot reach what it lacks fetches an offer from the caught-up
 // primary over the simulated network and installs it, so every run must

@@ -79,6 +79,10 @@ type Config struct {
 	// per replica per tick: the run must be the same either way
 	// (implied by Groups > 1).
 	Deadlines bool
+	// Reconfig runs membership changes (reconfig.go): on the metadata
+	// group alone, voters {0,1,2} at start on the nodes the seed's plan
+	// needs (Replicas is ignored), moved through the plan's rosters.
+	Reconfig bool
 	// atTick, if set, runs at the start of every step (scripted faults in
 	// tests).
 	atTick func(r *run)
@@ -129,9 +133,15 @@ type Result struct {
 	Naps uint64
 	// JournalFailures counts injected journal append failures.
 	JournalFailures int
-	Net             NetStats
-	Violations      []string
-	Timeline        []Event
+	// Epochs is the final epoch of a reconfiguring run; the faults that
+	// met a change in progress: crashes of its primary, crashes of a
+	// replica during its state transfer, and partitions that cut an old
+	// voter from a new member.
+	Epochs                                                 int
+	PrimaryCrashesMidChange, TransferCrashes, OldNewSplits int
+	Net                                                    NetStats
+	Violations                                             []string
+	Timeline                                               []Event
 	// Digest is a hash of the timeline and every replica's applied ops:
 	// the same seed must give the same digest.
 	Digest uint64
@@ -243,6 +253,7 @@ type run struct {
 	res     Result
 	trace   *tracer // nil unless Config.Trace; it follows group 0
 	byID    map[uint64]*group
+	plan    *reconfigPlan // Config.Reconfig
 }
 
 // node is one simulated node: its replicas of every group share its fate
@@ -272,8 +283,13 @@ type group struct {
 // Run simulates one seed and returns what happened. It never panics on a
 // violation: violations are collected, and the run stops at the first.
 func Run(cfg Config) (res Result) {
+	var plan *reconfigPlan
+	if cfg.Reconfig {
+		plan = planFor(cfg.Seed)
+		cfg.PartitionPlane, cfg.Groups, cfg.Quiesce, cfg.Deadlines, cfg.Replicas = false, 1, false, false, plan.nodes
+	}
 	cfg.setDefaults()
-	r := &run{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), byID: map[uint64]*group{}}
+	r := &run{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), byID: map[uint64]*group{}, plan: plan}
 	r.res.Seed = cfg.Seed
 	for k := range cfg.Groups {
 		g := &group{r: r, idx: k, id: groupID(cfg, k), canon: make(map[uint64][]byte), position: make(map[uint64]uint64),
@@ -339,6 +355,9 @@ func Run(cfg Config) (res Result) {
 		}
 		if !r.res.Failed() {
 			g.checkAcknowledgedKept()
+		}
+		if !r.res.Failed() {
+			g.checkRosters()
 		}
 		if !r.res.Failed() {
 			g.checkLinearizable()
@@ -416,6 +435,7 @@ func (r *run) step() {
 	if r.net.split != split {
 		if r.net.split {
 			r.event(-1, "partition: %s", r.net.describe())
+			r.countSplit()
 		} else {
 			r.event(-1, "partition healed")
 		}
@@ -427,6 +447,9 @@ func (r *run) step() {
 		r.crashOrRestart()
 	}
 	r.submit()
+	if r.plan != nil {
+		r.groups[0].reconfigure()
+	}
 	for i, n := range r.nodes {
 		if !n.down && n.live != nil {
 			n.live.Tick()
@@ -576,7 +599,15 @@ func (r *run) crashOrRestart() {
 		return
 	}
 	maxFaulty := r.cfg.Replicas - vsr.QuorumReplication(r.cfg.Replicas)
-	if len(live) > 0 && faulty < maxFaulty && r.rng.Float64() < r.cfg.CrashProbability {
+	if r.plan != nil {
+		// Any node may go down, a joiner mid-transfer too, as long as no
+		// voter set in use loses its quorum.
+		if len(live) > 0 && r.rng.Float64() < r.cfg.CrashProbability {
+			if i := live[r.rng.IntN(len(live))]; r.mayCrash(i) {
+				r.crash(i)
+			}
+		}
+	} else if len(live) > 0 && faulty < maxFaulty && r.rng.Float64() < r.cfg.CrashProbability {
 		r.crash(live[r.rng.IntN(len(live))])
 	}
 	if len(down) > 0 && r.rng.Float64() < r.cfg.RestartProbability {
@@ -594,6 +625,7 @@ func (r *run) crash(i int) {
 		rp.headAtCrash = rp.core.Op()
 	}
 	r.res.Crashes++
+	r.countCrash(i)
 	c := r.groups[0].reps[i].core
 	r.event(i, "down (view %d, %s, commit %d)", c.View(), c.Status(), c.CommitMin())
 	if r.cfg.CrashLosesMemory {
@@ -647,6 +679,9 @@ func (g *group) bringUp(i int, restart bool) {
 	rp.core, rp.transfer = vsr.New(g.coreConfig(i)), nil
 	rc := vsr.Recovery{View: rp.state.View, LogView: rp.state.LogView, CommitMax: rp.state.CommitMax, ViewHead: rp.state.ViewHead, ViewHeaders: rp.state.ViewHeaders,
 		Incarnation: wire.U128{Lo: r.rng.Uint64(), Hi: r.rng.Uint64()}} // fresh at every boot (6.12 rule 2)
+	if ro := rp.state.Roster; ro.Voters != 0 {
+		rc.Roster, rc.EpochOp, rc.Removed = &ro, rp.state.EpochOp, rp.state.Removed // kept beside the superblock, as State says
+	}
 	if r.cfg.PartitionPlane {
 		// The segments hold every applied batch, and the shell recorded
 		// the op it applied last; the journal was memory.
@@ -676,7 +711,7 @@ func (g *group) bringUp(i int, restart bool) {
 		for head = rp.snapshotOp; rp.journal[head+1] != nil; head++ {
 			w = max(w, wire.HeaderOf(rp.journal[head+1]).Prepare().Commit)
 		}
-		w = min(max(w, rp.snapshotOp), head)
+		w = min(max(w, rp.snapshotOp, rp.state.EpochOp), head)
 		if uint64(len(rp.applied)) > w {
 			rp.applied = rp.applied[:w] // the state machine is rebuilt from the journal
 		}
@@ -684,6 +719,20 @@ func (g *group) bringUp(i int, restart bool) {
 			g.apply(i, vsr.Committed{Op: op, Frame: rp.journal[op]})
 		}
 		rc.Commit = w
+		if r.plan != nil {
+			// The state machine holds the roster its replay applied: newer
+			// than the superblock's when the R's commit was learned from
+			// the journal's headers.
+			for j := len(rp.applied) - 1; j >= 0; j-- {
+				if ro, ok := vsr.RosterOf(rp.applied[j].frame); ok {
+					if rc.Roster == nil || ro.Epoch > rc.Roster.Epoch {
+						was := rc.Removed || rc.Roster != nil && rc.Roster.Member(uint8(i))
+						rc.Roster, rc.EpochOp, rc.Removed = &ro, rp.applied[j].op, was && !ro.Member(uint8(i))
+					}
+					break
+				}
+			}
+		}
 		if w > 0 {
 			f := rp.journal[w]
 			if f == nil {
@@ -708,6 +757,10 @@ func (g *group) coreConfig(i int) vsr.Config {
 	c := vsr.Config{Cluster: wire.U128{Lo: 0x51}, Group: g.id, Replica: uint8(i),
 		ReplicaCount: r.cfg.Replicas, Metadata: !r.cfg.PartitionPlane, PeerQueueCapacity: r.cfg.Net.Capacity,
 		Seed: r.cfg.Seed + uint64(i)*7919 + 1 + uint64(g.idx)*104729, RetainOps: r.cfg.RetainOps, Quiesce: r.cfg.Quiesce}
+	if r.plan != nil {
+		ro := initialRoster
+		c.ReplicaCount, c.Roster = 3, &ro
+	}
 	if r.cfg.Quiesce {
 		c.Live = func(rep uint8) bool { return r.nodes[i].live.Alive(rep) }
 	}
@@ -715,6 +768,15 @@ func (g *group) coreConfig(i int) vsr.Config {
 		// The metadata journal is durable and read back, as the node does.
 		c.ReadJournal = func(op uint64) []byte { return g.reps[i].journal[op] }
 		c.JournalFloor = func() uint64 { return 1 }
+		if r.plan != nil {
+			// The node's floor (7.3 rules 3-6): snapshot_op + 1. Laggards
+			// of an epoch install states and then lead; serving from a
+			// floor of 1 they would answer a learner's repair with
+			// nothing, never RangeEvicted, and it would wait forever
+			// (seed 160 of --reconfig). Kept at 1 otherwise, so the runs
+			// without --reconfig stay the runs they were.
+			c.JournalFloor = func() uint64 { return g.reps[i].snapshotOp + 1 }
+		}
 	}
 	return c
 }
@@ -923,6 +985,9 @@ func (g *group) apply(i int, c vsr.Committed) {
 		}
 	}
 	rp.applied = append(rp.applied, applied{op: c.Op, frame: frame})
+	if g.appliedRoster(i, c.Op, frame) {
+		return // a membership change, no client's request
+	}
 	if r.cfg.PartitionPlane {
 		rp.core.SetOffsetFrontier(uint64(len(rp.applied))) // one message per op, as the shell reports
 	}
@@ -986,6 +1051,9 @@ func (g *group) checkAcknowledgedKept() {
 			return
 		}
 		for i, rp := range g.reps {
+			if r.plan != nil && !rp.core.Member() {
+				continue // removed: it applied up to its removal
+			}
 			if uint64(len(rp.applied)) < op {
 				r.violate(fmt.Sprintf("%sreplica %d lacks acknowledged op %d", g.name(), i, op))
 				return
@@ -1074,6 +1142,12 @@ func (r *run) quiet() bool {
 		if l < 0 {
 			return false
 		}
+		if r.plan != nil {
+			if !g.settledMembers(l) {
+				return false
+			}
+			continue
+		}
 		lead := g.reps[l].core
 		for _, rp := range g.reps {
 			if rp.core.CommitMin() != lead.CommitMin() || rp.core.View() != lead.View() || rp.core.Status() != vsr.StatusNormal {
@@ -1097,6 +1171,9 @@ func (r *run) livenessReport() string {
 		b.WriteString(" " + g.name())
 		for i, rp := range g.reps {
 			fmt.Fprintf(&b, " r%d %s view %d commit %d/%d op %d", i, rp.core.Status(), rp.core.View(), rp.core.CommitMin(), rp.core.CommitMax(), rp.core.Op())
+			if r.plan != nil {
+				fmt.Fprintf(&b, " %v removed %v", rp.core.Roster(), rp.core.Removed())
+			}
 			if r.cfg.Quiesce {
 				fmt.Fprintf(&b, " quiet %v", rp.core.Quiet())
 			}

@@ -74,7 +74,7 @@ func (g *group) serveOffer(server, requester int, nonce wire.U128) {
 	rp := g.reps[server]
 	key := offerKey{server, requester, nonce}
 	o := g.offers[key]
-	if o == nil && rp.core.CaughtUpPrimary() && rp.core.CommitMax() > 0 {
+	if o == nil && g.servesTransferTo(server, requester) && rp.core.CommitMax() > 0 {
 		commit := rp.core.CommitMin()
 		o = &simOffer{Offer: &vsr.Offer{CommitOp: commit, CommitMax: rp.core.CommitMax()},
 			applied: append([]applied(nil), rp.applied[:commit]...)}
@@ -160,7 +160,12 @@ func (g *group) transferProgress(i int, next *vsr.Envelope) {
 		rp.transfer = nil // outdated by a view change
 		return
 	}
-	if !rp.core.InstallAllowed(s.CommitOp) {
+	o := g.offers[offerKey{int(s.Peer), i, s.Nonce}]
+	ro := initialRoster
+	if o != nil {
+		ro = rosterAt(o.applied, initialRoster)
+	}
+	if r.plan == nil && !rp.core.InstallAllowed(s.CommitOp) || r.plan != nil && !rp.core.InstallAllowedEpoch(s.CommitOp, ro) {
 		g.abandonTransfer(i, fmt.Errorf("not installable now (%s, commit %d)", rp.core.Status(), rp.core.CommitMin()))
 		return
 	}
@@ -169,7 +174,11 @@ func (g *group) transferProgress(i int, next *vsr.Envelope) {
 		return
 	}
 	rp.transfer = nil
-	rp.core.Installed(s.CommitOp, s.CommitMax)
+	if r.plan != nil {
+		rp.core.InstalledEpoch(s.CommitOp, s.CommitMax, ro)
+	} else {
+		rp.core.Installed(s.CommitOp, s.CommitMax)
+	}
 	rp.commit = rp.core.CommitMin()
 	r.res.Transfers++
 	r.event(i, "%sstate transfer installed at commit %d", g.name(), s.CommitOp)

@@ -61,6 +61,15 @@
 // view_probe_attempts_max unanswered probes: thousands of groups each
 // waiting 5 s made a restarted cluster slow to take writes.
 //
+// Reconfiguration (issue 22, reconfig.go): the group's membership changes
+// by VSR-revisited's epochs. A reconfiguration op (wire.OpReconfigure)
+// committed in epoch e opens epoch e+1, whose views are the next range of
+// view numbers (the epoch rides in the view's top 8 bits); learners join
+// by state transfer, count toward no quorum, and are promoted by a
+// second op; a removed replica (the primary too: a planned view change)
+// stops taking part and says so. The rules S1-S6 and why epochs rather
+// than joint consensus are in reconfig.go.
+//
 // Invariants asserted (a violation is a bug, not bad input, and panics with
 // the invariant's name): commit_min <= commit_max, commit_min <= sequencer,
 // view >= log_view, the pipeline is contiguous and hash-chained. Peer input

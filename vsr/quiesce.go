@@ -110,7 +110,7 @@ func (r *Replica) live(rep uint8) bool { return r.cfg.Live == nil || r.cfg.Live(
 
 // startQuiet is rule 7: a new group is quiet at (0, 0) everywhere.
 func (r *Replica) startQuiet() {
-	if !r.cfg.Quiesce || r.cfg.ReplicaCount == 1 {
+	if !r.cfg.Quiesce || r.solo() {
 		return
 	}
 	if r.IsPrimary() {
@@ -123,7 +123,7 @@ func (r *Replica) startQuiet() {
 
 // othersMask has a bit for every replica but this one.
 func (r *Replica) othersMask() uint32 {
-	return (uint32(1)<<r.cfg.ReplicaCount - 1) &^ (1 << r.cfg.Replica)
+	return r.roster.Members() &^ (1 << r.cfg.Replica)
 }
 
 // idle is rule 1's condition for a primary.
@@ -139,8 +139,8 @@ func (r *Replica) confirmedAll() bool {
 	if r.q.view != r.view || r.q.commit != r.commitMin {
 		r.q.acks, r.q.view, r.q.commit = 0, r.view, r.commitMin
 	}
-	for rep := 0; rep < r.cfg.ReplicaCount; rep++ {
-		if uint8(rep) != r.cfg.Replica && r.q.acks&(1<<rep) == 0 && r.live(uint8(rep)) {
+	for rep := 0; rep < MaxReplicas; rep++ {
+		if uint8(rep) != r.cfg.Replica && r.roster.Member(uint8(rep)) && r.q.acks&(1<<rep) == 0 && r.live(uint8(rep)) {
 			return false
 		}
 	}
@@ -155,8 +155,8 @@ func (r *Replica) quiesceOrNotify() bool {
 		r.nap()
 		return true
 	}
-	for rep := 0; rep < r.cfg.ReplicaCount; rep++ {
-		if uint8(rep) != r.cfg.Replica && r.q.acks&(1<<rep) == 0 && r.live(uint8(rep)) {
+	for rep := 0; rep < MaxReplicas; rep++ {
+		if uint8(rep) != r.cfg.Replica && r.roster.Member(uint8(rep)) && r.q.acks&(1<<rep) == 0 && r.live(uint8(rep)) {
 			r.ready.Quiet = append(r.ready.Quiet, QuietEntry{To: uint8(rep), Kind: QuietNotice, View: r.view, Commit: r.commitMin})
 			r.q.noticesPosted++
 		}
@@ -216,7 +216,7 @@ func (r *Replica) idleCommit(frame []byte) bool {
 // OnQuiet takes a quiescence entry from replica from, carried by the
 // node-level heartbeat (rules 1-2).
 func (r *Replica) OnQuiet(from uint8, kind QuietKind, view uint32, commit uint64) {
-	if !r.cfg.Quiesce || int(from) >= r.cfg.ReplicaCount || from == r.cfg.Replica {
+	if !r.cfg.Quiesce || !r.roster.Member(from) || from == r.cfg.Replica {
 		r.drop("quiet entry from an unknown replica")
 		return
 	}
@@ -285,7 +285,7 @@ func (r *Replica) mayNapAgain() bool {
 // node (rule 5): a group it leads leaves Normal as a heartbeat timeout
 // would make it.
 func (r *Replica) PeerLost(peer uint8) {
-	if int(peer) >= r.cfg.ReplicaCount || peer == r.cfg.Replica || r.status != StatusNormal || r.Primary() != peer {
+	if !r.roster.Member(peer) || peer == r.cfg.Replica || r.status != StatusNormal || r.Primary() != peer {
 		return
 	}
 	r.q.quiet = false
@@ -295,7 +295,7 @@ func (r *Replica) PeerLost(peer uint8) {
 // PeerFound reports that peer's node is heard again after PeerLost
 // (rule 6).
 func (r *Replica) PeerFound(peer uint8) {
-	if int(peer) >= r.cfg.ReplicaCount || peer == r.cfg.Replica || !r.Leading() {
+	if !r.roster.Member(peer) || peer == r.cfg.Replica || !r.Leading() {
 		return
 	}
 	if r.q.acks&(1<<peer) != 0 && r.q.view == r.view && r.q.commit == r.commitMin {

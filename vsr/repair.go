@@ -222,7 +222,7 @@ func (r *Replica) tickRepair() {
 // then RepairDone with the last op sent.
 func (r *Replica) onRequestPrepares(req wire.RequestPreparesHeader) {
 	if r.status == StatusRecovering || req.Group != r.cfg.Group || req.Replica == r.cfg.Replica ||
-		int(req.Replica) >= r.cfg.ReplicaCount {
+		req.Replica >= MaxReplicas {
 		r.drop("request_prepares not servable")
 		return
 	}

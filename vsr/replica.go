@@ -75,6 +75,10 @@ type Config struct {
 	// Live reports whether a replica's node is heard by the node-level
 	// heartbeat (Liveness); nil: every replica is live.
 	Live func(replica uint8) bool
+	// Roster is the group's membership at start (reconfig.go); nil:
+	// epoch 0 with voters 0..ReplicaCount-1. A replica joining a running
+	// group starts with a roster that does not name it.
+	Roster *Roster
 }
 
 func (c *Config) setDefaults() {
@@ -204,6 +208,17 @@ type State struct {
 	// beside it.
 	ViewHead    uint64
 	ViewHeaders []byte
+	// Roster is the replica's membership (reconfig.go): it changes with
+	// the epoch, and a restart must recover the latest one written.
+	// EpochOp is the op of the R that opened it (or the installed state
+	// that applied it): a restart replays its journal to at least there,
+	// since the epoch holds everything up to it committed (S4).
+	Roster  Roster
+	EpochOp uint64
+	// Removed: a roster without this replica was applied after one with
+	// it (S6). A joiner's roster names no voter it is, yet it is not
+	// removed: only this flag tells them apart after a restart.
+	Removed bool
 }
 
 // Recovery is what a restarted replica recovered from durable state
@@ -227,6 +242,13 @@ type Recovery struct {
 	// them again or adopts a view it nacks none of them (6.7's nack is a
 	// proof of absence, which it no longer has).
 	JournalHead uint64
+	// Roster is State.Roster as last persisted, or the roster the replay
+	// of the journal applied when that is newer (nil: Config.Roster);
+	// EpochOp is State.EpochOp, or the op of that replayed R. Commit must
+	// be at least EpochOp.
+	Roster  *Roster
+	EpochOp uint64
+	Removed bool // State.Removed (or the replayed R removed it)
 	// Incarnation is this boot's random u128 (6.12 rule 2; metadata only,
 	// its low bit is forced to 1): the shell draws it anew at every boot.
 	Incarnation wire.U128
@@ -344,6 +366,20 @@ type Replica struct {
 	// (SetOffsetFrontier).
 	offsetFrontier uint64
 
+	// roster is the membership of this replica's epoch; epochOp the op of
+	// the R that opened it (reconfig.go). removed: a roster without this
+	// replica was applied (S6). learnerAck is the highest op each learner
+	// acknowledged to this primary in this epoch.
+	roster  Roster
+	epochOp uint64
+	// rosterTrailer is the shell's part of the last applied R's body
+	// (ReconfigureWith), sent again with the R2 the core proposes. A
+	// restart or an install loses it: the shell passes it again
+	// (SetRosterTrailer) from its state machine.
+	rosterTrailer []byte
+	removed       bool
+	learnerAck    [MaxReplicas]uint64
+
 	ready Ready
 	// Dropped counts peer frames dropped, by reason (13.5).
 	Dropped map[string]uint64
@@ -355,6 +391,10 @@ type Replica struct {
 	// for; ViewsStarted those it started as primary, ViewsAdopted the
 	// StartViews it adopted; Probes the view probes it began.
 	ViewChangesStarted, ViewsStarted, ViewsAdopted, Probes uint64
+	// ReconfigsProposed counts R ops this primary prepared, EpochsEntered
+	// the epochs it entered by applying one, EpochTransfers the state
+	// transfers a frame of a newer epoch asked for (reconfig.go).
+	ReconfigsProposed, EpochsEntered, EpochTransfers uint64
 }
 
 // New returns a fresh replica in view 0, Normal (replica-plane.md 5.1).
@@ -368,7 +408,13 @@ func New(cfg Config) *Replica {
 	r.dvcTimer.after = cfg.ViewChangeRetransmitTicks
 	r.vcStatusTimer.after = cfg.ViewChangeStatusTicks
 	r.rsvTimer.after = cfg.RequestStartViewTicks
-	r.vc.dvcs = make([]*dvcRecord, cfg.ReplicaCount)
+	r.vc.dvcs = make([]*dvcRecord, MaxReplicas)
+	r.roster = DefaultRoster(cfg.ReplicaCount)
+	if cfg.Roster != nil {
+		r.roster = *cfg.Roster
+		r.view, r.logView = FirstView(r.roster.Epoch), FirstView(r.roster.Epoch)
+	}
+	r.durable.Roster, r.persisted.Roster = r.roster, r.roster
 	r.enterNormal()
 	r.startQuiet()
 	return r
@@ -383,7 +429,18 @@ func (r *Replica) Recover(rc Recovery) {
 	assert(r.sequencer == 0 && len(r.log) == 0, "recover on a fresh replica")
 	assert(rc.LogView <= rc.View, "view >= log_view")
 	r.view, r.logView = rc.View, rc.LogView
-	r.durable = State{View: rc.View, LogView: rc.LogView, ViewHead: rc.ViewHead, ViewHeaders: rc.ViewHeaders}
+	if rc.Roster != nil {
+		r.roster, r.epochOp = *rc.Roster, rc.EpochOp
+		assert(rc.Commit >= rc.EpochOp, "a restart replays at least to its epoch's R")
+		if EpochOf(r.view) < r.roster.Epoch {
+			// The replay applied an R the superblock had not recorded:
+			// the epoch's first view (S4), its old-epoch view state gone.
+			r.view, r.logView = FirstView(r.roster.Epoch), FirstView(r.roster.Epoch)
+			rc.ViewHead, rc.ViewHeaders = 0, nil
+		}
+	}
+	r.removed = rc.Removed && !r.roster.Member(r.cfg.Replica)
+	r.durable = State{View: r.view, LogView: r.logView, ViewHead: rc.ViewHead, ViewHeaders: rc.ViewHeaders, Roster: r.roster, EpochOp: r.epochOp, Removed: r.removed}
 	if rc.JournalHead > rc.Commit {
 		r.faultyHead = rc.JournalHead
 	}
@@ -400,14 +457,20 @@ func (r *Replica) Recover(rc Recovery) {
 	}
 	for _, f := range rc.Journal {
 		ph := wire.HeaderOf(f).Prepare()
-		if ph.Op != r.sequencer+1 || ph.Parent != r.lastChecksum {
+		// A zero parent is the unsealed link of 2.5 rule 3: a primary whose
+		// head came by state transfer (which does not carry its identity)
+		// builds on it; cmd/sim --reconfig seed 742 restarted over one.
+		if ph.Op != r.sequencer+1 || ph.Parent != r.lastChecksum && !ph.Parent.IsZero() {
 			assert(false, fmt.Sprintf("recovered journal is contiguous and chained: op %d after %d", ph.Op, r.sequencer))
 		}
 		r.log[ph.Op] = &entry{frame: f, hdr: ph, journaled: true}
 		r.sequencer, r.lastChecksum = ph.Op, ph.Checksum
 		r.lastTimestamp = max(r.lastTimestamp, ph.Timestamp)
 	}
-	if r.cfg.ReplicaCount == 1 {
+	if r.removed {
+		return
+	}
+	if r.solo() {
 		r.commitMax = r.sequencer
 		r.commitJournal()
 		r.enterNormal()
@@ -467,7 +530,7 @@ func (r *Replica) enterNormal() {
 	r.status = StatusNormal
 	if r.IsPrimary() && !r.ceded {
 		r.heartbeatTimer.stop()
-		if r.cfg.ReplicaCount > 1 {
+		if !r.solo() {
 			r.commitTimer.start()
 		}
 	} else {
@@ -486,7 +549,7 @@ func (r *Replica) Status() Status        { return r.status }
 func (r *Replica) Op() uint64            { return r.sequencer }
 func (r *Replica) CommitMin() uint64     { return r.commitMin }
 func (r *Replica) CommitMax() uint64     { return r.commitMax }
-func (r *Replica) Primary() uint8        { return PrimaryIndex(r.view, r.cfg.ReplicaCount) }
+func (r *Replica) Primary() uint8        { return r.roster.Primary(r.view) }
 func (r *Replica) IsPrimary() bool       { return r.Primary() == r.cfg.Replica }
 func (r *Replica) PipelineLen() int      { return int(r.sequencer - r.commitMin) }
 func (r *Replica) QueueLen() int         { return len(r.queue) }
@@ -512,7 +575,7 @@ func (r *Replica) CaughtUpPrimary() bool {
 func (r *Replica) Ready() Ready {
 	rd := r.ready
 	r.ready = Ready{}
-	cur := State{View: r.view, LogView: r.logView, CommitMax: r.commitMax, ViewHead: r.adoptedTop, ViewHeaders: r.adoptedSuffix}
+	cur := State{View: r.view, LogView: r.logView, CommitMax: r.commitMax, ViewHead: r.adoptedTop, ViewHeaders: r.adoptedSuffix, Roster: r.roster, EpochOp: r.epochOp, Removed: r.removed}
 	if r.stateChanged() {
 		if r.stateBackoff == 0 {
 			rd.State = &cur
@@ -565,15 +628,22 @@ func (r *Replica) HasReady() bool {
 // stateChanged: the durable state the shell last took differs from the
 // replica's (commit_max alone does not count, 6.13 rule 2).
 func (r *Replica) stateChanged() bool {
-	return r.view != r.durable.View || r.logView != r.durable.LogView || r.adoptedTop != r.durable.ViewHead
+	return r.view != r.durable.View || r.logView != r.durable.LogView || r.adoptedTop != r.durable.ViewHead ||
+		r.roster != r.durable.Roster || r.removed != r.durable.Removed
 }
 
 // Submit admits a request at the primary (5.2 rule 3): prepare it now if the
 // prepare queue has room, else queue it, else refuse. nowUs is the wall
 // clock in µs; the prepare timestamp is max(nowUs, last+1) (5.4).
 func (r *Replica) Submit(req Request, nowUs uint64) error {
+	if r.removed {
+		return ErrRemoved
+	}
 	if !r.Leading() {
 		return ErrNotPrimary
+	}
+	if r.pendingReconfig() != 0 {
+		return ErrBusy // S1: nothing above R in its epoch
 	}
 	if len(req.Frame) < wire.HeaderSize {
 		return fmt.Errorf("vsr: request frame shorter than a header")
@@ -696,12 +766,21 @@ func (r *Replica) truncateFrom(op uint64) {
 
 // forward sends a journaled prepare down the chain (4.6).
 func (r *Replica) forward(e *entry) {
-	n := r.cfg.ReplicaCount
-	if n == 1 || e.hdr.Op <= r.commitMin || r.status != StatusNormal {
+	if r.solo() || e.hdr.Op <= r.commitMin || r.status != StatusNormal {
 		return // outside Normal a forward would restamp it into a view that may have discarded it
 	}
-	next := uint8((int(r.cfg.Replica) + 1) % n)
-	if next == PrimaryIndex(e.hdr.View, n) {
+	if r.IsPrimary() {
+		for id := uint8(0); id < MaxReplicas; id++ {
+			if r.roster.Learner(id) {
+				r.sendPrepare(id, e) // learners are off the chain: from the primary (S5)
+			}
+		}
+	}
+	if !r.voter() {
+		return
+	}
+	next := r.roster.next(r.cfg.Replica)
+	if next == r.cfg.Replica || next == r.roster.Primary(e.hdr.View) {
 		return
 	}
 	r.sendPrepare(next, e)
@@ -756,6 +835,9 @@ func (r *Replica) Step(frame []byte) {
 		r.wake() // any input wakes a quiet group (quiesce.go rule 3)
 	}
 	h := wire.HeaderOf(frame)
+	if !r.fence(h) {
+		return
+	}
 	switch h.Command() {
 	case wire.CmdPrepare:
 		r.onPrepare(frame)
@@ -904,6 +986,13 @@ func (r *Replica) JournalHeadAfter(op uint64) uint64 { return max(op, r.faultyHe
 // yet; dropping the primary's retransmissions would leave those ops
 // without a quorum while the other backup is away.
 func (r *Replica) ackHeld(p wire.PrepareHeader) {
+	if r.Learner() && r.status == StatusNormal {
+		// A learner's acknowledgement is in no quorum (S5): it only tells
+		// the primary this learner has the state up to op, which it has
+		// applied (or installed) even when the frame did not travel.
+		r.ackPrepare(p)
+		return
+	}
 	f := r.frameAt(p.Op)
 	// The op at commit_min is applied here with a known identity even when
 	// its frame is gone (a restart recovered the commit point from the
@@ -922,9 +1011,13 @@ func (r *Replica) onPrepareOk(ok wire.PrepareOkHeader) {
 		r.drop("prepare_ok not for this primary, view or group")
 		return
 	}
-	if int(ok.Replica) >= r.cfg.ReplicaCount {
+	if !r.roster.Member(ok.Replica) {
 		r.drop("prepare_ok from an unknown replica")
 		return
+	}
+	if r.roster.Learner(ok.Replica) && ok.Op > r.learnerAck[ok.Replica] {
+		r.learnerAck[ok.Replica] = ok.Op
+		defer r.maybePromote()
 	}
 	r.learnCommit(ok.Commit)
 	e := r.log[ok.Op]
@@ -961,7 +1054,7 @@ func (r *Replica) onPrepareOk(ok wire.PrepareOkHeader) {
 // replicated reports whether acks (a bit per replica) are a replication
 // quorum.
 func (r *Replica) replicated(acks uint32) bool {
-	return bits.OnesCount32(acks) >= QuorumReplication(r.cfg.ReplicaCount)
+	return bits.OnesCount32(acks&r.roster.Voters) >= QuorumReplication(r.roster.N()) // S5: learners count for nothing
 }
 
 // learnCommit takes a backup's commit_max from its PrepareOk of this view
@@ -981,13 +1074,22 @@ func (r *Replica) learnCommit(commit uint64) {
 		}
 	}
 	r.commitMax = commit
+	if r.pendingReconfig() != 0 {
+		// Entries above that reached their quorum before commit_max got
+		// here would wait for the next quorum to rescan them; behind an R
+		// no next op comes (S1), so rescan now (cmd/sim --reconfig seed
+		// 3724). Without an R the next op's quorum does it, as before.
+		for e := r.log[r.commitMax+1]; e != nil && e.quorum; e = r.log[r.commitMax+1] {
+			r.commitMax++
+		}
+	}
 	r.commitPipeline()
 }
 
 // commitPipeline commits the primary's pipeline prefix (5.9 primary form)
 // and promotes queued requests into free slots (5.2 rule 5).
 func (r *Replica) commitPipeline() {
-	for op := r.commitMin + 1; op <= r.commitMax; op++ {
+	for op, epoch := r.commitMin+1, r.roster.Epoch; op <= r.commitMax && epoch == r.roster.Epoch; op++ {
 		e := r.log[op]
 		assert(e != nil && e.journaled, "committed op is journaled")
 		r.emitCommit(op, e)
@@ -997,7 +1099,7 @@ func (r *Replica) commitPipeline() {
 	} else {
 		r.prepareTimer.start()
 	}
-	for len(r.queue) > 0 && r.PipelineLen() < r.cfg.PrepareQueueDepth {
+	for len(r.queue) > 0 && r.PipelineLen() < r.cfg.PrepareQueueDepth && r.pendingReconfig() == 0 {
 		req := r.queue[0]
 		r.queue[0] = Request{}
 		r.queue = r.queue[1:]
@@ -1008,12 +1110,15 @@ func (r *Replica) commitPipeline() {
 func (r *Replica) emitCommit(op uint64, e *entry) {
 	r.ready.Commit = append(r.ready.Commit, Committed{Op: op, Frame: e.frame, Tag: e.tag})
 	delete(r.log, op)
-	if r.cfg.ReplicaCount > 1 {
+	if !r.solo() || r.roster.Epoch > 0 {
 		r.retained.keep(op, e.frame, r.cfg.RetainOps, r.cfg.RetainBytes)
 	}
 	r.commitMin = op
 	r.committedChecksum = e.hdr.Checksum
 	assert(r.commitMin <= r.commitMax, "commit_min <= commit_max")
+	if ro, ok := RosterOf(e.frame); ok {
+		r.enterEpoch(ro, op, RosterTrailer(e.frame))
+	}
 }
 
 // commitJournal is the backup form of 5.9: apply journaled ops up to
@@ -1023,7 +1128,7 @@ func (r *Replica) commitJournal() {
 		return
 	}
 	r.advanceSequencer() // over repaired entries journaled above a hole that is now filled
-	for op := r.commitMin + 1; op <= min(r.commitMax, r.sequencer); op++ {
+	for op, epoch := r.commitMin+1, r.roster.Epoch; op <= min(r.commitMax, r.sequencer) && epoch == r.roster.Epoch; op++ {
 		e := r.log[op]
 		if e == nil || !e.journaled {
 			return
@@ -1048,7 +1153,7 @@ func (r *Replica) onCommit(c wire.CommitHeader) {
 		switch {
 		case c.View > r.view:
 			r.observedNewerView = max(r.observedNewerView, c.View)
-		case r.Leading() && c.View < r.view && c.Replica == PrimaryIndex(c.View, r.cfg.ReplicaCount) && c.Replica != r.cfg.Replica:
+		case r.Leading() && c.View < r.view && c.Replica == r.roster.Primary(c.View) && c.Replica != r.cfg.Replica:
 			// A stale primary still heartbeats: tell everyone the view
 			// (5.10 rule 3).
 			r.broadcast(r.startViewFrame(wire.U128{}))
@@ -1076,11 +1181,20 @@ func (r *Replica) onCommit(c wire.CommitHeader) {
 	}
 	r.commitMax = max(r.commitMax, c.Commit)
 	r.commitJournal()
+	if r.Learner() && c.Commit > 0 && r.commitMin >= c.Commit && r.roster.Learner(r.cfg.Replica) {
+		// S5: tell the primary this learner holds its commit point, the
+		// signal promotion waits for, even when the primary has no frame
+		// there to resend (its own state came by transfer).
+		r.ackPrepare(wire.PrepareHeader{Op: r.commitMin})
+	}
 	r.maybeRepair()
 }
 
 // Tick advances virtual time by one 10 ms tick (4.7).
 func (r *Replica) Tick() {
+	if !r.Member() {
+		return // removed or not yet joined: nothing runs on time
+	}
 	if r.prepareTimer.tick() {
 		r.onPrepareTimeout()
 	}
@@ -1108,7 +1222,7 @@ func (r *Replica) Tick() {
 
 // primaryGone is 6.2 rule 1: a silent primary.
 func (r *Replica) primaryGone() {
-	if r.observedNewerView > r.view {
+	if r.observedNewerView > r.view || !r.voter() {
 		r.startProbe()
 	} else {
 		r.beginViewChange(r.view + 1)
@@ -1126,8 +1240,8 @@ func (r *Replica) onPrepareTimeout() {
 		if e == nil || e.quorum || !e.journaled {
 			continue
 		}
-		for rep := 0; rep < r.cfg.ReplicaCount; rep++ {
-			if e.acks&(1<<rep) != 0 {
+		for rep := 0; rep < MaxReplicas; rep++ {
+			if e.acks&(1<<rep) != 0 || !r.roster.Member(uint8(rep)) {
 				continue
 			}
 			if uint8(rep) == r.cfg.Replica {
@@ -1142,7 +1256,7 @@ func (r *Replica) onPrepareTimeout() {
 
 // onCommitTimeout broadcasts the commit heartbeat (5.10 rules 1-2).
 func (r *Replica) onCommitTimeout() {
-	if !r.Leading() || r.cfg.ReplicaCount == 1 {
+	if !r.Leading() || r.solo() {
 		return
 	}
 	if r.observedNewerView > r.view {
@@ -1154,8 +1268,10 @@ func (r *Replica) onCommitTimeout() {
 	}
 	r.commitTimer.start()
 	r.heartbeat++
-	for rep := 0; rep < r.cfg.ReplicaCount; rep++ {
-		if uint8(rep) == r.cfg.Replica {
+	r.nudgeLearners()
+	r.maybePromote()
+	for rep := 0; rep < MaxReplicas; rep++ {
+		if uint8(rep) == r.cfg.Replica || !r.roster.Member(uint8(rep)) {
 			continue
 		}
 		c := wire.CommitHeader{Cluster: r.cfg.Cluster, View: r.view, Replica: r.cfg.Replica,

@@ -92,6 +92,9 @@ const (
 
 // beginViewChange is 6.3: enter a view change at v.
 func (r *Replica) beginViewChange(v uint32) {
+	if !r.voter() || EpochOf(v) != r.roster.Epoch {
+		return // S5: a learner never elects; a view never leaves its epoch
+	}
 	r.leaveQuiet()
 	r.view, r.status = v, StatusViewChange
 	r.resetViewChange()
@@ -117,7 +120,7 @@ func (r *Replica) resetViewChange() {
 	if r.transferring {
 		r.transferring, r.NeedTransfer = false, -1
 	}
-	r.vc = viewChange{dvcs: make([]*dvcRecord, r.cfg.ReplicaCount)}
+	r.vc = viewChange{dvcs: make([]*dvcRecord, MaxReplicas)}
 	r.cancelSubscribers()
 	for _, req := range r.queue {
 		if req.Tag != nil {
@@ -155,8 +158,8 @@ func (r *Replica) closeRepair() {
 }
 
 func (r *Replica) broadcast(head, body []byte) {
-	for rep := 0; rep < r.cfg.ReplicaCount; rep++ {
-		if uint8(rep) != r.cfg.Replica {
+	for rep := 0; rep < MaxReplicas; rep++ {
+		if uint8(rep) != r.cfg.Replica && r.roster.Member(uint8(rep)) {
 			r.ready.Send = append(r.ready.Send, Envelope{To: uint8(rep), Head: head, Body: body})
 		}
 	}
@@ -171,7 +174,7 @@ func (r *Replica) broadcastSVC() {
 
 // maybeSendDVC is 6.4 step 4.
 func (r *Replica) maybeSendDVC() {
-	if r.status != StatusViewChange || r.vc.sentDVC || bits.OnesCount64(r.vc.svc&^(1<<r.cfg.Replica)) < Faults(r.cfg.ReplicaCount) {
+	if r.status != StatusViewChange || r.vc.sentDVC || bits.OnesCount64(r.vc.svc&^(1<<r.cfg.Replica)) < Faults(r.roster.N()) {
 		return
 	}
 	r.vc.sentDVC = true
@@ -254,7 +257,7 @@ func (r *Replica) onStartViewChange(s wire.StartViewChangeHeader) {
 	switch {
 	case r.status == StatusRecovering || s.View < r.view:
 		return
-	case int(s.Replica) >= r.cfg.ReplicaCount || s.Replica == r.cfg.Replica:
+	case !r.roster.Voter(s.Replica) || s.Replica == r.cfg.Replica || !r.voter():
 		r.drop("start_view_change from an unknown replica")
 		return
 	case s.View > r.view:
@@ -276,7 +279,7 @@ func (r *Replica) onDoViewChange(frame []byte) {
 	switch {
 	case r.status == StatusRecovering || d.View < r.view:
 		return
-	case int(d.Replica) >= r.cfg.ReplicaCount || d.Replica == r.cfg.Replica:
+	case !r.roster.Voter(d.Replica) || d.Replica == r.cfg.Replica || !r.voter():
 		r.drop("do_view_change from an unknown replica")
 		return
 	case d.View > r.view:
@@ -303,10 +306,10 @@ func (r *Replica) tryMerge() {
 			ds = append(ds, d)
 		}
 	}
-	if len(ds) < QuorumViewChange(r.cfg.ReplicaCount) {
+	if len(ds) < QuorumViewChange(r.roster.N()) {
 		return
 	}
-	m, out := merge(ds, r.cfg.ReplicaCount)
+	m, out := merge(ds, r.roster.N())
 	if out != mergeReady {
 		r.drop("merge " + out.String())
 		return
@@ -340,6 +343,9 @@ func (r *Replica) electProgress() {
 	r.reconcile(m.header, max(m.opHead, r.commitMin), false, 0)
 	r.emitRepaired()
 	r.commitJournal()
+	if r.vc.merged != m {
+		return // the commit walk applied an R: the view change is of an epoch left (S4)
+	}
 	missing := uint64(0)
 	for op := r.commitMin + 1; op <= m.opHead; op++ {
 		if e := r.log[op]; e == nil || !e.journaled {
@@ -417,7 +423,11 @@ func (r *Replica) startView() {
 		e := r.log[op]
 		e.acks, e.quorum, e.repaired = 1<<r.cfg.Replica, false, false
 	}
+	epoch := r.roster.Epoch
 	r.commitJournal()
+	if r.roster.Epoch != epoch {
+		return // the merged log committed an R: the epoch's first view follows (S4)
+	}
 	if r.PipelineLen() > 0 {
 		r.prepareTimer.start()
 	}
@@ -445,7 +455,7 @@ func (r *Replica) onStartView(frame []byte) {
 		return
 	}
 	switch {
-	case s.Replica != PrimaryIndex(s.View, r.cfg.ReplicaCount) || s.Replica == r.cfg.Replica || s.View < r.view:
+	case s.Replica != r.roster.Primary(s.View) || s.Replica == r.cfg.Replica || s.View < r.view:
 		r.drop("start_view not from the primary of a current view")
 		return
 	case r.status == StatusRecovering && !r.incarnation.IsZero() && !s.Incarnation.IsZero() &&
@@ -597,10 +607,13 @@ func (r *Replica) reconcile(known func(uint64) (wire.PrepareHeader, bool), head 
 
 // onRequestStartView is 6.12 rule 6.
 func (r *Replica) onRequestStartView(q wire.RequestStartViewHeader) {
-	if q.Replica == r.cfg.Replica || int(q.Replica) >= r.cfg.ReplicaCount {
+	if q.Replica == r.cfg.Replica || !r.roster.Member(q.Replica) {
 		return
 	}
 	if r.status == StatusRecovering {
+		if !r.roster.Voter(q.Replica) {
+			return // S5: a learner's probe is not a vote
+		}
 		r.probing |= 1 << q.Replica // another prober: see recoveringQuorum
 		r.probingViewMax = max(r.probingViewMax, q.View)
 		if r.probeAttempts >= 1 && r.recoveringQuorum() {
@@ -666,8 +679,8 @@ func (r *Replica) startProbe() {
 // safe, and the probers that hear each other pick the same view (one past
 // the highest they heard).
 func (r *Replica) recoveringQuorum() bool {
-	n := r.cfg.ReplicaCount
-	return bits.OnesCount32(r.probing|1<<r.cfg.Replica) >= n-QuorumReplication(n)+1
+	n := r.roster.N()
+	return r.voter() && bits.OnesCount32((r.probing|1<<r.cfg.Replica)&r.roster.Voters) >= n-QuorumReplication(n)+1
 }
 
 func (r *Replica) broadcastRSV() {
@@ -699,6 +712,9 @@ func (r *Replica) tickViewChange() {
 	}
 	if r.rsvTimer.tick() {
 		switch {
+		case r.status == StatusRecovering && !r.voter():
+			r.broadcastRSV() // S5: a learner probes until a StartView comes, and never elects
+			r.rsvTimer.start()
 		case r.status == StatusRecovering && r.probeAttempts >= r.cfg.ViewProbeAttemptsMax:
 			r.beginViewChange(r.view + 1) // 6.12 rule 4
 		case r.status == StatusRecovering && r.probeAttempts >= 1 && r.recoveringQuorum():

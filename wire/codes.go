@@ -82,6 +82,10 @@ const (
 	OpRemoveConsumerGroupMember       Operation = 66
 	OpCompleteConsumerGroupRevocation Operation = 67
 	OpTruncatePartition               Operation = 68
+	// OpReconfigure is iggynode's own internal operation (issue 22, in
+	// the reserved 64..=127 range, never sent by a client): its body is a
+	// roster (vsr.Roster), committed by the group it reconfigures.
+	OpReconfigure Operation = 120
 
 	OpCreateStream              Operation = 128
 	OpUpdateStream              Operation = 129
@@ -126,10 +130,11 @@ var operationNames = map[Operation]string{
 }
 
 // Defined reports whether o is a defined discriminant: 0..=3, 64..=68,
-// 128..=149, 160..=162 (client-plane.md 4.1). Any other byte is an invalid
+// 128..=149, 160..=162 (client-plane.md 4.1), and iggynode's own
+// OpReconfigure (120). Any other byte is an invalid
 // bit pattern.
 func (o Operation) Defined() bool {
-	return o <= 3 || (o >= 64 && o <= 68) || (o >= 128 && o <= 149) || (o >= 160 && o <= 162)
+	return o <= 3 || (o >= 64 && o <= 68) || o == OpReconfigure || (o >= 128 && o <= 149) || (o >= 160 && o <= 162)
 }
 
 // Internal reports whether o is in the server-internal range 64..=127.

@@ -191,7 +191,7 @@ func DecodeSuffix(op uint64, body []byte, nack, present U128) ([]SuffixEntry, er
 			if p.Timestamp >= hi.Timestamp {
 				return nil, decodeErr("suffix", fmt.Sprintf("entry %d (op %d): timestamp not below op %d's", i, p.Op, hi.Op))
 			}
-			if hi.Op == p.Op+1 && !p.Checksum.IsZero() && hi.Parent != p.Checksum {
+			if hi.Op == p.Op+1 && !p.Checksum.IsZero() && !hi.Parent.IsZero() && hi.Parent != p.Checksum { // 2.5 rule 3: a zero identity on either end suspends it
 				return nil, decodeErr("suffix", fmt.Sprintf("op %d's parent is not op %d's identity", hi.Op, p.Op))
 			}
 		}

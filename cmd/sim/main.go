@@ -42,6 +42,7 @@ func main() {
 		restart   = flag.Float64("restart", 0.01, "per-tick probability a down replica comes back")
 		timeline  = flag.Bool("timeline", false, "print each run's timeline")
 		traceDir  = flag.String("trace", "", "write each run's span files (one per replica) to this directory, for cmd/timeline")
+		reconfig  = flag.Bool("reconfig", false, "run membership changes (issue 22): voters {0,1,2} grow, shrink or are replaced under every fault, on the metadata group; --replicas is ignored")
 		groups    = flag.Int("groups", 1, "partition groups per node; above 1, with quiescence and the node-level heartbeat (sim.ManyGroupsFaultsFor)")
 	)
 	showVersion := version.Flag(flag.CommandLine)
@@ -52,7 +53,7 @@ func main() {
 	start := time.Now()
 	failed, journalFailures := 0, 0
 	var ops, repairs, highestView uint64
-	viewChanged, transfers := 0, 0
+	viewChanged, transfers, epochs, primaryCrashes, transferCrashes, splits := 0, 0, 0, 0, 0, 0
 	for s := *seed; s < *seed+uint64(*seeds); s++ {
 		cfg := sim.FaultsFor(s)
 		if *groups > 1 {
@@ -65,6 +66,7 @@ func main() {
 			cfg.CrashProbability, cfg.RestartProbability = *crash, *restart
 		}
 		cfg.Replicas, cfg.Clients, cfg.FaultTicks, cfg.LivenessTicks = *replicas, *clients, *ticks, *liveness
+		cfg.Reconfig = *reconfig
 		closeTrace := func() error { return nil }
 		if *traceDir != "" {
 			var err error
@@ -84,6 +86,10 @@ func main() {
 			viewChanged++
 		}
 		transfers += res.Transfers
+		epochs += res.Epochs
+		primaryCrashes += res.PrimaryCrashesMidChange
+		transferCrashes += res.TransferCrashes
+		splits += res.OldNewSplits
 		highestView = max(highestView, res.ViewChanges)
 		journalFailures += res.JournalFailures
 		if *timeline || *seeds == 1 {
@@ -105,6 +111,10 @@ func main() {
 	fmt.Printf("%d seeds, %d failed, %d ops committed, %d repair sessions, %d journal failures injected, %.0f seeds/min (%v)\n",
 		*seeds, failed, ops, repairs, journalFailures, float64(*seeds)/took.Minutes(), took.Round(time.Millisecond))
 	fmt.Printf("%d seeds saw a view change (highest view %d), %d state transfers installed\n", viewChanged, highestView, transfers)
+	if *reconfig {
+		fmt.Printf("%d epochs entered over all seeds; during a change: %d primary crashes, %d crashes mid-transfer, %d partitions between old and new members\n",
+			epochs, primaryCrashes, transferCrashes, splits)
+	}
 	if failed > 0 {
 		os.Exit(1)
 	}

@@ -1,0 +1,164 @@
+package metadata
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"iggynode/vsr"
+	"iggynode/wire"
+)
+
+// The cluster roster (issue 22): the metadata group's OpReconfigure
+// (wire.OpReconfigure, 120, server-internal) carries the next roster of
+// the group, the consensus core's membership (vsr.Roster: epoch, voters,
+// learners, target) followed by the address of every node it names. The
+// core reads the first vsr.RosterBodySize bytes and changes its epoch
+// when the op commits (vsr/reconfig.go); this state machine keeps the
+// whole roster, so every replica serves the same one to clients (10.4)
+// and to the partition groups that follow it, and carries it in the
+// snapshot.
+//
+// Body: the vsr roster (20 bytes), u16 node count, then per node in
+// ascending id order: u8 id, u16 address length, the address (UTF-8,
+// host:port, at most 255 bytes). Every voter and learner has exactly one
+// entry; entries of other ids are dropped (the core proposes the R2 that
+// ends a change with the trailer of R1, which still names the nodes R2
+// removes).
+
+// RosterNode is one node of the roster.
+type RosterNode struct {
+	ID      uint8
+	Address string
+}
+
+// Roster is the membership the metadata group committed last.
+type Roster struct {
+	vsr.Roster
+	Nodes []RosterNode
+}
+
+// Role names a node's part in r: "voter", "learner" or "" (not in it).
+func (r Roster) Role(id uint8) string {
+	switch {
+	case r.Voter(id):
+		return "voter"
+	case r.Learner(id):
+		return "learner"
+	}
+	return ""
+}
+
+// Address is the address of node id ("" when r does not name it).
+func (r Roster) Address(id uint8) string {
+	for _, n := range r.Nodes {
+		if n.ID == id {
+			return n.Address
+		}
+	}
+	return ""
+}
+
+// maxRosterAddress bounds one address.
+const maxRosterAddress = 255
+
+// EncodeRoster appends the body of a metadata OpReconfigure prepare.
+func EncodeRoster(dst []byte, r Roster) []byte {
+	dst = vsr.EncodeRoster(dst, r.Roster)
+	nodes := slices.SortedFunc(slices.Values(r.Nodes), func(a, b RosterNode) int { return cmp.Compare(a.ID, b.ID) })
+	dst = wire.AppendU16(dst, uint16(len(nodes)))
+	for _, n := range nodes {
+		dst = append(dst, n.ID)
+		dst = wire.AppendU16(dst, uint16(len(n.Address)))
+		dst = append(dst, n.Address...)
+	}
+	return dst
+}
+
+// DecodeRoster reads a metadata OpReconfigure body, strictly: the vsr
+// roster valid, ids ascending and unique, one address per member and
+// none for any other id, nothing after the last node.
+func DecodeRoster(b []byte) (Roster, error) {
+	ro, err := vsr.DecodeRoster(b)
+	if err != nil {
+		return Roster{}, err
+	}
+	r := wire.NewReader(b[vsr.RosterBodySize:])
+	count := int(r.U16("node_count"))
+	out := Roster{Roster: ro}
+	var named uint32
+	for i := 0; i < count && r.Err() == nil; i++ {
+		id := r.U8("id")
+		n := int(r.U16("address_len"))
+		if r.Err() != nil {
+			break
+		}
+		if n == 0 || n > maxRosterAddress {
+			return Roster{}, fmt.Errorf("metadata: roster node %d: address of %d bytes", id, n)
+		}
+		addr := r.Bytes("address", n)
+		if r.Err() != nil {
+			break
+		}
+		if id >= vsr.MaxReplicas || (i > 0 && id <= out.Nodes[i-1].ID) {
+			return Roster{}, fmt.Errorf("metadata: roster node ids not ascending at %d", id)
+		}
+		named |= 1 << id
+		out.Nodes = append(out.Nodes, RosterNode{ID: id, Address: string(addr)})
+	}
+	switch {
+	case r.Err() != nil:
+		return Roster{}, fmt.Errorf("metadata: roster: %v", r.Err())
+	case r.Len() != 0:
+		return Roster{}, fmt.Errorf("metadata: roster: %d trailing bytes", r.Len())
+	case named&ro.Members() != ro.Members():
+		return Roster{}, fmt.Errorf("metadata: roster names nodes %b, its members are %b", named, ro.Members())
+	}
+	out.Nodes = slices.DeleteFunc(out.Nodes, func(n RosterNode) bool { return !ro.Member(n.ID) })
+	return out, nil
+}
+
+// Roster is the roster the last applied OpReconfigure committed (ok
+// false while the cluster runs on its configured roster, epoch 0).
+func (s *State) Roster() (Roster, bool) {
+	if s.roster == nil {
+		return Roster{}, false
+	}
+	r := *s.roster
+	r.Nodes = slices.Clone(r.Nodes)
+	return r, true
+}
+
+// applyReconfigure records the committed roster. The consensus core took
+// the epoch at this op already; a roster that does not decode, or is not
+// the next epoch, is refused with InvalidCommand on every replica alike
+// (the core refuses the same R: reconfig.go's enterEpoch drops an epoch
+// not ahead), so replicas never disagree on it.
+func (s *State) applyReconfigure(c *applyCtx) (wire.ErrorCode, []byte) {
+	r, err := DecodeRoster(c.body)
+	if err != nil {
+		return wire.ErrInvalidCommand, nil
+	}
+	current := uint32(0)
+	if s.roster != nil {
+		current = s.roster.Epoch
+	}
+	if r.Epoch <= current {
+		return wire.ErrInvalidCommand, nil
+	}
+	s.roster = &r
+	return 0, nil
+}
+
+// appendRoster is the snapshot's roster section (tag 4): the body of the
+// OpReconfigure that committed it.
+func (s *State) appendRoster(b []byte) []byte { return EncodeRoster(b, *s.roster) }
+
+func (s *State) decodeRoster(sec []byte) error {
+	r, err := DecodeRoster(sec)
+	if err != nil {
+		return snapErr("roster: %v", err)
+	}
+	s.roster = &r
+	return nil
+}
