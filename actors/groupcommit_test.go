@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"iggynode/client"
+	"iggynode/config"
 	"iggynode/wire"
 )
 
@@ -129,4 +131,75 @@ func sendsShareWrites(t *testing.T, nodes []*Node) {
 	if err != nil || polled.MessagesCount != total*perBatch {
 		t.Fatalf("poll: %v, %d messages", err, polled.MessagesCount)
 	}
+}
+
+// Deferring drives never refuses a send a single node would take: with
+// more sends queued at a held partition than its pipeline and queue hold
+// (depth 2: 2 + 4), every one is committed, none answered
+// TransientNotAccepted (found by review: the deferral filled the
+// pipeline before any drive).
+func TestQueuedSendsBeyondThePipelineAreNotRefused(t *testing.T) {
+	cfg := config.Default()
+	cfg.System.Path = t.TempDir()
+	cfg.TCP.Address, cfg.HTTP.Address, cfg.QUIC.Address, cfg.WebSocket.Address = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Partition.PrepareQueueDepth = 2
+	n, err := Start(Options{Config: cfg, RootUsername: "iggy", RootPassword: "iggy", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Close() })
+	ctx, c := rootClient(t, n)
+	if _, err := c.CreateStream(ctx, "busy", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateTopic(ctx, wire.ID(0), "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	const producers = 12
+	conns := make([]*client.Client, producers)
+	for i := range conns {
+		pc, err := client.Connect(ctx, client.Options{Address: n.TCPAddr(), Username: "iggy", Password: "iggy"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = pc.Close() })
+		conns[i] = pc
+	}
+	refusedBefore := sendsAnswered(n, uint32(wire.ErrTransientNotAccepted))
+	ch := make(chan map[uint64]*actor.PID, 1)
+	n.root().Send(n.refs.metadata, &listPartitions{reply: ch})
+	release := make(chan struct{})
+	for _, pid := range <-ch {
+		n.root().Send(pid, &partitionMaintain{done: func() { <-release }})
+	}
+	time.AfterFunc(300*time.Millisecond, func() { close(release) })
+	var wg sync.WaitGroup
+	for _, pc := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := pc.SendMessages(ctx, wire.ID(0), wire.ID(0), wire.PartitionID(0), []wire.Message{client.NewMessage([]byte("x"))}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if refused := sendsAnswered(n, uint32(wire.ErrTransientNotAccepted)) - refusedBefore; refused != 0 {
+		t.Fatalf("%d of %d queued sends were refused TransientNotAccepted", refused, producers)
+	}
+}
+
+// sendsAnswered is how many SendMessages requests n answered with status
+// (the iggy.requests series by command and status, telemetry.go).
+func sendsAnswered(n *Node, status uint32) int64 {
+	t := n.refs.tel
+	t.cmdMu.RLock()
+	defer t.cmdMu.RUnlock()
+	var total int64
+	for _, cmd := range sendKeys {
+		if c := t.byStatus[uint64(cmd)<<32|uint64(status)]; c != nil {
+			total += c.n.Load()
+		}
+	}
+	return total
 }

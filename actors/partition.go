@@ -109,10 +109,13 @@ type partitionActor struct {
 // and wait for a drive (group commit, drive).
 type driveSends struct{}
 
-// heldReply is a committed op's reply held until its batch is stored.
+// heldReply is a committed op's reply held until its batch is stored:
+// the reply may go once the first after batches of the Ready's toStore
+// are (its own included, for a send).
 type heldReply struct {
 	req   *clientRequest
 	frame []byte
+	after int
 }
 
 // partitionSettings are the topic options a partition acts on.
@@ -596,10 +599,18 @@ func (p *partitionActor) onSend(ctx actor.Context, m *partitionSend) {
 			return
 		}
 	}
-	err := p.core.Submit(vsr.Request{
+	submission := vsr.Request{
 		Client: req.hdr.Client, Request: req.hdr.Request, RequestChecksum: req.hdr.RequestChecksum,
 		Operation: wire.OpSendMessages, UserID: req.bound.userID, Frame: frame, Tag: &pending{req: req},
-	}, p.node.opts.Clock())
+	}
+	err := p.core.Submit(submission, p.node.opts.Clock())
+	if errors.Is(err, vsr.ErrBusy) && p.drivePending {
+		// The sends this turn deferred fill the pipeline: drive them now
+		// (a group of one commits them at once) rather than refuse this
+		// one, which the send-at-a-time design never did.
+		p.drive(ctx)
+		err = p.core.Submit(submission, p.node.opts.Clock())
+	}
 	if err != nil {
 		p.replyTo(ctx, req, denyReply(&req.hdr, req.connID, 0, wire.ErrTransientNotAccepted))
 		return
@@ -663,12 +674,8 @@ func (p *partitionActor) drive(ctx actor.Context) {
 				p.tailDirty = true
 			}
 		}
-		p.storeCommitted()
-		for i, r := range p.replies {
-			p.replyTo(ctx, r.req, r.frame)
-			p.replies[i] = heldReply{}
-		}
-		p.replies = p.replies[:0]
+		p.storeCommitted(ctx)
+		p.sendHeldReplies(ctx, len(p.replies))
 		if n := len(rd.Commit); n > 0 {
 			p.recordApplied(wire.HeaderOf(rd.Commit[n-1].Frame).Prepare()) // once per Ready, not per op
 			p.saveTail(false)
@@ -795,7 +802,7 @@ func (p *partitionActor) apply(ctx actor.Context, c vsr.Committed) {
 			conf := wire.SendConfirmations{{StreamID: p.ref.Stream, TopicID: p.ref.Topic,
 				PartitionID: p.ref.Partition, BaseOffset: wire.Batch(batch).BaseOffset()}}
 			// Held until the Ready's batches are stored (drive).
-			p.replies = append(p.replies, heldReply{pd.req, p.committedReply(ph, pd.req, conf.AppendTo(nil))})
+			p.replies = append(p.replies, heldReply{pd.req, p.committedReply(ph, pd.req, conf.AppendTo(nil)), len(p.toStore)})
 		}
 	case wire.OpStoreConsumerOffset, wire.OpDeleteConsumerOffset:
 		// Every replica applies the committed body (replica-plane.md 13.1:
@@ -803,8 +810,8 @@ func (p *partitionActor) apply(ctx actor.Context, c vsr.Committed) {
 		if w, ok := offsetWriteOf(ph.Operation, c.Frame[wire.HeaderSize:]); ok {
 			p.applyOffsetWrite(w)
 		}
-		if pd != nil {
-			p.replyTo(ctx, pd.req, p.committedReply(ph, pd.req, wire.AppendResultOK(nil)))
+		if pd != nil { // after the Ready's batches before it (drive)
+			p.replies = append(p.replies, heldReply{pd.req, p.committedReply(ph, pd.req, wire.AppendResultOK(nil)), len(p.toStore)})
 		}
 	}
 	p.publishStats()
@@ -855,12 +862,19 @@ func (p *partitionActor) alreadyStored(batch []byte) bool {
 // state. When the disk is full, the restarted replica first waits out of
 // its group until the batch fits (diskspace.go), so the stop happens once
 // per episode, not per repair.
-func (p *partitionActor) storeCommitted() {
+func (p *partitionActor) storeCommitted(ctx actor.Context) {
 	batches := p.toStore
 	defer func() { clear(batches); p.toStore = batches[:0] }()
 	if len(batches) > 0 {
 		stored, err := p.node.store.AppendBatches(p.ref.Group, batches, p.settings.enforceFsync)
 		if err != nil {
+			// The ops whose batches (and those before) are stored get
+			// their replies before the stop; the rest replay.
+			n := 0
+			for n < len(p.replies) && p.replies[n].after <= stored {
+				n++
+			}
+			p.sendHeldReplies(ctx, n)
 			failed := batches[min(stored, len(batches)-1)]
 			if storage.IsNoSpace(err) {
 				var need int64 // the group's batches it could not store
@@ -877,6 +891,15 @@ func (p *partitionActor) storeCommitted() {
 		p.countStored(stored)
 	}
 	p.plog.MarkPersisted(p.plog.HighWatermark())
+}
+
+// sendHeldReplies sends the first n held replies and forgets them all.
+func (p *partitionActor) sendHeldReplies(ctx actor.Context, n int) {
+	for _, r := range p.replies[:n] {
+		p.replyTo(ctx, r.req, r.frame)
+	}
+	clear(p.replies)
+	p.replies = p.replies[:0]
 }
 
 // countStored counts one segment write of n batches (telemetry.go).

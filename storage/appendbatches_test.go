@@ -124,3 +124,50 @@ func TestWriteAllBeyondIovMax(t *testing.T) {
 }
 
 func baseOf(batch []byte) uint64 { return wire.Batch(batch).BaseOffset() }
+
+// A group whose later batch fails (here its new file cannot be created,
+// as on ENOSPC or EMFILE) reports the batches before it stored, and with
+// sync they are synced before the call returns: a caller acknowledges
+// them. (Found by review: the sync used to be skipped on that path.)
+func TestAppendBatchesSyncsWhatItStoredBeforeAFailure(t *testing.T) {
+	bound(t, 30*time.Second)
+	s := openWith(t, t.TempDir(), fileBytes(2000))
+	a := makeBatch(t, 0, 10, 200, 1)  // fills the first file
+	b := makeBatch(t, 10, 10, 200, 2) // needs a new file named after 10
+	if err := os.MkdirAll(filepath.Join(groupDir(s, 1), batchFileName(10)), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.AppendBatches(1, [][]byte{a, b}, true)
+	if n != 1 || err == nil {
+		t.Fatalf("AppendBatches = %d, %v; want the first stored and an error for the second", n, err)
+	}
+	g, _ := s.lockedGroup(1)
+	unsynced := len(g.unsynced)
+	g.mu.Unlock()
+	if unsynced != 0 {
+		t.Fatalf("%d file(s) holding a batch reported stored were not fsynced", unsynced)
+	}
+	if got := keysOf(scanBatches(t, s, 1, 0)); !slices.Equal(got, []uint64{0}) {
+		t.Fatalf("stored %v", got)
+	}
+}
+
+// A group too large for the room above the hard reserve stores the
+// batches that fit and refuses from the first that does not.
+func TestAppendBatchesStoresThePrefixThatFits(t *testing.T) {
+	const mib = 1 << 20
+	fs := &fakeFS{}
+	fs.free.Store(MinReserveHard + 3*mib/2)
+	s := openWith(t, t.TempDir(), func(o *Options) {
+		o.Space = SpaceOptions{ReserveSoft: MinReserveHard, ReserveHard: MinReserveHard, CheckInterval: time.Hour, Statfs: fs.statfs}
+	})
+	a := makeBatch(t, 0, 1, mib-1000, 1)
+	b := makeBatch(t, 1, 1, mib-1000, 2)
+	n, err := s.AppendBatches(1, [][]byte{a, b}, false)
+	if n != 1 || !IsNoSpace(err) {
+		t.Fatalf("AppendBatches = %d, %v; want the first stored and no space for the second", n, err)
+	}
+	if got := keysOf(scanBatches(t, s, 1, 0)); !slices.Equal(got, []uint64{0}) {
+		t.Fatalf("stored %v", got)
+	}
+}

@@ -35,10 +35,11 @@ func (s *Store) AppendBatch(group, baseOffset uint64, batch []byte, sync bool) e
 // one step: the batches that land in the same file go out in one writev,
 // and with sync one fsync covers them all (the group commit of a partition
 // actor's turn, actors/partition.go). It returns how many batches, from
-// the first, were stored: on an error the rest were not (with a failed
-// fsync, none counts as stored). The batches may be reused once it returns.
+// the first, were stored (and, with sync, synced): on an error the rest
+// were not. Batches that would cut into the hard reserve are refused
+// from the first that does, so a group too large for the room left still
+// stores what fits. The batches may be reused once it returns.
 func (s *Store) AppendBatches(group uint64, batches [][]byte, sync bool) (int, error) {
-	var total int64
 	for _, batch := range batches {
 		if len(batch) < wire.BatchHeaderSize {
 			return 0, fmt.Errorf("storage: batch of %d bytes, shorter than its header", len(batch))
@@ -46,25 +47,36 @@ func (s *Store) AppendBatches(group uint64, batches [][]byte, sync bool) (int, e
 		if err := checkAppended(wire.Batch(batch).BaseOffset(), batch); err != nil {
 			return 0, err
 		}
-		total += int64(len(batch))
 	}
 	if len(batches) == 0 {
 		return 0, nil
 	}
-	first := wire.Batch(batches[0]).BaseOffset()
-	// The hard reserve is badger's (space.go): batches that would cut into
-	// it are refused before a byte is written.
-	if err := s.space.admitBatch(total); err != nil {
-		return 0, fmt.Errorf("storage: append batch group %d at %d: %w", group, first, err)
+	// The hard reserve is badger's (space.go): a batch that would cut into
+	// it is refused before a byte of it is written.
+	admitted, total := 0, int64(0)
+	var refused error
+	for _, b := range batches {
+		if err := s.space.admitBatch(total + int64(len(b))); err != nil {
+			refused = err
+			break
+		}
+		total += int64(len(b))
+		admitted++
+	}
+	wrap := func(i int, err error) error {
+		return fmt.Errorf("storage: append batch group %d at %d: %w", group, wire.Batch(batches[i]).BaseOffset(), err)
+	}
+	if admitted == 0 {
+		return 0, wrap(0, refused)
 	}
 	g, err := s.lockedGroup(group)
 	if err != nil {
-		return 0, fmt.Errorf("storage: append batch group %d at %d: %w", group, first, err)
+		return 0, wrap(0, err)
 	}
 	defer g.mu.Unlock()
-	stored := 0
-	for stored < len(batches) {
-		n, err := s.appendRun(g, batches[stored:], sync)
+	stored, failed := 0, refused
+	for stored < admitted {
+		n, err := s.appendRun(g, batches[stored:admitted], sync)
 		for _, b := range batches[stored : stored+n] {
 			s.space.charge(int64(len(b)))
 		}
@@ -73,14 +85,19 @@ func (s *Store) AppendBatches(group uint64, batches [][]byte, sync bool) (int, e
 			if IsNoSpace(err) {
 				s.space.sawNoSpace()
 			}
-			return stored, fmt.Errorf("storage: append batch group %d at %d: %w",
-				group, wire.Batch(batches[stored]).BaseOffset(), err)
+			failed = err
+			break
 		}
 	}
-	if sync {
+	if sync && stored > 0 {
+		// Before any is reported stored: a caller acknowledges what this
+		// returns, also when a later batch failed.
 		if err := s.syncGroup(g); err != nil {
-			return 0, fmt.Errorf("storage: append batch group %d at %d: %w", group, first, err)
+			return 0, wrap(0, err)
 		}
+	}
+	if stored < len(batches) {
+		return stored, wrap(stored, failed)
 	}
 	return stored, nil
 }

@@ -100,16 +100,27 @@ func (t *tcpCarrier) writeFrame(frame []byte) error {
 	return err
 }
 
-// writeSpliced writes the frames buffered before it, then the frame's
-// pieces with one writev (net.Buffers; over TLS one record write each).
+// writeSpliced writes one frame given in pieces. Plain TCP: the frames
+// buffered before it, then the pieces with one writev (net.Buffers). TLS
+// has no writev (a Write per piece would be a record and a segment
+// each), so the pieces go through the buffer, which copies the small
+// ones and hands large ones straight to the connection.
 func (t *tcpCarrier) writeSpliced(built []byte, splices []wire.Splice) error {
+	t.pieces = wire.AppendSplicePieces(t.pieces[:0], built, splices)
+	defer clear(t.pieces) // keep no batch alive past its write
+	if _, isTLS := t.nc.(*tls.Conn); isTLS {
+		for _, piece := range t.pieces {
+			if _, err := t.bw.Write(piece); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if err := t.bw.Flush(); err != nil {
 		return err
 	}
-	t.pieces = wire.AppendSplicePieces(t.pieces[:0], built, splices)
 	bufs := net.Buffers(t.pieces)
 	_, err := bufs.WriteTo(t.nc)
-	clear(t.pieces) // keep no batch alive past its write
 	return err
 }
 
