@@ -372,7 +372,13 @@ func (p *partitionActor) receive(ctx actor.Context) {
 		}
 		// Prepares and their acknowledgements queued behind this one are
 		// stepped first: their journal writes and commits share one drive.
-		p.driveSoon(ctx)
+		// The rest (view change, recovery, repair) is driven at once, so a
+		// storm of elections does not wait behind a mailbox it doubled.
+		if c := wire.HeaderOf(m.frame).Command(); c == wire.CmdPrepare || c == wire.CmdPrepareOk || c == wire.CmdCommit {
+			p.driveSoon(ctx)
+		} else {
+			p.drive(ctx)
+		}
 	case *tick:
 		// catchUp advanced the core; this is the clock's wake-up.
 		p.time.scheduled = 0
