@@ -153,14 +153,16 @@ func TestClusterAnyNodeAndFailover(t *testing.T) {
 	// The primary (replica 0 in view 0) dies.
 	_ = nodes[0].Close()
 	closed[0] = true
-	eventually(t, "create a stream after the failover", 30*time.Second, func() (bool, string) {
+	// 60 s, as the e2e failovers allow: under .ci/run's parallel race
+	// tests on two cores the metadata group's election has taken over 30.
+	eventually(t, "create a stream after the failover", 60*time.Second, func() (bool, string) {
 		r := do(t, backup, "POST", "/streams", tok, `{"name":"after"}`)
 		if r.status == 400 && strings.Contains(string(r.body), "already_exists") {
 			return true, "" // an earlier attempt committed
 		}
 		return r.status == 200, fmt.Sprintf("%d %s", r.status, r.body)
 	})
-	eventually(t, "send after the failover", 30*time.Second, func() (bool, string) { return send(backup, "dGhyZWU=") })
+	eventually(t, "send after the failover", 60*time.Second, func() (bool, string) { return send(backup, "dGhyZWU=") })
 	for _, i := range []int{1, 2} {
 		eventually(t, fmt.Sprintf("poll on node %d after the failover", i), 20*time.Second, func() (bool, string) {
 			n, body := pollCount(t, nodes[i].HTTPURL(), tok)
