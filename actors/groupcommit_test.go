@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -139,15 +138,7 @@ func sendsShareWrites(t *testing.T, nodes []*Node) {
 // TransientNotAccepted (found by review: the deferral filled the
 // pipeline before any drive).
 func TestQueuedSendsBeyondThePipelineAreNotRefused(t *testing.T) {
-	cfg := config.Default()
-	cfg.System.Path = t.TempDir()
-	cfg.TCP.Address, cfg.HTTP.Address, cfg.QUIC.Address, cfg.WebSocket.Address = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
-	cfg.Partition.PrepareQueueDepth = 2
-	n, err := Start(Options{Config: cfg, RootUsername: "iggy", RootPassword: "iggy", Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = n.Close() })
+	n := startTestNodeWith(t, func(c *config.Config) { c.Partition.PrepareQueueDepth = 2 })
 	ctx, c := rootClient(t, n)
 	if _, err := c.CreateStream(ctx, "busy", nil); err != nil {
 		t.Fatal(err)

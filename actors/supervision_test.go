@@ -14,7 +14,11 @@ import (
 	"iggynode/wire"
 )
 
-func startTestNode(t *testing.T) *Node {
+func startTestNode(t *testing.T) *Node { t.Helper(); return startTestNodeWith(t, nil) }
+
+// startTestNodeWith is startTestNode with the configuration changed by
+// tune first (nil: the defaults).
+func startTestNodeWith(t *testing.T, tune func(*config.Config)) *Node {
 	t.Helper()
 	cfg := config.Default()
 	cfg.System.Path = t.TempDir()
@@ -22,6 +26,9 @@ func startTestNode(t *testing.T) *Node {
 	cfg.HTTP.Address = "127.0.0.1:0"
 	cfg.QUIC.Address = "127.0.0.1:0"
 	cfg.WebSocket.Address = "127.0.0.1:0"
+	if tune != nil {
+		tune(&cfg)
+	}
 	n, err := Start(Options{Config: cfg, RootUsername: "iggy", RootPassword: "iggy",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
