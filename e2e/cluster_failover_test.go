@@ -28,7 +28,7 @@ func TestKill9PrimaryFailsOver(t *testing.T) {
 	}
 	pc := startProcCluster(t)
 	clients, cmds := pc.clients, &pc.cmds
-	ctx := ctxT(t)
+	ctx := ctxWithin(t, 2*time.Minute)
 	_ = streamWithTopic(t, ctx, clients[1], "failover", 1).Close()
 
 	// The writer (faultcheck) tags each attempt; a failed one may appear at
@@ -78,7 +78,7 @@ func TestWipedNodeCatchesUpByStateTransfer(t *testing.T) {
 	}
 	pc := startProcCluster(t, "E2E_CLUSTER_JOURNAL_SLOTS=80")
 	clients, cmds, dirs := pc.clients, &pc.cmds, pc.dirs
-	ctx := ctxT(t)
+	ctx := ctxWithin(t, 2*time.Minute)
 	c, err := client.Connect(ctx, client.Options{Address: clients[0], Username: "iggy", Password: "iggy"})
 	if err != nil {
 		t.Fatal(err)

@@ -118,7 +118,7 @@ func TestKill9BackupRejoinsByRepair(t *testing.T) {
 	for i := range 3 {
 		cmds[i], addrs[i] = startClusterChild(t, dirs[i], i, peers)
 	}
-	ctx := ctxT(t)
+	ctx := ctxWithin(t, 2*time.Minute)
 	admin := streamWithTopic(t, ctx, addrs[0], "kill", 1)
 	defer admin.Close()
 
@@ -205,7 +205,7 @@ func TestKill9BackupRejoinsByRepair(t *testing.T) {
 // are contiguous).
 func replicaPayloads(t *testing.T, addr string, want int) [][]byte {
 	t.Helper()
-	ctx := ctxT(t)
+	ctx := ctxWithin(t, 2*time.Minute)
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		got, err := faultcheck.ReadPartition(ctx, client.Options{Address: addr, Username: "iggy", Password: "iggy"}, wire.ID(0), wire.ID(0))
 		if err != nil {

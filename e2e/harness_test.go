@@ -66,7 +66,13 @@ func startNode(t testing.TB) *testNode {
 }
 
 func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	return ctxWithin(t, 30*time.Second)
+}
+
+// ctxWithin bounds a test that waits for elections, whose setup alone can
+// take most of ctxT's 30 s under a parallel race run.
+func ctxWithin(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
 }

@@ -119,7 +119,7 @@ func TestKill9KeepsAcknowledgedWrites(t *testing.T) {
 	}
 	dir := t.TempDir()
 	cmd, addr := startChild(t, dir)
-	ctx := ctxT(t)
+	ctx := ctxWithin(t, 2*time.Minute)
 	admin := streamWithTopic(t, ctx, addr, "crash", 2)
 	if err := admin.StoreConsumerOffset(ctx, wire.SingleConsumer(wire.ID(9)), wire.ID(0), wire.ID(0), wire.Partition(0), 0, wire.AckQuorum); err == nil {
 		t.Fatal("storing an offset on an empty partition must fail (4100)")
