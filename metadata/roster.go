@@ -20,17 +20,27 @@ import (
 // snapshot.
 //
 // Body: the vsr roster (20 bytes), u16 node count, then per node in
-// ascending id order: u8 id, u16 address length, the address (UTF-8,
-// host:port, at most 255 bytes). Every voter and learner has exactly one
+// ascending id order: u8 id, u16 address length, the replica-plane
+// address (UTF-8, host:port, 1..255 bytes), then what clients are told
+// of it (GetClusterMetadata, client-plane.md 7.15): name (u8 length +
+// UTF-8), ip (u8 length + UTF-8), and u16 tcp, quic, http and websocket
+// ports (0: not offered). Every voter and learner has exactly one
 // entry; entries of other ids are dropped (the core proposes the R2 that
 // ends a change with the trailer of R1, which still names the nodes R2
 // removes).
 
-// RosterNode is one node of the roster.
+// RosterNode is one node of the roster: its replica-plane Address and
+// the client-facing name, IP and ports GetClusterMetadata reports.
 type RosterNode struct {
 	ID      uint8
 	Address string
+	Name    string
+	IP      string
+	Ports   NodePorts
 }
+
+// NodePorts are a node's client-facing ports (0: not offered).
+type NodePorts struct{ TCP, QUIC, HTTP, WebSocket uint16 }
 
 // Roster is the membership the metadata group committed last.
 type Roster struct {
@@ -49,14 +59,21 @@ func (r Roster) Role(id uint8) string {
 	return ""
 }
 
-// Address is the address of node id ("" when r does not name it).
+// Address is the replica-plane address of node id ("" when r does not
+// name it).
 func (r Roster) Address(id uint8) string {
+	n, _ := r.Node(id)
+	return n.Address
+}
+
+// Node is the entry of node id.
+func (r Roster) Node(id uint8) (RosterNode, bool) {
 	for _, n := range r.Nodes {
 		if n.ID == id {
-			return n.Address
+			return n, true
 		}
 	}
-	return ""
+	return RosterNode{}, false
 }
 
 // maxRosterAddress bounds one address.
@@ -71,6 +88,13 @@ func EncodeRoster(dst []byte, r Roster) []byte {
 		dst = append(dst, n.ID)
 		dst = wire.AppendU16(dst, uint16(len(n.Address)))
 		dst = append(dst, n.Address...)
+		dst = append(dst, uint8(len(n.Name)))
+		dst = append(dst, n.Name...)
+		dst = append(dst, uint8(len(n.IP)))
+		dst = append(dst, n.IP...)
+		for _, p := range []uint16{n.Ports.TCP, n.Ports.QUIC, n.Ports.HTTP, n.Ports.WebSocket} {
+			dst = wire.AppendU16(dst, p)
+		}
 	}
 	return dst
 }
@@ -97,6 +121,9 @@ func DecodeRoster(b []byte) (Roster, error) {
 			return Roster{}, fmt.Errorf("metadata: roster node %d: address of %d bytes", id, n)
 		}
 		addr := r.Bytes("address", n)
+		name := r.Bytes("name", int(r.U8("name_len")))
+		ip := r.Bytes("ip", int(r.U8("ip_len")))
+		ports := NodePorts{TCP: r.U16("tcp_port"), QUIC: r.U16("quic_port"), HTTP: r.U16("http_port"), WebSocket: r.U16("websocket_port")}
 		if r.Err() != nil {
 			break
 		}
@@ -104,7 +131,7 @@ func DecodeRoster(b []byte) (Roster, error) {
 			return Roster{}, fmt.Errorf("metadata: roster node ids not ascending at %d", id)
 		}
 		named |= 1 << id
-		out.Nodes = append(out.Nodes, RosterNode{ID: id, Address: string(addr)})
+		out.Nodes = append(out.Nodes, RosterNode{ID: id, Address: string(addr), Name: string(name), IP: string(ip), Ports: ports})
 	}
 	switch {
 	case r.Err() != nil:

@@ -10,7 +10,7 @@ import (
 
 func testRoster(epoch uint32) Roster {
 	return Roster{Roster: vsr.Roster{Epoch: epoch, Voters: 0b0111, Learners: 0b1000, Target: 0b1011},
-		Nodes: []RosterNode{{3, "10.0.0.4:8091"}, {0, "10.0.0.1:8091"}, {1, "10.0.0.2:8091"}, {2, "10.0.0.3:8091"}}}
+		Nodes: []RosterNode{{ID: 3, Address: "10.0.0.4:8091", Name: "n3", IP: "10.0.1.4", Ports: NodePorts{TCP: 8090, QUIC: 8080, HTTP: 3000, WebSocket: 8092}}, {ID: 0, Address: "10.0.0.1:8091"}, {ID: 1, Address: "10.0.0.2:8091"}, {ID: 2, Address: "10.0.0.3:8091"}}}
 }
 
 // Issue 22: the metadata OpReconfigure carries the core's roster, which
@@ -22,22 +22,47 @@ func TestRosterBodyRoundTrip(t *testing.T) {
 		t.Fatalf("the core reads %v, %v", ro, err)
 	}
 	got, err := DecodeRoster(b)
+	if n3, _ := got.Node(3); n3 != r.Nodes[0] {
+		t.Fatalf("node 3 %+v, want %+v", n3, r.Nodes[0])
+	}
 	if err != nil || got.Roster != r.Roster || len(got.Nodes) != 4 || got.Nodes[0].ID != 0 || got.Address(3) != "10.0.0.4:8091" ||
 		got.Role(3) != "learner" || got.Role(1) != "voter" || got.Role(5) != "" {
 		t.Fatalf("round trip: %+v %v", got, err)
 	}
 	bad := r
-	bad.Nodes = []RosterNode{{0, "a:1"}, {1, "b:1"}, {2, "c:1"}}
+	bad.Nodes = []RosterNode{{ID: 0, Address: "a:1"}, {ID: 1, Address: "b:1"}, {ID: 2, Address: "c:1"}}
 	if _, err := DecodeRoster(EncodeRoster(nil, bad)); err == nil {
 		t.Fatal("a roster that leaves a member without an address must not decode")
 	}
 	extra := r
-	extra.Nodes = append(append([]RosterNode(nil), r.Nodes...), RosterNode{7, "x:1"})
+	extra.Nodes = append(append([]RosterNode(nil), r.Nodes...), RosterNode{ID: 7, Address: "x:1"})
 	if got, err := DecodeRoster(EncodeRoster(nil, extra)); err != nil || len(got.Nodes) != 4 || got.Address(7) != "" {
 		t.Fatalf("a node the roster does not name is dropped: %+v %v", got, err)
 	}
 	if _, err := DecodeRoster(append(EncodeRoster(nil, r), 0)); err == nil {
 		t.Fatal("trailing bytes must not decode")
+	}
+}
+
+// One node's entry, byte by byte as the package doc lays it out.
+func TestRosterBodyGolden(t *testing.T) {
+	r := Roster{Roster: vsr.Roster{Epoch: 2, Voters: 0b1, Target: 0b1},
+		Nodes: []RosterNode{{ID: 0, Address: "h:1", Name: "n", IP: "ip", Ports: NodePorts{TCP: 0x0102, QUIC: 3, HTTP: 4, WebSocket: 5}}}}
+	want := []byte{
+		0x01, 0x00, // node count
+		0x00,                      // id
+		0x03, 0x00, 'h', ':', '1', // address
+		0x01, 'n', // name
+		0x02, 'i', 'p', // ip
+		0x02, 0x01, 0x03, 0x00, 0x04, 0x00, 0x05, 0x00, // tcp, quic, http, websocket
+	}
+	got := EncodeRoster(nil, r)
+	if !bytes.Equal(got[vsr.RosterBodySize:], want) {
+		t.Fatalf("node entries\n got % x\nwant % x", got[vsr.RosterBodySize:], want)
+	}
+	back, err := DecodeRoster(append(vsr.EncodeRoster(nil, r.Roster), want...))
+	if err != nil || back.Nodes[0] != r.Nodes[0] {
+		t.Fatalf("decode %+v %v", back, err)
 	}
 }
 
@@ -81,4 +106,25 @@ func TestReconfigureAppliesAndSnapshots(t *testing.T) {
 	if bytes.Count(before, []byte("10.0.0.1")) != 0 || !bytes.Contains(snap, []byte("10.0.0.1:8091")) {
 		t.Fatal("the roster section is written only once a roster committed")
 	}
+}
+
+// DecodeRoster never panics, and what it accepts re-encodes to itself.
+func FuzzDecodeRoster(f *testing.F) {
+	f.Add(EncodeRoster(nil, testRoster(1)))
+	f.Add([]byte("junk"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := DecodeRoster(b)
+		if err != nil {
+			return
+		}
+		back, err := DecodeRoster(EncodeRoster(nil, r))
+		if err != nil || back.Roster != r.Roster || len(back.Nodes) != len(r.Nodes) {
+			t.Fatalf("re-encoded roster %+v %v, was %+v", back, err, r)
+		}
+		for i := range r.Nodes {
+			if back.Nodes[i] != r.Nodes[i] {
+				t.Fatalf("node %d: %+v, was %+v", i, back.Nodes[i], r.Nodes[i])
+			}
+		}
+	})
 }
