@@ -390,6 +390,24 @@ func TestRosterChurnLeavesNoGoroutines(t *testing.T) {
 
 	const rounds = 10
 	head, _ := frameOf(9, 0, 1, nil)
+	// Send and Stats race SetRoster throughout (go test -race checks the
+	// peer table's lock-free reads).
+	stop, sending := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(sending)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for to := range uint8(3) {
+				n0.Send(to, head, nil)
+			}
+			_ = n0.Stats()
+			runtime.Gosched()
+		}
+	}()
 	for i := range rounds {
 		if err := n0.SetRoster([]Peer{{0, ""}, {1, n1.Addr().String()}, {2, silent.Addr().String()}}); err != nil {
 			t.Fatal(err)
@@ -412,6 +430,8 @@ func TestRosterChurnLeavesNoGoroutines(t *testing.T) {
 		}
 		eventually(t, "link down", func() bool { return n0.rec.downs(1) == i+1 && n1.rec.downs(0) == i+1 })
 	}
+	close(stop)
+	<-sending
 	const slack = 3
 	deadline := time.Now().Add(waitLimit)
 	for runtime.NumGoroutine() > start+slack {
