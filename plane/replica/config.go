@@ -27,17 +27,18 @@ const (
 	DefaultReconnectPeriod      = 5 * time.Second
 	DefaultHandshakeGrace       = 10 * time.Second
 	DefaultMaxInboundHandshakes = 256
-	// MaxReplicas is the largest roster (Appendix B).
+	// MaxReplicas is the largest roster, and replica ids are below it
+	// (Appendix B; vsr.MaxReplicas).
 	MaxReplicas = 32
 	// MinSharedSecretLen is the floor on cluster.auth secrets (10.1).
 	MinSharedSecretLen = 32
 )
 
 // Peer is one roster entry as the replica plane needs it: the replica id
-// and the host:port of its tcp_replica port (10.2). The host is an IP or
-// a host name, looked up at every dial (resolve.go), and is the TLS
-// server name (3.7 rule 2). An empty Addr means "not known yet": the node
-// is not dialed until SetRoster gives one.
+// (0..31, vsr.MaxReplicas) and the host:port of its tcp_replica port
+// (10.2). The host is an IP or a host name, looked up at every dial
+// (resolve.go), and is the TLS server name (3.7 rule 2). An empty Addr
+// means "not known yet": the node is not dialed until SetRoster gives one.
 type Peer struct {
 	ID   uint8
 	Addr string
@@ -45,14 +46,18 @@ type Peer struct {
 
 // Config configures a Node. Zero values take the defaults above.
 type Config struct {
-	// Self is this node's replica id; it must appear in Roster.
+	// Self is this node's replica id, 0..31.
 	Self uint8
-	// Roster lists every replica, this one included, with ids 0..n-1 each
-	// exactly once; n is replica_count (0.3, 10.2).
+	// Roster is the first roster: distinct ids below MaxReplicas, at least
+	// one, not necessarily contiguous (replica 1 removed from 0..4 leaves
+	// {0,2,3,4}). It need not name Self: a node joining a running cluster
+	// starts with the cluster's bootstrap roster, which does not, and
+	// binds Listen. An entry for Self only gives the default listen
+	// address. SetRoster replaces the roster while the node runs.
 	Roster []Peer
-	// Listen overrides the address to bind (default: Self's roster Addr),
-	// so that tests can bind 127.0.0.1:0 and learn Addr() before the
-	// other nodes' rosters are built.
+	// Listen overrides the address to bind (default: Self's roster Addr).
+	// Tests bind 127.0.0.1:0 and learn Addr() before the other nodes'
+	// rosters are built; a joiner binds it because no roster names it yet.
 	Listen string
 	// ClusterName is hashed into the cluster id (3.3).
 	ClusterName string
@@ -129,16 +134,25 @@ func (c *Config) defaults() {
 	}
 }
 
-// listenAddr is the address Start binds.
+// listenAddr is the address Start binds: Listen, else Self's roster
+// entry, else "" (a joiner must say where it listens).
 func (c *Config) listenAddr() string {
 	if c.Listen != "" {
 		return c.Listen
 	}
-	return c.Roster[c.Self].Addr
+	for _, p := range c.Roster {
+		if p.ID == c.Self {
+			return p.Addr
+		}
+	}
+	return ""
 }
 
 func (c *Config) validate() error {
-	if err := validateRoster(c.Self, c.Roster); err != nil {
+	if c.Self >= MaxReplicas {
+		return fmt.Errorf("replicaplane: self id %d outside 0..%d", c.Self, MaxReplicas-1)
+	}
+	if err := validateRoster(c.Roster); err != nil {
 		return err
 	}
 	if c.MaxFrameSize <= wire.HeaderSize {
@@ -175,32 +189,22 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// validateRoster checks ids 0..n-1 each once, n <= 32, self among them,
-// and returns nil with the roster sorted in place by id (so Roster[id] is
-// that replica).
-func validateRoster(self uint8, roster []Peer) error {
-	n := len(roster)
-	if n == 0 || n > MaxReplicas {
-		return fmt.Errorf("replicaplane: roster of %d replicas, want 1..%d", n, MaxReplicas)
+// validateRoster checks a roster: at least one entry, every id below
+// MaxReplicas and listed once. The ids need not be contiguous, and Self
+// need not be among them (Config.Roster).
+func validateRoster(roster []Peer) error {
+	if len(roster) == 0 {
+		return errors.New("replicaplane: empty roster, want at least one replica")
 	}
-	seen := make([]bool, n)
+	var seen [MaxReplicas]bool
 	for _, p := range roster {
-		if int(p.ID) >= n {
-			return fmt.Errorf("replicaplane: replica id %d outside 0..%d", p.ID, n-1)
+		if p.ID >= MaxReplicas {
+			return fmt.Errorf("replicaplane: replica id %d outside 0..%d", p.ID, MaxReplicas-1)
 		}
 		if seen[p.ID] {
 			return fmt.Errorf("replicaplane: replica id %d listed twice", p.ID)
 		}
 		seen[p.ID] = true
-	}
-	if int(self) >= n {
-		return fmt.Errorf("replicaplane: self id %d not in the roster", self)
-	}
-	for i := 0; i < n; i++ {
-		for roster[i].ID != uint8(i) {
-			j := roster[i].ID
-			roster[i], roster[j] = roster[j], roster[i]
-		}
 	}
 	return nil
 }

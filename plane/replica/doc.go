@@ -10,8 +10,9 @@
 // # Topology (3.1)
 //
 // One TCP connection per unordered pair. Replica a dials b only if b > a,
-// and accepts only from ids below its own and below replica_count (the
-// roster length). The dialer runs at Start, on SetRoster, after a lost
+// and accepts only from ids below its own that are in its current roster
+// (the spec's "below replica_count", for a roster whose ids need not be
+// contiguous). The dialer runs at Start, on SetRoster, after a lost
 // link, and on a ramp up to every ReconnectPeriod (100 ms doubling, no jitter,
 // github.com/cenkalti/backoff/v5, as the accept loop's retry after a failed
 // Accept), for each higher peer with a known address that has
@@ -29,8 +30,8 @@
 // the MAC is wire.HandshakeMAC under wire.MACKey of the shared secret.
 //   - Auth disabled: the dialer sends a Hello with a zero nonce and installs
 //     at once, reading nothing. The acceptor checks, in order, command
-//     Hello (a 256-byte generic header), cluster id, and replica < count and
-//     < self; any failure closes without a frame.
+//     Hello (a 256-byte generic header), cluster id, and replica < self and
+//     in the roster; any failure closes without a frame.
 //   - Auth enabled: a failed check is answered with a Challenge carrying
 //     the reason (UnknownCommand, ClusterMismatch, DirectionalRule) only
 //     when the Hello's nonce is non-zero, then the socket closes; a zero
@@ -56,6 +57,38 @@
 //     notes), the certificate proves membership, not identity.
 //     AnyPeerTLS is self_signed mode: an ephemeral certificate, no
 //     verification either way; only the MAC keeps strangers out.
+//
+// # A roster that changes (docs/reconfiguration.md, "Links")
+//
+// A roster is any set of distinct ids below 32 (vsr.MaxReplicas), at
+// least one: removing replica 1 of 0..4 leaves {0,2,3,4}. It need not name
+// Self: a node joining a running cluster starts with the cluster's
+// bootstrap roster and its own Config.Listen, accepts the lower ids of that
+// roster, and is dialed by them once their rosters carry its address. An
+// entry for Self is allowed and ignored (beyond giving the default listen
+// address). SetRoster replaces the whole peer set, and the dialer sweeps
+// at once:
+//   - an id that appears gets a peer, dialed if it is higher and has an
+//     address, accepted if it is lower;
+//   - an id that disappears has its link closed (PeerDown is called; its
+//     queued frames count as dropped), a dial or handshake in flight to it
+//     abandoned at once, and its Hellos refused from then on (counted as
+//     DirectionalRule, like a Hello from a higher id); Send to it returns
+//     false and Stats no longer lists it;
+//   - an id whose address changed is redialed there: a connection this
+//     node dialed is closed, even if the old host still answers, and a dial
+//     in flight to the old address is abandoned; a connection accepted from
+//     it stays until it fails, since the acceptor cannot tell which host
+//     dialed it;
+//   - every other link is kept.
+//
+// A link whose handshake ends after a roster change made it stale (its
+// peer left, or moved while it was dialed) is closed instead of
+// installed. Send reads the peers from an immutable table behind an atomic
+// pointer, which SetRoster replaces under the node's lock, so the hot path
+// takes no lock. Each id's counters live as long as the node: an id removed
+// and added again goes on counting, and its old link, still installed
+// until its PeerDown returns, keeps the Handler's PeerUp/PeerDown order.
 //
 // # Peers by name
 //
@@ -132,7 +165,8 @@
 //     size field not 256+len(body), size above MaxFrameSize) is refused and
 //     counted as dropped: it would desynchronize the peer's reader.
 //   - Config.Listen lets a node bind an address other than its roster entry
-//     (tests bind 127.0.0.1:0, read Addr, then SetRoster everyone).
+//     (tests bind 127.0.0.1:0, read Addr, then SetRoster everyone), and a
+//     joiner, which no roster names yet, say where it listens.
 //   - A dialer whose handshake fails does not back off beyond the reconnect
 //     period; the acceptor sheds excess inbound sockets instead.
 //   - 3.1 rule 3 sweeps at startup and then every reconnect period. Here,

@@ -221,7 +221,10 @@ func (n *Node) acceptHandshake(raw net.Conn) (*link, error) {
 	return n.newLink(raw, c, br, hello.Replica, false), nil
 }
 
-// checkHello runs the acceptor's checks of 3.5 step 2, in order.
+// checkHello runs the acceptor's checks of 3.5 step 2, in order. With a
+// roster that changes (docs/reconfiguration.md), "replica < replica_count"
+// is "replica is a peer in the current roster"; both directional checks
+// answer DirectionalRule, the only status 3.4 has for them.
 func (n *Node) checkHello(h *wire.Header) (wire.HandshakeStatus, string) {
 	hello, err := wire.DecodeHelloHeader(h)
 	switch {
@@ -229,8 +232,10 @@ func (n *Node) checkHello(h *wire.Header) (wire.HandshakeStatus, string) {
 		return wire.HandshakeUnknownCommand, err.Error()
 	case hello.Cluster != n.cluster:
 		return wire.HandshakeClusterMismatch, fmt.Sprintf("cluster %v, ours %v", hello.Cluster, n.cluster)
-	case int(hello.Replica) >= len(n.peers) || hello.Replica >= n.cfg.Self:
+	case hello.Replica >= n.cfg.Self:
 		return wire.HandshakeDirectionalRule, fmt.Sprintf("replica %d may not dial replica %d", hello.Replica, n.cfg.Self)
+	case n.peerOf(hello.Replica) == nil:
+		return wire.HandshakeDirectionalRule, fmt.Sprintf("replica %d is not in the roster", hello.Replica)
 	}
 	return wire.HandshakeOk, ""
 }

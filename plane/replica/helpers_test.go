@@ -183,6 +183,25 @@ func startClusterPrep(t *testing.T, count int, mod func(c *Config), prep func(no
 	return nodes
 }
 
+// rosterConfig is baseConfig for replica self with a roster of ids (no
+// addresses yet), which need not be contiguous nor name self.
+func rosterConfig(self uint8, ids ...uint8) Config {
+	cfg := baseConfig(self, 0)
+	for _, id := range ids {
+		cfg.Roster = append(cfg.Roster, Peer{ID: id})
+	}
+	return cfg
+}
+
+// peersOf is the roster of the given nodes at their bound addresses.
+func peersOf(nodes ...testNode) []Peer {
+	roster := make([]Peer, len(nodes))
+	for i, n := range nodes {
+		roster[i] = Peer{ID: n.cfg.Self, Addr: n.Addr().String()}
+	}
+	return roster
+}
+
 func rosterOf(nodes []testNode) []Peer {
 	roster := make([]Peer, len(nodes))
 	for i, n := range nodes {

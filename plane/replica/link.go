@@ -133,6 +133,9 @@ type link struct {
 	done     chan struct{}
 	once     sync.Once
 	err      error // why the link ended; set once, before done closes
+	// attempt is the dial that made an outbound link (nil inbound): only
+	// the peer's current attempt may install it (Node.install).
+	attempt *dialAttempt
 }
 
 func (n *Node) newLink(raw, conn net.Conn, br *bufio.Reader, peer uint8, outbound bool) *link {

@@ -35,7 +35,10 @@ type Handler interface {
 	Frame(from uint8, frame []byte)
 }
 
-// PeerStats are one peer's counters since Start; they survive reconnects.
+// PeerStats are one peer's counters since Start. They survive reconnects
+// and roster changes: an id removed and added again goes on counting
+// where it stopped (the frames its link still held when it was removed
+// are in Dropped).
 type PeerStats struct {
 	Sent     uint64 // frames written to the socket
 	Dropped  uint64 // frames refused by Send or lost with a link (3.2)
@@ -58,7 +61,8 @@ type HandshakeStats struct {
 	Dialed     uint64 // outbound connections installed
 	Duplicates uint64 // handshaken, dropped: the peer had a connection (3.1 rule 5)
 	// Refused counts handshakes this node refused, by reason: as acceptor
-	// UnknownCommand, ClusterMismatch, DirectionalRule, AuthRequired and
+	// UnknownCommand, ClusterMismatch, DirectionalRule (a Hello from a
+	// higher id, or from an id not in the roster), AuthRequired and
 	// MacMismatch; as dialer UnknownCommand (no Challenge) and MacMismatch.
 	Refused map[wire.HandshakeStatus]uint64
 	// PeerRefused counts Challenge statuses other than Ok this node received
@@ -72,7 +76,8 @@ type HandshakeStats struct {
 }
 
 // Node is one replica's end of the replica plane: a listener that accepts
-// lower ids, a dialer for higher ids, and one link per connected peer.
+// lower ids of the roster, a dialer for its higher ids, and one link per
+// connected peer. The roster changes at run time (SetRoster).
 type Node struct {
 	cfg     Config
 	h       Handler
@@ -89,16 +94,38 @@ type Node struct {
 	mu     sync.Mutex
 	closed bool
 	conns  map[net.Conn]struct{} // every socket not yet closed, for Close
-	peers  []*peer               // by id; peers[Self] is nil
+	// slots holds every peer the node has had, by id, for its lifetime
+	// (at most 32 small structs): an id that leaves the roster keeps its
+	// counters, and its link stays installed until that link's PeerDown
+	// returns, so an id added again goes on counting and its new link's
+	// PeerUp cannot overtake the old link's PeerDown (Handler).
+	slots [MaxReplicas]*peer
+
+	// peers is the current roster's peers by id (nil: not in the roster,
+	// or Self). A published table is never modified: SetRoster builds the
+	// next one under mu and swaps it in. Send reads it with one atomic load
+	// and no lock because it runs for every frame of every group, from
+	// many actors at once; a mutex, even a RWMutex's reader count, would
+	// have them contend on one cache line for a table that changes only
+	// when the cluster is reconfigured. A Send that loaded the old table
+	// just before a removal pushes to a link being closed: the frame is
+	// refused or discarded with the queue, counted as dropped either way.
+	peers atomic.Pointer[peerTable]
 
 	inflight atomic.Int64 // inbound handshakes
 	hs       handshakeCounters
 }
 
+// peerTable is a roster's peers by id.
+type peerTable [MaxReplicas]*peer
+
 type peer struct {
-	id      uint8
-	addr    string // guarded by Node.mu
-	dialing bool   // guarded by Node.mu
+	id   uint8
+	addr string // guarded by Node.mu
+	// dialing is the dial in flight (nil: none), guarded by Node.mu. A
+	// roster change that removes the peer or moves it cancels it, and
+	// only the current attempt may install its link.
+	dialing *dialAttempt
 	link    atomic.Pointer[link]
 
 	sent, dropped, received, ignored atomic.Uint64
@@ -107,6 +134,26 @@ type peer struct {
 	// by Node.mu.
 	resolved string
 }
+
+// dialAttempt is one dial and its handshake; cancel ends both at once.
+type dialAttempt struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// stopDial abandons the dial in flight, if any (Node.mu held).
+func (p *peer) stopDial() {
+	if p.dialing != nil {
+		p.dialing.cancel()
+		p.dialing = nil
+	}
+}
+
+// Why SetRoster closes a link (logged, and the link's PeerDown reason).
+var (
+	errLeftRoster  = errors.New("removed from the roster")
+	errReaddressed = errors.New("the roster moved the peer to another address")
+)
 
 type handshakeCounters struct {
 	accepted, dialed, duplicates, failed, shed atomic.Uint64
@@ -140,16 +187,12 @@ func Start(cfg Config, h Handler) (*Node, error) {
 		kick:    make(chan struct{}, 1),
 		lost:    make(chan struct{}, 1),
 		conns:   make(map[net.Conn]struct{}),
-		peers:   make([]*peer, len(cfg.Roster)),
 	}
 	if cfg.AuthEnabled {
 		n.keys = deriveKeys(cfg.SharedSecret, cfg.PreviousSharedSecret)
 	}
-	for _, p := range cfg.Roster {
-		if p.ID != cfg.Self {
-			n.peers[p.ID] = &peer{id: p.ID, addr: p.Addr}
-		}
-	}
+	n.peers.Store(&peerTable{})
+	n.setPeers(cfg.Roster) // nothing is linked yet: nothing to close
 	if !cfg.AuthEnabled && !IsLoopback(addr) {
 		n.log.Warn("replica plane listening beyond loopback without auth (cluster.allow_insecure): any process that reaches it can join",
 			"address", ln.Addr().String())
@@ -164,39 +207,108 @@ func Start(cfg Config, h Handler) (*Node, error) {
 // Addr is the bound listen address.
 func (n *Node) Addr() net.Addr { return n.ln.Addr() }
 
-// SetRoster replaces the peers' addresses (the ids must be the same
-// 0..n-1 as at Start) and dials at once. Installed connections are kept.
+// SetRoster replaces the roster: the peer set becomes exactly the ids it
+// lists (distinct, below MaxReplicas, at least one; an entry for Self is
+// allowed and ignored), and the dialer sweeps at once.
+//   - An id that is new gets a peer: the node dials it if it is higher
+//     and has an address, and accepts its Hello if it is lower (3.1).
+//   - An id that is gone loses its peer: its link is closed (PeerDown is
+//     called, its queued frames count as dropped), a dial in flight to it
+//     is abandoned, and its Hellos are refused from now on.
+//   - An id whose address changed is redialed there: a connection this
+//     node dialed is closed so that the new host is reached, and a dial in
+//     flight to the old address is abandoned. A connection accepted from
+//     it stays until it fails: the acceptor cannot tell which host dialed.
+//
+// Other connections are kept. After Close it does nothing.
 func (n *Node) SetRoster(roster []Peer) error {
-	roster = slices.Clone(roster)
-	if err := validateRoster(n.cfg.Self, roster); err != nil {
+	if err := validateRoster(roster); err != nil {
 		return err
 	}
-	if len(roster) != len(n.peers) {
-		return fmt.Errorf("replicaplane: roster of %d replicas, started with %d", len(roster), len(n.peers))
-	}
 	n.mu.Lock()
-	for _, p := range roster {
-		if pp := n.peers[p.ID]; pp != nil {
-			pp.addr = p.Addr
-		}
+	if n.closed {
+		n.mu.Unlock()
+		return nil
 	}
+	stale := n.setPeers(roster)
 	n.mu.Unlock()
+	for _, s := range stale {
+		n.log.Info("replica link closed by a roster change", "peer", s.p.id, "outbound", s.l.outbound, "why", s.why)
+		s.l.shutdown(s.p, s.why)
+	}
 	n.kickDialer()
 	return nil
+}
+
+// staleLink is a link a roster change closes, and why.
+type staleLink struct {
+	p   *peer
+	l   *link
+	why error
+}
+
+// setPeers publishes the peer table of roster (Start, or n.mu held) and
+// returns the links to close: every link of a peer that left, and the
+// link this node dialed to a peer whose address changed.
+func (n *Node) setPeers(roster []Peer) (stale []staleLink) {
+	old := n.peers.Load()
+	var next peerTable
+	for _, e := range roster {
+		if e.ID == n.cfg.Self {
+			continue
+		}
+		p := n.slots[e.ID]
+		if p == nil {
+			p = &peer{id: e.ID}
+			n.slots[e.ID] = p
+		}
+		switch {
+		case old[e.ID] == nil:
+			p.addr = e.Addr // joins (again): its dial was abandoned when it left
+		case p.addr != e.Addr:
+			p.addr = e.Addr
+			p.stopDial()
+			if l := p.link.Load(); l != nil && l.outbound {
+				stale = append(stale, staleLink{p, l, errReaddressed})
+			}
+		}
+		next[e.ID] = p
+	}
+	for id, p := range old {
+		if p == nil || next[id] != nil {
+			continue
+		}
+		p.stopDial()
+		if l := p.link.Load(); l != nil {
+			stale = append(stale, staleLink{p, l, errLeftRoster})
+		}
+	}
+	n.peers.Store(&next)
+	return stale
+}
+
+// peerOf is id's peer in the current roster, nil if it has none (Self
+// has none). It takes no lock (Node.peers says why).
+func (n *Node) peerOf(id uint8) *peer {
+	if id >= MaxReplicas {
+		return nil
+	}
+	return n.peers.Load()[id]
 }
 
 // Send queues one frame (a 256-byte header and an optional body, written
 // without joining them) for peer `to`, and never blocks. It returns false,
 // counting a drop, when the peer has no installed connection or its queue
 // is full (3.2 rules 1, 4), or when the frame is malformed: head not 256
-// bytes, size field not 256+len(body), or above MaxFrameSize. Head and body
-// must not be modified afterwards; they are written from the caller's
-// memory.
+// bytes, size field not 256+len(body), or above MaxFrameSize. To Self, or
+// to an id not in the current roster, it returns false without counting.
+// Head and body must not be modified afterwards; they are written from the
+// caller's memory. It takes no lock (Node.peers says why).
 func (n *Node) Send(to uint8, head, body []byte) bool {
-	if int(to) >= len(n.peers) || n.peers[to] == nil {
+	p := n.peerOf(to)
+	if p == nil {
 		return false
 	}
-	p := n.peers[to]
 	if !n.wellFormed(head, body) {
 		p.dropped.Add(1)
 		return false
@@ -222,10 +334,11 @@ func (n *Node) wellFormed(head, body []byte) bool {
 	return true
 }
 
-// Stats returns every peer's counters, keyed by replica id.
+// Stats returns the counters of the current roster's peers, keyed by
+// replica id.
 func (n *Node) Stats() map[uint8]PeerStats {
-	out := make(map[uint8]PeerStats, len(n.peers))
-	for _, p := range n.peers {
+	out := make(map[uint8]PeerStats)
+	for _, p := range n.peers.Load() {
 		if p == nil {
 			continue
 		}
@@ -298,22 +411,39 @@ func (n *Node) untrack(c net.Conn) {
 	_ = c.Close()
 }
 
-// install makes l peer's connection unless the node is closing or one is
-// installed already (the older wins, 3.1 rule 5: duplicate).
-func (n *Node) install(p *peer, l *link) (ok, duplicate bool) {
+// installResult says what install did with a link.
+type installResult int
+
+const (
+	installed        installResult = iota
+	installClosing                 // the node is closing
+	installDuplicate               // the peer had a connection: the older wins (3.1 rule 5)
+	installStale                   // the peer left the roster, or moved while it was dialed
+)
+
+// install makes l peer's connection unless the node is closing, the peer
+// is no longer in the roster (or, for a dialed link, the roster moved it
+// while it was dialed), or a connection is installed already.
+func (n *Node) install(p *peer, l *link) installResult {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if l.outbound {
-		p.dialing = false
+	current := n.peers.Load()[p.id] == p
+	if l.attempt != nil {
+		current = current && p.dialing == l.attempt
+		if p.dialing == l.attempt {
+			p.dialing = nil
+		}
 	}
 	switch {
 	case n.closed:
-		return false, false
+		return installClosing
+	case !current:
+		return installStale
 	case p.link.Load() != nil:
-		return false, true
+		return installDuplicate
 	}
 	p.link.Store(l)
-	return true, false
+	return installed
 }
 
 func (n *Node) uninstall(p *peer, l *link) {
@@ -421,48 +551,65 @@ func (n *Node) sweep() (unlinked int) {
 	if n.closed {
 		return 0
 	}
-	for _, p := range n.peers {
+	for _, p := range n.peers.Load() {
 		if p == nil || p.id < n.cfg.Self || p.addr == "" || p.link.Load() != nil {
 			continue
 		}
 		unlinked++
-		if p.dialing {
+		if p.dialing != nil {
 			continue
 		}
-		p.dialing = true
+		ctx, cancel := context.WithCancel(n.ctx)
+		p.dialing = &dialAttempt{ctx: ctx, cancel: cancel}
 		n.wg.Add(1)
-		go n.dial(p, p.addr)
+		go n.dial(p, p.dialing, p.addr)
 	}
 	return unlinked
 }
 
-func (n *Node) dial(p *peer, addr string) {
+// dial connects to addr and runs the handshake as attempt a, then serves
+// the link. A roster change that cancels a ends the dial, or the
+// handshake (its socket is closed), at once instead of at HandshakeGrace.
+func (n *Node) dial(p *peer, a *dialAttempt, addr string) {
 	defer n.wg.Done()
-	c, err := n.dialPeer(p, addr)
+	defer a.cancel()
+	c, err := n.dialPeer(a.ctx, p, addr)
 	if err == nil && !n.track(c) {
 		_ = c.Close()
 		err = net.ErrClosed
 	}
 	if err != nil {
-		n.mu.Lock()
-		p.dialing = false
-		n.mu.Unlock()
+		n.endDial(p, a)
 		if n.ctx.Err() == nil {
 			n.log.Debug("replica dial failed", "peer", p.id, "addr", addr, "err", err)
 		}
 		return
 	}
 	setNoDelay(c)
+	stop := context.AfterFunc(a.ctx, func() { _ = c.Close() })
 	l, err := n.dialHandshake(c, p.id, addr)
+	stop()
 	if err != nil {
-		n.mu.Lock()
-		p.dialing = false
-		n.mu.Unlock()
-		n.handshakeFailed(err)
+		n.endDial(p, a)
+		if n.ctx.Err() == nil && a.ctx.Err() != nil {
+			n.log.Debug("replica dial abandoned: the peer left the roster or moved", "peer", p.id, "addr", addr)
+		} else {
+			n.handshakeFailed(err)
+		}
 		n.untrack(c)
 		return
 	}
+	l.attempt = a
 	n.run(p, l)
+}
+
+// endDial clears a failed attempt unless a roster change replaced it.
+func (n *Node) endDial(p *peer, a *dialAttempt) {
+	n.mu.Lock()
+	if p.dialing == a {
+		p.dialing = nil
+	}
+	n.mu.Unlock()
 }
 
 func (n *Node) serveInbound(c net.Conn) {
@@ -474,16 +621,31 @@ func (n *Node) serveInbound(c net.Conn) {
 		n.untrack(c)
 		return
 	}
-	n.run(n.peers[l.peer], l)
+	// checkHello found l.peer in the roster; a roster change may have
+	// removed it since (install checks again, under the lock).
+	p := n.peerOf(l.peer)
+	if p == nil {
+		n.log.Info("replica connection dropped: the peer left the roster during its handshake", "peer", l.peer)
+		n.untrack(l.raw)
+		return
+	}
+	n.run(p, l)
 }
 
 // run installs l and serves it until it ends.
 func (n *Node) run(p *peer, l *link) {
-	if ok, duplicate := n.install(p, l); !ok {
-		if duplicate {
-			n.hs.duplicates.Add(1)
-			n.log.Info("replica connection dropped: peer already connected", "peer", p.id, "outbound", l.outbound)
-		}
+	switch n.install(p, l) {
+	case installed:
+	case installDuplicate:
+		n.hs.duplicates.Add(1)
+		n.log.Info("replica connection dropped: peer already connected", "peer", p.id, "outbound", l.outbound)
+		n.untrack(l.raw)
+		return
+	case installStale:
+		n.log.Info("replica connection dropped: the roster changed during its handshake", "peer", p.id, "outbound", l.outbound)
+		n.untrack(l.raw)
+		return
+	default:
 		n.untrack(l.raw)
 		return
 	}

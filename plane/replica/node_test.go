@@ -353,9 +353,11 @@ func TestStartValidatesConfig(t *testing.T) {
 		mod  func(c *Config)
 		want string
 	}{
-		{"self outside roster", func(c *Config) { c.Self = 3 }, "self id"},
+		{"self id beyond 31", func(c *Config) { c.Self = 32 }, "self id 32 outside"},
+		{"joiner without a listen address", func(c *Config) { c.Self, c.Listen = 3, "" }, "no listen address"},
 		{"duplicate id", func(c *Config) { c.Roster[1].ID = 0 }, "twice"},
-		{"id gap", func(c *Config) { c.Roster[2].ID = 5 }, "outside"},
+		{"id beyond 31", func(c *Config) { c.Roster[2].ID = 32 }, "replica id 32 outside 0..31"},
+		{"empty roster", func(c *Config) { c.Roster = nil }, "empty roster"},
 		{"tls without auth", func(c *Config) { c.TLS = testTLS(t) }, "requires cluster auth"},
 		{"short secret", func(c *Config) { c.AuthEnabled, c.SharedSecret = true, []byte("short") }, "at least 32"},
 		{"previous equals secret", func(c *Config) {

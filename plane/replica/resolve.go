@@ -14,23 +14,23 @@ type Resolver interface {
 	LookupHost(ctx context.Context, host string) ([]string, error)
 }
 
-// dialPeer connects to p's roster address. A host name is looked up at
+// dialPeer connects to p's roster address within ctx. A host name is looked up at
 // every dial and never cached: a Kubernetes pod keeps its name across a
 // reschedule and gets a new IP, and the dial that follows the lost link
 // must find the new one. The addresses are tried in the resolver's order
 // until one connects. The roster address, not the IP, stays the TLS
 // server name (3.7 rule 2), so a certificate names the host by its name.
-func (n *Node) dialPeer(p *peer, addr string) (net.Conn, error) {
+func (n *Node) dialPeer(ctx context.Context, p *peer, addr string) (net.Conn, error) {
 	d := net.Dialer{Timeout: n.cfg.HandshakeGrace}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := netip.ParseAddr(host); err == nil {
-		return d.DialContext(n.ctx, "tcp", addr)
+		return d.DialContext(ctx, "tcp", addr)
 	}
-	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.HandshakeGrace)
-	ips, err := n.cfg.Resolver.LookupHost(ctx, host)
+	lookup, cancel := context.WithTimeout(ctx, n.cfg.HandshakeGrace)
+	ips, err := n.cfg.Resolver.LookupHost(lookup, host)
 	cancel()
 	if err == nil && len(ips) == 0 {
 		err = errors.New("no address")
@@ -40,7 +40,7 @@ func (n *Node) dialPeer(p *peer, addr string) (net.Conn, error) {
 	}
 	var errs []error
 	for _, ip := range ips {
-		c, err := d.DialContext(n.ctx, "tcp", net.JoinHostPort(ip, port))
+		c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(ip, port))
 		if err == nil {
 			n.noteResolved(p, host, ip)
 			return c, nil
