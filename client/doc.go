@@ -63,7 +63,8 @@
 //     waits out ReestablishAfter since the last connect, logs in again with
 //     the stored credentials under a fresh client id, and resends the request
 //     once when that is safe: reads and pings always, metadata and partition
-//     operations only if the frame was not fully written.
+//     operations and the cluster changes 9001..9003 only if the frame was
+//     not fully written.
 //   - Leader redirection (7.15, transports.md 8.6): after every successful
 //     login the client reads the roster (code 12). With two or more nodes it
 //     moves to the first healthy leader when that leader's address for the
@@ -75,6 +76,13 @@
 //     candidate after the node it lost and moves one on per failed attempt,
 //     across requests: a node that hangs (paused, cut off) costs a whole
 //     request deadline per attempt, and must not be dialled again first.
+//   - Cluster admin (docs/reconfiguration.md, "Admin surface"): ClusterAdd,
+//     ClusterRemove, ClusterReplace and ClusterStatus send iggynode's codes
+//     9001..9004 as non-replicated requests on the same connection as the
+//     metadata writes (the leader's after login; any node forwards them to
+//     the metadata primary) and decode the wire.ClusterStatusReply every
+//     one of them answers. The HTTP transport has no route for them
+//     (FeatureUnavailable).
 //   - Typed methods for every command code, returning wire's types; Balanced
 //     and MessagesKey sends are routed client-side (14.2) from a per-topic
 //     partition count cache; SendRaw sends any code as section 6 "Raw

@@ -137,8 +137,8 @@ func (c *Client) stamp(cl call) uint64 {
 // exchange sends one request and returns its accepted reply. It dials (and
 // logs in again) first when the connection is gone. With cl.retry set, a
 // dropped connection is re-established and the request resent once when
-// that is safe: reads and pings always, replicated requests only if they
-// were not written. Lock held.
+// that is safe: reads and pings always, replicated requests and the
+// cluster changes 9001..9003 only if they were not written. Lock held.
 func (c *Client) exchange(ctx context.Context, cl call) (reply, error) {
 	if c.closed {
 		return reply{}, wire.ErrClientShutdown
@@ -167,7 +167,7 @@ func (c *Client) exchange(ctx context.Context, cl call) (reply, error) {
 			ctx.Err() != nil || !time.Now().Before(deadline) {
 			return rep, err
 		}
-		if d.Written && cl.op != wire.OpNonReplicated {
+		if d.Written && !resendsWritten(cl) {
 			return rep, err
 		}
 		if rerr := c.reconnect(ctx, deadline); rerr != nil {
@@ -175,6 +175,12 @@ func (c *Client) exchange(ctx context.Context, cl call) (reply, error) {
 		}
 	}
 }
+
+// resendsWritten reports whether a request whose frame was written before
+// the connection dropped may be sent again: non-replicated ones, whose
+// effect does not depend on how often they run, except the cluster
+// changes 9001..9003 (adminWrite).
+func resendsWritten(cl call) bool { return cl.op == wire.OpNonReplicated && !adminWrite(cl.code) }
 
 // reconnect re-establishes the connection within the request deadline.
 // Lock held.

@@ -59,6 +59,13 @@ const (
 	CodeJoinConsumerGroup            CommandCode = 604
 	CodeLeaveConsumerGroup           CommandCode = 605
 	CodeSyncConsumerGroup            CommandCode = 606
+
+	// iggynode's cluster admin commands, outside the spec's 1..606
+	// (docs/reconfiguration.md, "Admin surface"; requests_cluster.go).
+	CodeClusterAdd     CommandCode = 9001
+	CodeClusterRemove  CommandCode = 9002
+	CodeClusterReplace CommandCode = 9003
+	CodeClusterStatus  CommandCode = 9004
 )
 
 // CommandInfo is one row of the command catalogue (client-plane.md 6).
@@ -122,6 +129,10 @@ var commandTable = []CommandInfo{
 	{CodeJoinConsumerGroup, "JoinConsumerGroup", OpJoinConsumerGroup, false, 0},
 	{CodeLeaveConsumerGroup, "LeaveConsumerGroup", OpLeaveConsumerGroup, false, 0},
 	{CodeSyncConsumerGroup, "SyncConsumerGroup", OpNonReplicated, false, 0},
+	{CodeClusterAdd, "ClusterAdd", OpNonReplicated, false, 0},
+	{CodeClusterRemove, "ClusterRemove", OpNonReplicated, false, 0},
+	{CodeClusterReplace, "ClusterReplace", OpNonReplicated, false, 0},
+	{CodeClusterStatus, "ClusterStatus", OpNonReplicated, false, 0},
 }
 
 var commandByCode = func() map[CommandCode]*CommandInfo {

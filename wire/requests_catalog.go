@@ -117,6 +117,14 @@ func NewRequest(code CommandCode) (Request, bool) {
 		return &LeaveConsumerGroup{}, true
 	case CodeSyncConsumerGroup:
 		return &SyncConsumerGroup{}, true
+	case CodeClusterAdd:
+		return &ClusterAdd{}, true
+	case CodeClusterRemove:
+		return &ClusterRemove{}, true
+	case CodeClusterReplace:
+		return &ClusterReplace{}, true
+	case CodeClusterStatus:
+		return &ClusterStatus{}, true
 	}
 	return nil, false
 }

@@ -274,7 +274,7 @@ func reqAllVectors(t testing.TB) []reqVector {
 	var all []reqVector
 	for _, family := range [][]reqVector{reqSystemVectors(), reqUserVectors(), reqLoginVectors(), reqTokenVectors(),
 		reqMessageVectors(t), reqOffsetVectors(), reqStreamVectors(), reqTopicVectors(t), reqPartitionVectors(t),
-		reqGroupVectors()} {
+		reqGroupVectors(), reqClusterVectors()} {
 		all = append(all, family...)
 	}
 	return all

@@ -275,8 +275,14 @@ var promptPassword = func(in io.Reader, errOut io.Writer, prompt string) (string
 }
 
 // hint adds advice to an error the user can act on: a stored session's
-// token refused (the session is stale, or was made on another server).
+// token refused (the session is stale, or was made on another server), or
+// what the running command's errHint says.
 func (a *app) hint(err error) string {
+	if a.errHint != nil {
+		if h := a.errHint(err); h != "" {
+			return "\nhint: " + h
+		}
+	}
 	if a.sessionToken == nil {
 		return ""
 	}

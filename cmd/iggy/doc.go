@@ -76,8 +76,23 @@
 //	client (c)    list (l) | get (g) ID
 //	context (ctx) list (l) | use (u) NAME | create (c) NAME | delete (d) NAME
 //	session       login | logout | show;  login (li) [EXPIRY...], logout (lo)
-//	cluster       status | metadata (m): roles, health and when the node last heard each node
+//	cluster       metadata (m): the client roster, roles, health and when the node last heard each node
+//	              status [-l list] | add ID REPLICA_ADDRESS [--name N] [--ip IP] [--tcp-port P] [--quic-port P]
+//	                   [--http-port P] [--websocket-port P] | remove ID | replace OLD_ID NEW_ID REPLICA_ADDRESS [same flags]
 //	me, stats, snapshot [--file F | -o DIR] [-c COMPRESSION] [-s TYPES], ping [-c N], options [topic|stream|user]
+//
+// cluster status, add, remove and replace send iggynode's admin commands
+// 9001..9004 (docs/reconfiguration.md, "Admin surface"; they need
+// manage_servers, status read_servers) and print the roster the node
+// answers: epoch, voter, learner and target ids, and each member's role,
+// primary, liveness, commit and addresses; with --output json an object
+// of the reply's fields in snake_case (epoch, voters, learners, target as
+// id lists, epoch_op, view, nodes). Node ids are 0..31; REPLICA_ADDRESS is
+// the HOST:PORT of the node's replica plane, checked before sending; a
+// port left at 0 is not offered to clients. A cluster change that lost its
+// connection after being sent is not resent: cluster status tells whether
+// it happened. cluster status was the roster of GetClusterMetadata before
+// the admin commands; that is cluster metadata now, upstream's name.
 //
 // Identifiers are numeric ids when they parse as a u32, names otherwise.
 // Options and headers given as key=value travel as String values; every

@@ -128,6 +128,9 @@ type app struct {
 	// sessionToken is the stored session whose token this run logs in
 	// with (for the hint when the server refuses it).
 	sessionToken *session
+	// errHint, set by a command once connected, advises on its own
+	// failures (the cluster commands' refusals).
+	errHint func(error) string
 
 	root   *cobra.Command
 	client *client.Client

@@ -518,11 +518,11 @@ func TestSystemCommands(t *testing.T) {
 	contains(t, "snapshot without file", e.fails("snapshot"), "--file or --out-dir is required")
 
 	var meta jsonmodel.ClusterMetadata
-	e.okJSON(&meta, "cluster", "status")
+	e.okJSON(&meta, "cluster", "metadata")
 	if len(meta.Nodes) == 0 {
 		t.Fatal("empty roster")
 	}
-	contains(t, "cluster", e.ok("cluster", "status"), "ROLE", meta.Nodes[0].Role)
+	contains(t, "cluster", e.ok("cluster", "metadata"), "ROLE", meta.Nodes[0].Role)
 
 	var cat []jsonmodel.OptionSpec
 	e.okJSON(&cat, "options", "topic")

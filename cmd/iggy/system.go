@@ -172,42 +172,6 @@ func (a *app) snapshotCommand() *cobra.Command {
 	return cmd
 }
 
-func (a *app) clusterCommand() *cobra.Command {
-	status := a.clientVerb("status", "Show the cluster roster: roles, health and when the answering node last heard each node", 0, 0,
-		func(c *client.Client, _ []wire.Identifier, _ []string) error {
-			m, err := c.GetClusterMetadata(a.ctx)
-			if err != nil {
-				return err
-			}
-			now := time.Now()
-			return a.print(m, func(t *table) {
-				t.row("Cluster", m.Name)
-				t.row("NODE", "IP", "TCP", "QUIC", "HTTP", "WS", "ROLE", "STATUS", "LAST HEARD")
-				for i, n := range m.Nodes {
-					heard := "-"
-					if i < len(m.LastHeardUs) {
-						heard = lastHeardText(m.LastHeardUs[i], now)
-					}
-					t.row(n.Name, n.IP, n.TCPPort, n.QUICPort, n.HTTPPort, n.WebSocketPort, n.Role, n.Status, heard)
-				}
-			})
-		})
-	// Upstream's name for the same read (iggy cluster metadata).
-	status.Aliases = []string{"metadata", "m"}
-	return noun("cluster", "Inspect the cluster", status)
-}
-
-// lastHeardText renders a last-heard time as its age and clock time; 0
-// (never heard, or a server without the extension) is "-".
-func lastHeardText(us uint64, now time.Time) string {
-	if us == 0 {
-		return "-"
-	}
-	at := time.UnixMicro(int64(us))
-	age := max(now.Sub(at), 0).Round(100 * time.Millisecond)
-	return fmt.Sprintf("%s ago (%s)", age, at.UTC().Format("15:04:05.000"))
-}
-
 // Option scopes of DescribeOptions (client-plane.md 7.16).
 var optionScopes = map[string]uint8{"topic": 1, "stream": 2, "user": 3}
 
