@@ -299,6 +299,18 @@ func (r *Replica) Roster() Roster { return r.roster }
 // Epoch is this replica's current epoch.
 func (r *Replica) Epoch() uint32 { return r.roster.Epoch }
 
+// EpochOp is the op of the R that opened the epoch (0 in epoch 0).
+func (r *Replica) EpochOp() uint64 { return r.epochOp }
+
+// LearnerAck is the highest op learner id acknowledged to this primary in
+// the epoch (0: none, or not a learner).
+func (r *Replica) LearnerAck(id uint8) uint64 {
+	if id >= MaxReplicas || !r.roster.Learner(id) {
+		return 0
+	}
+	return r.learnerAck[id]
+}
+
 // Removed reports whether this replica applied a roster without it (S6).
 func (r *Replica) Removed() bool { return r.removed }
 
@@ -360,6 +372,24 @@ func (r *Replica) ReconfigureWith(target uint32, trailer []byte, nowUs uint64) e
 	if trailer == nil {
 		trailer = r.rosterTrailer
 	}
+	return r.submitRoster(next, trailer, nowUs)
+}
+
+// RenewEpoch proposes the next epoch with the same members and a new
+// trailer: how the shell moves a replica id to a new address (the
+// metadata roster's addresses change on every replica at one op). It is
+// an R like any other (S1-S6 hold for any roster, this one included).
+func (r *Replica) RenewEpoch(trailer []byte, nowUs uint64) error {
+	switch {
+	case r.removed:
+		return ErrRemoved
+	case !r.Leading():
+		return ErrNotPrimary
+	case r.pendingReconfig() != 0:
+		return ErrReconfiguring
+	}
+	next := r.roster
+	next.Epoch++
 	return r.submitRoster(next, trailer, nowUs)
 }
 

@@ -484,3 +484,40 @@ func TestMergedReconfigurationStopsTheNextPrimary(t *testing.T) {
 		t.Fatalf("no epoch 1 leader at commit 3 (leader %d)", l)
 	}
 }
+
+// RenewEpoch (a replica id moved to a new address) commits an R with the
+// same members and the new trailer; every replica enters the epoch, the
+// old primary of that view leads it, and writes go on.
+func TestRenewEpochKeepsTheMembers(t *testing.T) {
+	c := newGrowCluster(3, 3)
+	submitOps(t, c, 2)
+	if err := c.reps[1].RenewEpoch([]byte("x"), 1); !errors.Is(err, ErrNotPrimary) {
+		t.Fatalf("a backup renews: %v", err)
+	}
+	if err := c.reps[0].RenewEpoch([]byte("moved"), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.reps[0].RenewEpoch([]byte("again"), 1); !errors.Is(err, ErrReconfiguring) {
+		t.Fatalf("a second renewal in flight: %v", err)
+	}
+	c.settle()
+	c.run(100)
+	for i, r := range c.reps {
+		if ro := r.Roster(); ro.Epoch != 1 || ro.Voters != 0b111 || ro.Learners != 0 || r.Removed() {
+			t.Fatalf("replica %d: roster %v removed %v", i, ro, r.Removed())
+		}
+	}
+	var trailer string
+	for _, cm := range c.committed[2] {
+		if _, ok := RosterOf(cm.Frame); ok {
+			trailer = string(RosterTrailer(cm.Frame))
+		}
+	}
+	if trailer != "moved" {
+		t.Fatalf("the committed R carries %q", trailer)
+	}
+	submitOps(t, c, 2)
+	if l := c.leaderIndex(); l < 0 || EpochOf(c.reps[l].View()) != 1 {
+		t.Fatalf("leader %d after the renewal", l)
+	}
+}

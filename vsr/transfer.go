@@ -17,6 +17,11 @@ import (
 
 // TransferSession is one metadata state transfer from one peer.
 type TransferSession struct {
+	// RequesterView is the requester's view when it asks (the
+	// RequestStateTransfer header's view field): a server serves a
+	// requester of an older epoch from any replica (vsr/reconfig.go S3,
+	// S6), the others only from a caught-up primary.
+	RequesterView uint32
 	cluster wire.U128
 	replica uint8
 	group   uint64
@@ -81,7 +86,7 @@ func NewTransferSession(cluster wire.U128, replica uint8, group uint64, peer uin
 func (s *TransferSession) Request() Envelope {
 	head := make([]byte, wire.HeaderSize)
 	if s.Manifest == nil {
-		q := wire.RequestStateTransferHeader{Cluster: s.cluster, Replica: s.replica, Nonce: s.Nonce, Group: s.group}
+		q := wire.RequestStateTransferHeader{Cluster: s.cluster, View: s.RequesterView, Replica: s.replica, Nonce: s.Nonce, Group: s.group}
 		q.Encode(wire.HeaderOf(head))
 		return Envelope{To: s.Peer, Head: head}
 	}
