@@ -19,6 +19,9 @@ const (
 	RuleTopicManage
 	RulePoll
 	RuleSend
+	// RuleServerManage is iggynode's cluster admin commands (9001-9003,
+	// docs/reconfiguration.md): manage_servers.
+	RuleServerManage
 )
 
 // Allowed evaluates rule for userID on the addressed stream and topic
@@ -49,6 +52,8 @@ func allows(p *wire.Permissions, rule Rule, stream, topic uint32) bool {
 	switch rule {
 	case RuleServerRead:
 		return g.ManageServers || g.ReadServers
+	case RuleServerManage:
+		return g.ManageServers
 	case RuleUsersRead:
 		return g.ManageUsers || g.ReadUsers
 	case RuleUsersManage:

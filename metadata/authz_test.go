@@ -78,6 +78,7 @@ func TestPermissionTable(t *testing.T) {
 	streamManage, streamManageLack := onStream(wire.StreamPermissions{ManageStream: true}),
 		&wire.Permissions{Global: wire.GlobalPermissions{ReadStreams: true, ManageTopics: true}, Streams: map[uint32]wire.StreamPermissions{0: {ReadStream: true}}}
 	serverRead, serverReadLack := global(wire.GlobalPermissions{ReadServers: true}), global(wire.GlobalPermissions{ManageUsers: true, ManageStreams: true})
+	serverManage, serverManageLack := global(wire.GlobalPermissions{ManageServers: true}), global(wire.GlobalPermissions{ReadServers: true, ManageUsers: true, ManageStreams: true})
 	poll, pollLack := onTopic(wire.TopicPermissions{PollMessages: true}), onTopic(wire.TopicPermissions{SendMessages: true})
 	send, sendLack := onTopic(wire.TopicPermissions{SendMessages: true}), onStream(wire.StreamPermissions{ReadStream: true, PollMessages: true})
 
@@ -98,6 +99,10 @@ func TestPermissionTable(t *testing.T) {
 		{code: wire.CodeGetMe, kind: authNotGated},
 		{code: wire.CodeGetClient, kind: authShell, rule: RuleServerRead, grant: serverRead, lack: serverReadLack},
 		{code: wire.CodeGetClients, kind: authShell, rule: RuleServerRead, grant: serverRead, lack: serverReadLack},
+		{code: wire.CodeClusterAdd, kind: authShell, rule: RuleServerManage, grant: serverManage, lack: serverManageLack},
+		{code: wire.CodeClusterRemove, kind: authShell, rule: RuleServerManage, grant: serverManage, lack: serverManageLack},
+		{code: wire.CodeClusterReplace, kind: authShell, rule: RuleServerManage, grant: serverManage, lack: serverManageLack},
+		{code: wire.CodeClusterStatus, kind: authShell, rule: RuleServerRead, grant: serverRead, lack: serverReadLack},
 		{code: wire.CodeGetUser, kind: authRead, grant: global(wire.GlobalPermissions{ReadUsers: true}), lack: serverRead, selfOK: true,
 			body: func(object uint32) []byte { return ids(wire.ID(object)) }},
 		{code: wire.CodeGetUsers, kind: authRead, grant: global(wire.GlobalPermissions{ReadUsers: true}), lack: serverRead},
