@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -20,18 +21,41 @@ import (
 	"iggynode/wire"
 )
 
-// cluster is a node's view of its replica set: who it is, how many
-// replicas there are, and the replica-plane links (nil on a single node,
-// which is a cluster of one with no links).
+// cluster is a node's view of its replica set: who it is, the roster it
+// booted with, and the replica-plane links (nil on a single node, which
+// is a cluster of one with no links).
+//
+// n is the number of configured nodes (1 without a cluster) and only
+// says whether this node is clustered; the members are the metadata
+// group's roster (vsr.Roster, docs/reconfiguration.md), which a
+// committed reconfiguration changes at run time.
 type cluster struct {
-	self     uint8
-	n        int
+	self uint8
+	n    int
+	// joiner: this node boots outside the roster (cluster.join).
+	joiner bool
+	// bootstrap is the epoch-0 roster of the configuration: voters
+	// 0..n-1, or for a joiner the listed nodes but itself.
+	bootstrap vsr.Roster
+	// span bounds the ids the configuration names (liveness's table).
+	span     int
 	id       wire.U128
 	links    *replicaplane.Node
 	tickStop chan struct{}
-	// peers are the peer actors, one per other replica, indexed by id.
-	peers []*actor.PID
+	// peers are the peer actors, one per other member, by id; read by
+	// the links' goroutines, replaced when the roster changes.
+	peers [vsr.MaxReplicas]atomic.Pointer[actor.PID]
+	// peerMu serializes spawning peer actors (the metadata actor and
+	// startReplicaPlane).
+	peerMu sync.Mutex
+	// addrs are the replica-plane addresses the links were last given.
+	addrMu sync.Mutex
+	addrs  [vsr.MaxReplicas]string
 }
+
+// clustered reports whether this node runs with peers (a cluster of one
+// has no replica plane).
+func (c *cluster) clustered() bool { return c.n > 1 || c.joiner }
 
 // peerFrame is one replica-plane frame from peer `from`.
 type peerFrame struct {
@@ -55,14 +79,15 @@ func (n *Node) coreConfig(group uint64, metadata bool) vsr.Config {
 	if metadata {
 		depth = c.Metadata.PrepareQueueDepth
 	}
-	quiesce := !metadata && n.cluster.n > 1 && c.Cluster.Quiescence
+	quiesce := !metadata && n.cluster.clustered() && c.Cluster.Quiescence
+	bootstrap := n.cluster.bootstrap // the core keeps the pointer's copy
 	var live func(uint8) bool
 	if quiesce {
 		live = n.peerLive.live
 	}
 	return vsr.Config{
 		Quiesce: quiesce, Live: live,
-		Cluster: n.cluster.id, Group: group, Replica: n.cluster.self, ReplicaCount: n.cluster.n,
+		Cluster: n.cluster.id, Group: group, Replica: n.cluster.self, ReplicaCount: n.cluster.n, Roster: &bootstrap,
 		PrepareQueueDepth: int(depth), Metadata: metadata,
 		PrepareRetransmitTicks: ticks(c.Cluster.PrepareRetransmitInterval),
 		CommitBroadcastTicks:   ticks(c.Cluster.CommitBroadcastInterval),
@@ -91,6 +116,9 @@ func (n *Node) persistState(log *slog.Logger, core *vsr.Replica, group uint64, s
 	head := binary.LittleEndian.AppendUint64(make([]byte, 0, 8+len(s.ViewHeaders)), s.ViewHead)
 	err := n.store.Put(viewHeadKey(group), append(head, s.ViewHeaders...), false)
 	if err == nil {
+		err = n.persistRoster(group, s)
+	}
+	if err == nil {
 		err = n.store.SaveVsrState(group, storage.VsrState{Cluster: n.cluster.id, ReplicaID: n.cluster.self,
 			ReplicaCount: uint8(n.cluster.n), View: s.View, LogView: s.LogView, CommitMax: s.CommitMax, OffsetFrontier: frontier}, true)
 	}
@@ -107,6 +135,66 @@ func (n *Node) persistState(log *slog.Logger, core *vsr.Replica, group uint64, s
 	return true
 }
 
+// rosterRecord is a group's vsr.State.Roster, EpochOp and Removed, kept
+// under rosterKey beside its superblock (written, not synced, before it,
+// like the view head): vsr.EncodeRoster, u64 epoch op, u8 removed.
+type rosterRecord struct {
+	roster  vsr.Roster
+	epochOp uint64
+	removed bool
+}
+
+func rosterKey(group uint64) string { return fmt.Sprintf("vsr/%d/roster", group) }
+
+// persistRoster writes the record when it differs from the last one
+// written: a group on the bootstrap roster writes nothing, so the
+// per-commit superblock writes of partitions cost no extra put.
+func (n *Node) persistRoster(group uint64, s vsr.State) error {
+	rec := rosterRecord{s.Roster, s.EpochOp, s.Removed}
+	if last, ok := n.rosters.Load(group); ok && last.(rosterRecord) == rec {
+		return nil
+	} else if !ok && rec == (rosterRecord{roster: n.cluster.bootstrap}) {
+		return nil
+	}
+	b := vsr.EncodeRoster(make([]byte, 0, vsr.RosterBodySize+9), rec.roster)
+	b = binary.LittleEndian.AppendUint64(b, rec.epochOp)
+	if rec.removed {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	if err := n.store.Put(rosterKey(group), b, false); err != nil {
+		return err
+	}
+	n.rosters.Store(group, rec)
+	return nil
+}
+
+// loadRoster reads a group's record back (ok false: the bootstrap
+// roster, never changed).
+func (n *Node) loadRoster(group uint64) (rosterRecord, bool, error) {
+	v, ok, err := n.store.Get(rosterKey(group))
+	if err != nil || !ok {
+		return rosterRecord{}, false, err
+	}
+	if len(v) != vsr.RosterBodySize+9 {
+		return rosterRecord{}, false, fmt.Errorf("group %d: roster record of %d bytes", group, len(v))
+	}
+	ro, err := vsr.DecodeRoster(v[:vsr.RosterBodySize])
+	if err != nil {
+		return rosterRecord{}, false, fmt.Errorf("group %d: %w", group, err)
+	}
+	rec := rosterRecord{ro, binary.LittleEndian.Uint64(v[vsr.RosterBodySize:]), v[vsr.RosterBodySize+8] == 1}
+	n.rosters.Store(group, rec)
+	return rec, true, nil
+}
+
+// forgetRoster drops a deleted group's record (dropPartitionData).
+func (n *Node) forgetRoster(group uint64) {
+	n.rosters.Delete(group)
+	_ = n.store.Delete(rosterKey(group))
+}
+
 // viewHeadKey holds a group's vsr.State.ViewHead and ViewHeaders next to
 // its superblock: the head (u64 LE), then the StartView suffix.
 func viewHeadKey(group uint64) string { return fmt.Sprintf("vsr/%d/view_head", group) }
@@ -120,66 +208,100 @@ func (n *Node) loadViewHead(group uint64) (uint64, []byte, error) {
 	return binary.LittleEndian.Uint64(v), v[8:], nil
 }
 
-// setupCluster reads the [cluster] section: this node's id and the roster
-// size (a disabled cluster is a cluster of one).
+// setupCluster reads the [cluster] section: this node's id and the
+// bootstrap roster (a disabled cluster is a cluster of one). The nodes of
+// a cluster's first start cover ids 0..n-1 (10.2); a joiner
+// (cluster.join) lists the cluster it joins, any ids below 32, and its
+// own entry.
 func (n *Node) setupCluster() error {
 	c := n.opts.Config.Cluster
-	n.cluster = &cluster{n: 1, id: wire.ClusterID(c.Name)}
+	n.cluster = &cluster{n: 1, id: wire.ClusterID(c.Name), span: 1, bootstrap: vsr.DefaultRoster(1)}
 	if !c.Enabled {
+		if c.Join {
+			return errors.New("cluster: join needs cluster.enabled")
+		}
 		return nil
 	}
 	if len(c.Nodes) == 0 || len(c.Nodes) > replicaplane.MaxReplicas {
 		return fmt.Errorf("cluster: %d nodes in the roster", len(c.Nodes))
 	}
-	seen := make(map[int]bool)
+	var listed uint32
+	span := 0
 	for _, node := range c.Nodes {
-		if node.ReplicaID < 0 || node.ReplicaID >= len(c.Nodes) || seen[node.ReplicaID] {
+		if node.ReplicaID < 0 || node.ReplicaID >= vsr.MaxReplicas || listed&(1<<node.ReplicaID) != 0 ||
+			(!c.Join && node.ReplicaID >= len(c.Nodes)) {
+			if c.Join {
+				return fmt.Errorf("cluster: replica ids must be distinct and below %d", vsr.MaxReplicas)
+			}
 			return fmt.Errorf("cluster: replica ids must cover 0..%d exactly once", len(c.Nodes)-1)
 		}
-		seen[node.ReplicaID] = true
+		listed |= 1 << node.ReplicaID
+		span = max(span, node.ReplicaID+1)
 	}
-	if c.ReplicaID < 0 || c.ReplicaID >= len(c.Nodes) {
+	if c.ReplicaID < 0 || c.ReplicaID >= vsr.MaxReplicas || listed&(1<<c.ReplicaID) == 0 {
 		return fmt.Errorf("cluster: this node's replica id %d is not in the roster", c.ReplicaID)
 	}
-	n.cluster.self, n.cluster.n = uint8(c.ReplicaID), len(c.Nodes)
+	n.cluster.self, n.cluster.n, n.cluster.span = uint8(c.ReplicaID), len(c.Nodes), span
+	n.cluster.bootstrap = vsr.DefaultRoster(len(c.Nodes))
+	if c.Join {
+		others := listed &^ (1 << c.ReplicaID)
+		if others == 0 {
+			return errors.New("cluster: a joiner lists the nodes of the cluster it joins")
+		}
+		n.cluster.joiner = true
+		n.cluster.bootstrap = vsr.Roster{Voters: others, Target: others}
+	}
 	return nil
 }
 
-// roster is the replica-plane roster of the configuration.
-func (n *Node) roster() []replicaplane.Peer {
-	var peers []replicaplane.Peer
-	for _, node := range n.opts.Config.Cluster.Nodes {
-		addr := ""
-		if node.Ports.TCPReplica != 0 {
-			addr = net.JoinHostPort(node.IP, strconv.Itoa(int(node.Ports.TCPReplica)))
-		}
-		peers = append(peers, replicaplane.Peer{ID: uint8(node.ReplicaID), Addr: addr})
+// ensurePeer spawns the peer actor of replica id unless it runs.
+func (n *Node) ensurePeer(id uint8) error {
+	if id == n.cluster.self || id >= vsr.MaxReplicas {
+		return nil
 	}
-	return peers
+	n.cluster.peerMu.Lock()
+	defer n.cluster.peerMu.Unlock()
+	if n.cluster.peers[id].Load() != nil {
+		return nil
+	}
+	root := n.system.Root.WithGuardian(restartStrategy(n.refs, n.log))
+	pid, err := root.SpawnNamed(n.props(func() actor.Actor { return &peerActor{n: n, id: id} }), "peer-"+strconv.Itoa(int(id)))
+	if err != nil {
+		return err
+	}
+	n.cluster.peers[id].Store(pid)
+	return nil
 }
+
+// peerPIDs lists the running peer actors.
+func (n *Node) peerPIDs() []*actor.PID {
+	var out []*actor.PID
+	for i := range n.cluster.peers {
+		if p := n.cluster.peers[i].Load(); p != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// roster is the replica-plane roster of the configuration.
+func (n *Node) roster() []replicaplane.Peer { return configuredReplicaAddrs(n.opts.Config.Cluster.Nodes) }
 
 // startReplicaPlane opens the replica-plane links and the consensus tick
 // (cluster mode only).
 func (n *Node) startReplicaPlane() error {
-	if n.cluster.n == 1 {
+	if !n.cluster.clustered() {
 		return nil
 	}
 	// One peer actor per link, supervised and restarted like the
 	// metadata actor; they exist before the links deliver frames.
-	root := n.system.Root.WithGuardian(restartStrategy(n.refs, n.log))
-	n.cluster.peers = make([]*actor.PID, n.cluster.n)
-	for id := 0; id < n.cluster.n; id++ {
-		if uint8(id) == n.cluster.self {
-			continue
-		}
-		peer := uint8(id)
-		pid, err := root.SpawnNamed(n.props(func() actor.Actor { return &peerActor{n: n, id: peer} }),
-			"peer-"+strconv.Itoa(id))
-		if err != nil {
+	for _, p := range n.roster() {
+		if err := n.ensurePeer(p.ID); err != nil {
 			return err
 		}
-		n.cluster.peers[id] = pid
 	}
+	n.cluster.setReplicaAddrs(n.roster())
+	root := n.system.Root.WithGuardian(restartStrategy(n.refs, n.log))
 	c := n.opts.Config
 	auth := c.Cluster.Auth
 	tlsConf, tlsMode, err := n.replicaTLS()
@@ -199,6 +321,9 @@ func (n *Node) startReplicaPlane() error {
 		return fmt.Errorf("replica plane: %w", err)
 	}
 	n.cluster.links = links
+	// A committed roster, recovered before the links existed, replaces
+	// the configured one now.
+	n.root().Send(n.refs.metadata, &rosterDrainCheck{})
 	n.log.Info("replica plane up", "address", links.Addr().String(), "replica", n.cluster.self, "replicas", n.cluster.n,
 		"auth", auth.Enabled, "tls", tlsMode)
 	if c.Cluster.Quiescence {
@@ -250,7 +375,12 @@ func (n *Node) SetReplicaRoster(peers []replicaplane.Peer) error {
 	if n.cluster.links == nil {
 		return errors.New("not a cluster node")
 	}
-	return n.cluster.links.SetRoster(peers)
+	if err := n.cluster.links.SetRoster(peers); err != nil {
+		return err
+	}
+	n.cluster.setReplicaAddrs(peers)
+	n.root().Send(n.refs.metadata, &rosterDrainCheck{}) // a committed roster still wins
+	return nil
 }
 
 // replicaHandler hands each link's frames to that link's peer actor.
@@ -261,17 +391,17 @@ func (h replicaHandler) PeerDown(id uint8) {
 	h.n.log.Info("replica link down", "peer", id)
 }
 func (h replicaHandler) Frame(from uint8, frame []byte) {
-	if int(from) < len(h.n.cluster.peers) && h.n.cluster.peers[from] != nil {
-		h.n.root().Send(h.n.cluster.peers[from], &peerFrame{from: from, frame: frame})
+	if int(from) < len(h.n.cluster.peers) {
+		if pid := h.n.cluster.peers[from].Load(); pid != nil {
+			h.n.root().Send(pid, &peerFrame{from: from, frame: frame})
+		}
 	}
 }
 
 // announceRoute tells every peer actor where a partition group lives now.
 func (m *metadataActor) announceRoute(ctx actor.Context, group uint64, pid *actor.PID) {
-	for _, peer := range m.n.cluster.peers {
-		if peer != nil {
-			ctx.Send(peer, &routeUpdate{group: group, pid: pid})
-		}
+	for _, peer := range m.n.peerPIDs() {
+		ctx.Send(peer, &routeUpdate{group: group, pid: pid})
 	}
 	if l := m.n.refs.liveness.Load(); l != nil {
 		ctx.Send(l, &routeUpdate{group: group, pid: pid})

@@ -165,6 +165,9 @@ func (c *connection) handle(ctx actor.Context, buf []byte) *replyOut {
 	if !hdr.RequestChecksum.IsZero() && hdr.RequestChecksum != wire.RequestChecksum(body) {
 		return &replyOut{frame: denyReply(&hdr, c.id, commit, wire.ErrInvalidFormat)}
 	}
+	if c.node.removed.Load() && !servedWhenRemoved(&hdr) {
+		return &replyOut{frame: denyReply(&hdr, c.id, commit, wire.ErrNodeRemoved)}
+	}
 	req := &clientRequest{conn: ctx.Self(), connID: c.id, hdr: hdr, frame: buf, bound: c.bound, address: c.conn.RemoteAddr(), span: c.req.span}
 	httpRequest(c.conn, req)
 	switch op := hdr.Operation; {
@@ -192,6 +195,19 @@ func (c *connection) handle(ctx actor.Context, buf []byte) *replyOut {
 		ctx.Send(c.node.metadata, req)
 		return nil
 	}
+}
+
+// servedWhenRemoved: what a node removed from the roster still answers
+// (reconfig.go), so clients learn where the cluster went.
+func servedWhenRemoved(hdr *wire.RequestHeader) bool {
+	if hdr.Operation != wire.OpNonReplicated {
+		return false
+	}
+	switch hdr.Code {
+	case wire.CodePing, wire.CodeGetClusterMetadata, wire.CodeClusterStatus:
+		return true
+	}
+	return false
 }
 
 // read dispatches a NonReplicated request (client-plane.md 4.2 step 4, 6).

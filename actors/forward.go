@@ -59,7 +59,7 @@ func (m *metadataActor) nextNonce() wire.U128 {
 
 // shouldForward is the forwarding rule of 8.1.
 func (m *metadataActor) shouldForward() bool {
-	return m.n.cluster.n > 1 && m.core.Status() == vsr.StatusNormal && !m.core.IsPrimary()
+	return m.n.cluster.clustered() && m.core.Status() == vsr.StatusNormal && !m.core.IsPrimary()
 }
 
 // forwardRegister parks the login and sends ForwardRegister to the primary.
@@ -107,7 +107,7 @@ func (m *metadataActor) onForwardFrame(ctx actor.Context, f *peerFrame) {
 	switch h.Command() {
 	case wire.CmdForwardRegister:
 		fr, err := wire.DecodeForwardRegisterHeader(h)
-		if err != nil || int(fr.Replica) >= m.n.cluster.n {
+		if err != nil || int(fr.Replica) >= vsr.MaxReplicas {
 			return
 		}
 		m.onForwardRegister(ctx, fr)
@@ -119,7 +119,7 @@ func (m *metadataActor) onForwardFrame(ctx actor.Context, f *peerFrame) {
 		m.onForwardRegisterResult(ctx, res)
 	case wire.CmdForwardLogout:
 		fl, err := wire.DecodeForwardLogoutHeader(h)
-		if err != nil || int(fl.Replica) >= m.n.cluster.n {
+		if err != nil || int(fl.Replica) >= vsr.MaxReplicas {
 			return
 		}
 		m.onForwardLogout(ctx, fl)

@@ -105,12 +105,12 @@ func (n *Node) startHTTP() error {
 		return nil
 	}
 	hc := httpplane.Config{HTTP: cfg.HTTP, ClientsTableMax: cfg.Metadata.ClientsTableMax, DataDir: cfg.System.Path,
-		Clustered: n.cluster.n > 1, HandshakeGrace: cfg.MessageBus.HandshakeGrace.D(), Surface: n.opts.HTTPSurface,
+		Clustered: n.cluster.clustered(), HandshakeGrace: cfg.MessageBus.HandshakeGrace.D(), Surface: n.opts.HTTPSurface,
 		Ready: n.CaughtUp, Meter: n.opts.MeterProvider, Logger: n.log, TLS: n.opts.TLS}
 	if n.opts.HTTPListen != "" {
 		hc.HTTP.Address = n.opts.HTTPListen
 	}
-	if a := cfg.Cluster.Auth; n.cluster.n > 1 && a.Enabled {
+	if a := cfg.Cluster.Auth; n.cluster.clustered() && a.Enabled {
 		hc.ClusterSecret = a.SharedSecret
 	}
 	for _, node := range cfg.Cluster.Nodes {

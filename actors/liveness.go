@@ -110,7 +110,7 @@ func newLivenessActor(n *Node) *livenessActor {
 	if interval == 0 {
 		interval = c.CommitBroadcastInterval
 	}
-	cfg := vsr.LivenessConfig{Cluster: n.cluster.id, Self: n.cluster.self, Replicas: n.cluster.n,
+	cfg := vsr.LivenessConfig{Cluster: n.cluster.id, Self: n.cluster.self, Replicas: n.cluster.span,
 		IntervalTicks: ticks(interval), TimeoutTicks: ticks(c.HeartbeatTimeout),
 		Incarnation: wire.U128{Lo: binary.LittleEndian.Uint64(inc[:]) | 1, Hi: binary.LittleEndian.Uint64(inc[8:])}}
 	return &livenessActor{n: n, live: vsr.NewLiveness(cfg), time: timeKeeper{lastTick: n.clock.now()}, routes: routes{}}
@@ -176,7 +176,7 @@ func (l *livenessActor) drive(ctx actor.Context) {
 			l.wakes = append(l.wakes, peerChange{peer: p, found: true})
 		}
 	}
-	l.n.refs.tel.liveness(l.live, l.n.cluster.n)
+	l.n.refs.tel.liveness(l.live, l.n.cluster.span)
 }
 
 // announce tells the next wake_batch partition actors of the oldest peer

@@ -53,6 +53,11 @@ type metadataActor struct {
 	// rosterNodes replaces the configured roster's client addresses (tests
 	// learn the bound ports after start).
 	rosterNodes []config.Node
+	// departed are nodes a committed roster removed, linked until their
+	// drain ends (reconfig.go).
+	departed map[uint8]departedNode
+	// adminWaits are cluster admin requests waiting for their R.
+	adminWaits []adminWait
 	// transfers serves and receives the group's state transfers.
 	transfers *transferShell
 	// dropping: groups whose deleted partition is still removing its
@@ -186,6 +191,11 @@ func (m *metadataActor) receive(ctx actor.Context) {
 		ctx.Send(msg.peer, &routeTable{partitions: table})
 	case *setClientRoster:
 		m.rosterNodes = msg.nodes
+	case *rosterDrainCheck:
+		m.followRoster()
+		m.scheduleDrainCheck(ctx)
+	case *removedDrainOver:
+		m.onRemovedDrainOver()
 	case *forwardTimeout:
 		m.onForwardTimeout(ctx, msg)
 	case *groupProgress:
@@ -219,10 +229,16 @@ const rootKey = "metadata/root"
 // boot restores the root user, replays the metadata journal, restores the
 // consensus core at the journal head (a cluster of one commits everything
 // it journaled, replica-plane.md 9.3 step 4) and starts the partitions.
+// stateConfig configures the metadata state machine from the node's
+// configuration.
+func (m *metadataActor) stateConfig() metadata.Config {
+	return metadata.Config{ClientsTableMax: int(m.n.opts.Config.Metadata.ClientsTableMax),
+		MaxTokensPerUser: int(m.n.opts.Config.PersonalAccessToken.MaxTokensPerUser)}
+}
+
 func (m *metadataActor) boot(ctx actor.Context) error {
 	st := m.n.store
-	cfg := metadata.Config{ClientsTableMax: int(m.n.opts.Config.Metadata.ClientsTableMax),
-		MaxTokensPerUser: int(m.n.opts.Config.PersonalAccessToken.MaxTokensPerUser)}
+	cfg := m.stateConfig()
 	m.partitions, m.conns, m.inflight = map[uint64]*actor.PID{}, map[uint32]*connInfo{}, map[wire.U128]bool{}
 	snap, ok, err := st.LoadSnapshot(wire.MetadataGroup)
 	if err != nil {
@@ -243,7 +259,7 @@ func (m *metadataActor) boot(ctx actor.Context) error {
 	// can be checked from it; it is not applied again.
 	floor := m.state.AppliedOp()
 	m.snapshotOp = floor
-	clustered := m.n.cluster.n > 1
+	clustered := m.n.cluster.clustered()
 	var head, highestCommit, breakAt uint64
 	var headChecksum wire.U128
 	var headTs uint64
@@ -303,6 +319,7 @@ func (m *metadataActor) boot(ctx actor.Context) error {
 	m.tr = m.n.refs.tel.group(wire.MetadataGroup)
 	m.transfers.tr = m.tr
 	m.transfers.build = m.metadataOffer
+	m.transfers.rosterOf = m.metadataRoster
 	m.transfers.install = func(s *vsr.TransferSession) error { return m.installMetadata(ctx, s) }
 	if clustered {
 		if err := m.recover(floor, head, highestCommit, unapplied); err != nil {
@@ -335,7 +352,14 @@ func (m *metadataActor) recover(floor, head, highestCommit uint64, unapplied [][
 	if err != nil {
 		return fmt.Errorf("metadata superblock: %w", err)
 	}
-	if ok && (st.Cluster != m.n.cluster.id || int(st.ReplicaID) != int(m.n.cluster.self) || int(st.ReplicaCount) != m.n.cluster.n) {
+	rec, reconfigured, err := m.n.loadRoster(wire.MetadataGroup)
+	if err != nil {
+		return fmt.Errorf("metadata roster: %w", err)
+	}
+	// Once a roster committed, it (not the configured node count) says
+	// who the members are (docs/reconfiguration.md, item 1).
+	if ok && (st.Cluster != m.n.cluster.id || int(st.ReplicaID) != int(m.n.cluster.self) ||
+		!reconfigured && int(st.ReplicaCount) != m.n.cluster.n) {
 		return fmt.Errorf("metadata superblock is of cluster %v replica %d of %d, this node is replica %d of %d",
 			st.Cluster, st.ReplicaID, st.ReplicaCount, m.n.cluster.self, m.n.cluster.n)
 	}
@@ -346,11 +370,29 @@ func (m *metadataActor) recover(floor, head, highestCommit uint64, unapplied [][
 	if err != nil {
 		return err
 	}
-	w := min(max(highestCommit, floor), head)
+	rc := vsr.Recovery{View: st.View, LogView: st.LogView, CommitMax: st.CommitMax}
+	if reconfigured {
+		rc.Roster, rc.EpochOp, rc.Removed = &rec.roster, rec.epochOp, rec.removed
+	}
+	// The state machine may hold a newer roster than the record (the
+	// record is written before the superblock, not synced): the
+	// snapshot's, opened at or below its op, or one the replay applies.
+	took := func(ro vsr.Roster, op uint64) {
+		if rc.Roster != nil && ro.Epoch <= rc.Roster.Epoch {
+			return
+		}
+		was := rc.Removed || (rc.Roster == nil && m.n.cluster.bootstrap.Member(m.n.cluster.self)) || (rc.Roster != nil && rc.Roster.Member(m.n.cluster.self))
+		rc.Roster, rc.EpochOp, rc.Removed = &ro, op, was && !ro.Member(m.n.cluster.self)
+	}
+	if sr, has := m.state.Roster(); has {
+		took(sr.Roster, floor)
+	}
+	w := min(max(highestCommit, floor, rc.EpochOp), head)
 	var inc [16]byte
 	_, _ = rand.Read(inc[:]) // a fresh incarnation at every boot (6.12 rule 2)
-	rc := vsr.Recovery{View: st.View, LogView: st.LogView, CommitMax: st.CommitMax, Commit: w,
-		Incarnation: wire.U128{Lo: binary.LittleEndian.Uint64(inc[:]), Hi: binary.LittleEndian.Uint64(inc[8:])}, ViewHead: viewHead, ViewHeaders: viewHeaders}
+	rc.Commit = w
+	rc.Incarnation = wire.U128{Lo: binary.LittleEndian.Uint64(inc[:]), Hi: binary.LittleEndian.Uint64(inc[8:])}
+	rc.ViewHead, rc.ViewHeaders = viewHead, viewHeaders
 	if !ok && len(unapplied) > 0 {
 		last := wire.HeaderOf(unapplied[len(unapplied)-1]).Prepare()
 		rc.View, rc.LogView = last.View, last.View // 9.3 step 6
@@ -359,6 +401,9 @@ func (m *metadataActor) recover(floor, head, highestCommit uint64, unapplied [][
 		ph := wire.HeaderOf(f).Prepare()
 		if ph.Op <= w {
 			m.state.Apply(f)
+			if ro, isR := vsr.RosterOf(f); isR {
+				took(ro, ph.Op)
+			}
 		} else {
 			rc.Journal = append(rc.Journal, f)
 		}
@@ -378,7 +423,9 @@ func (m *metadataActor) recover(floor, head, highestCommit uint64, unapplied [][
 		// prepare: the identity is unknown (zero), as after the install.
 	}
 	m.core.Recover(rc)
-	m.log.Info("metadata rejoining the cluster", "view", rc.View, "log_view", rc.LogView, "commit", w, "op", head)
+	m.followRoster()
+	m.log.Info("metadata rejoining the cluster", "view", rc.View, "log_view", rc.LogView, "commit", w, "op", head,
+		"roster", m.core.Roster().String(), "removed", m.core.Removed())
 	return nil
 }
 
@@ -389,7 +436,7 @@ func (m *metadataActor) recover(floor, head, highestCommit uint64, unapplied [][
 // replicated ops like a disconnect's (replica-plane.md 5.12.3 rule 5). In
 // a cluster, sessions may live on other nodes and are left alone.
 func (m *metadataActor) endOrphanedSessions(ctx actor.Context) {
-	if m.n.cluster.n != 1 {
+	if !m.n.cluster.clustered() {
 		return
 	}
 	var ops []metadata.Internal
@@ -436,7 +483,7 @@ func (m *metadataActor) bootstrapRoot() error {
 	}
 	if !ok {
 		salt := make([]byte, 16)
-		if m.n.cluster.n > 1 {
+		if m.n.cluster.clustered() {
 			// Every replica bootstraps the same root outside the log
 			// (server-behaviour.md 2.1.1), so the hash must be identical:
 			// the salt is derived from the cluster id.
@@ -805,13 +852,15 @@ func (m *metadataActor) drive(ctx actor.Context) {
 		}
 	}
 	m.repairs.observe(m.log, m.core, m.tr)
+	m.observeRemoval(ctx)
+	m.abandonReconfigs(ctx)
 	m.transfers.maybeStart(ctx)
 	m.beh.follow(m.core, m.log, wire.MetadataGroup, m.tr)
 	m.tr.publish(m.core)
-	if !m.n.metadataCaughtUp.Load() && (m.n.cluster.n == 1 || m.core.Status() == vsr.StatusNormal &&
+	if !m.n.metadataCaughtUp.Load() && (!m.n.cluster.clustered() || m.core.Status() == vsr.StatusNormal &&
 		m.core.CommitMin() == m.core.CommitMax() && !m.core.Transferring()) {
 		m.n.metadataCaughtUp.Store(true)
-		if m.n.cluster.n > 1 {
+		if m.n.cluster.clustered() {
 			m.log.Info("metadata caught up: partitions join their consensus groups", "commit", m.core.CommitMin())
 			for _, pid := range m.partitions {
 				ctx.Send(pid, &tick{}) // their time starts now: the clock learns their deadlines
@@ -837,6 +886,9 @@ func (m *metadataActor) apply(ctx actor.Context, c vsr.Committed) {
 	m.n.refs.commit.Store(c.Op)
 	delete(m.inflight, res.Client)
 	m.carryOut(ctx, res.Effects)
+	if _, isR := vsr.RosterOf(c.Frame); isR {
+		m.rosterCommitted(ctx)
+	}
 	if f, ok := c.Tag.(*forwardedRegister); ok {
 		m.committedForward(f, c.Op)
 		return
@@ -972,7 +1024,7 @@ func (m *metadataActor) onInternalLogout(ctx actor.Context, l *internalLogout) {
 // port of every transport (0 when disabled). lastHeard adds iggynode's
 // extension (wire.ClusterMetadata.LastHeardUs) for a client that asked.
 func (m *metadataActor) clusterMetadata(remote string, lastHeard bool) []byte {
-	if m.n.cluster.n > 1 {
+	if m.n.cluster.clustered() {
 		return m.clusterRoster(config.ClientIP(remote), lastHeard)
 	}
 	node := wire.ClusterNode{Name: "iggy-node", IP: "127.0.0.1", Role: wire.RoleLeader, Status: wire.NodeHealthy}
@@ -1010,6 +1062,9 @@ func (m *metadataActor) clusterRoster(client netip.Addr, lastHeard bool) []byte 
 	nodes := c.Nodes
 	if m.rosterNodes != nil {
 		nodes = m.rosterNodes
+	}
+	if r, ok := m.state.Roster(); ok {
+		nodes = clientNodes(r, nodes)
 	}
 	for _, node := range nodes {
 		adv := node.AdvertisedTo(client)

@@ -40,6 +40,9 @@ type nodeRefs struct {
 	// liveness is the node-level heartbeat's actor (cluster mode with
 	// quiescence; nil otherwise), set once it started.
 	liveness atomic.Pointer[actor.PID]
+	// removed: the metadata roster no longer names this node; clients are
+	// answered NodeRemoved (reconfig.go).
+	removed atomic.Bool
 }
 
 // Options are the parts of a node that tests and cmd/node inject.
@@ -68,6 +71,10 @@ type Options struct {
 	// (a superblock wedged past cluster.superblock_wedged_fatal_timeout,
 	// replica-plane.md 6.13 rule 4). Default: log and exit with status 70.
 	FailStop func(reason string)
+	// Removed is called when this node, removed from the cluster's
+	// roster, has drained (actors/reconfig.go); cmd/node exits. Nil: the
+	// node stays up, refusing clients.
+	Removed func()
 	// TracerProvider and MeterProvider receive the node's spans and
 	// metrics (telemetry.Setup builds them from [telemetry]; tests pass
 	// in-memory ones). Nil: no-op providers.
@@ -90,6 +97,8 @@ type Node struct {
 	log    *slog.Logger
 	system *actor.ActorSystem
 	store  *storage.Store
+	// rosters caches each group's last persisted rosterRecord (cluster.go).
+	rosters sync.Map
 	// atRest is system.encryption (encryption.go).
 	atRest atRest
 	refs   *nodeRefs
@@ -170,7 +179,7 @@ func Start(opts Options) (*Node, error) {
 		return nil, err
 	}
 	var peerDrops func() map[uint8]uint64
-	if n.cluster.n > 1 {
+	if n.cluster.clustered() {
 		peerDrops = n.peerDrops
 	}
 	n.refs.tel = newNodeTelemetry(opts, n.cluster.self, n.cluster.id, &n.refs.restarts, peerDrops)

@@ -427,6 +427,7 @@ func (n *Node) dropPartitionData(group uint64, log *slog.Logger) {
 	for _, k := range []string{watermarkKey(group), appliedKey(group), viewHeadKey(group), installKey(group), creationKey(group), journalHeadKey(group), tailKey(group)} {
 		_ = n.store.Delete(k)
 	}
+	n.forgetRoster(group)
 }
 
 // journalHeadKey holds the highest op a cluster's partition replica

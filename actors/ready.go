@@ -32,7 +32,7 @@ type readiness struct {
 }
 
 // CaughtUp reports the node's readiness (see readiness).
-func (n *Node) CaughtUp() bool { return n.cluster.n == 1 || n.readiness.ready.Load() }
+func (n *Node) CaughtUp() bool { return !n.cluster.clustered() || n.readiness.ready.Load() }
 
 // stepped notes a metadata frame from peer from in view view, just
 // stepped into core.
@@ -49,9 +49,9 @@ func (r *readiness) observe(n *Node, core *vsr.Replica, log *slog.Logger) {
 	}
 	backupCaughtUp := core.Status() == vsr.StatusNormal && !core.Transferring() &&
 		core.CommitMin() == core.CommitMax() && r.heard && r.heardView == core.View()
-	if n.cluster.n == 1 || core.CaughtUpPrimary() || backupCaughtUp {
+	if !n.cluster.clustered() || core.CaughtUpPrimary() || backupCaughtUp {
 		r.ready.Store(true)
-		if n.cluster.n > 1 {
+		if n.cluster.clustered() {
 			log.Info("ready: caught up with the cluster", "view", core.View(), "commit", core.CommitMin())
 		}
 	}

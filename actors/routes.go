@@ -65,6 +65,8 @@ func (m *metadataActor) onRead(ctx actor.Context, req *clientRequest) {
 		m.routePoll(ctx, req)
 	case wire.CodeGetConsumerOffset:
 		m.routeGetOffset(ctx, req)
+	case wire.CodeClusterAdd, wire.CodeClusterRemove, wire.CodeClusterReplace, wire.CodeClusterStatus:
+		m.onClusterAdmin(ctx, req)
 	default:
 		answer(wire.ErrInvalidCommand, nil)
 	}

@@ -119,6 +119,9 @@ type requestCounter struct {
 // after each drive and read at collection.
 type groupGauges struct {
 	view, pipeline, commitMin, commitMax atomic.Uint64
+	// epoch, role (memberRole) and epochsEntered follow reconfiguration
+	// (reconfig.go).
+	epoch, role, epochsEntered atomic.Uint64
 	quiet                                atomic.Bool
 	attrs                                attrs
 }
@@ -228,6 +231,10 @@ func newNodeTelemetry(o Options, replica uint8, cluster wire.U128, restarts *ato
 	}
 	t.clusterGauges(m)
 	groupGauge("iggy.vsr.view", "view number, by group (awake groups)", func(g *groupGauges) int64 { return int64(g.view.Load()) })
+	groupGauge("iggy.vsr.epoch", "reconfiguration epoch (the view's top 8 bits), by group", func(g *groupGauges) int64 { return int64(g.epoch.Load()) })
+	groupGauge("iggy.vsr.role", "this replica's part in its roster, by group: 0 voter, 1 learner, 2 removed, 3 joiner not named yet",
+		func(g *groupGauges) int64 { return int64(g.role.Load()) })
+	groupGauge("iggy.vsr.epochs.entered", "epochs this replica entered since it started, by group", func(g *groupGauges) int64 { return int64(g.epochsEntered.Load()) })
 	groupGauge("iggy.vsr.pipeline.depth", "prepares in the primary's pipeline, by group", func(g *groupGauges) int64 { return int64(g.pipeline.Load()) })
 	groupGauge("iggy.vsr.commit.lag", "ops this replica knows committed but has not applied (commit_max - commit_min), by group",
 		func(g *groupGauges) int64 {
@@ -606,6 +613,23 @@ func (g *groupTrace) publish(core *vsr.Replica) {
 	g.gauges.pipeline.Store(uint64(core.PipelineLen()))
 	g.gauges.commitMin.Store(core.CommitMin())
 	g.gauges.commitMax.Store(core.CommitMax())
+	g.gauges.epoch.Store(uint64(core.Epoch()))
+	g.gauges.role.Store(uint64(memberRole(core)))
+	g.gauges.epochsEntered.Store(core.EpochsEntered)
+}
+
+// memberRole is a core's part in its roster for iggy.vsr.role: 0 voter,
+// 1 learner, 2 removed, 3 not named yet (a joiner).
+func memberRole(core *vsr.Replica) int {
+	switch {
+	case core.Removed():
+		return 2
+	case core.Learner():
+		return 1
+	case !core.Member():
+		return 3
+	}
+	return 0
 }
 
 // admit marks the time a request entered the core (primary), and the
@@ -771,6 +795,18 @@ func (g *groupTrace) statusChanged(status vsr.Status, view uint32, role string) 
 	_, g.status = g.t.tracer.Start(context.Background(), name, trace.WithAttributes(
 		attribute.Int64(spanfile.AttrGroup, int64(g.group)), attribute.Int64(spanfile.AttrView, int64(view)),
 		attribute.Int(spanfile.AttrReplica, int(g.t.replica)), attribute.String(spanfile.AttrReason, reason)))
+}
+
+// rosterEvent marks a committed roster on the timeline: an instant
+// SpanEpoch whose reason names the epoch and its members.
+func (g *groupTrace) rosterEvent(r vsr.Roster) {
+	if !g.tracing() {
+		return
+	}
+	_, s := g.t.tracer.Start(context.Background(), spanfile.SpanEpoch, trace.WithAttributes(
+		attribute.Int64(spanfile.AttrGroup, int64(g.group)), attribute.Int64(spanfile.AttrView, int64(vsr.FirstView(r.Epoch))),
+		attribute.Int(spanfile.AttrReplica, int(g.t.replica)), attribute.String(spanfile.AttrReason, r.String())))
+	endSpan(s, "entered", false)
 }
 
 // statusContext and transferContext are contexts for log lines about the

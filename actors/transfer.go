@@ -66,6 +66,10 @@ type transferShell struct {
 	peer  uint8
 	// build makes an offer, or says why not (transient: retry later).
 	build func() (o *vsr.Offer, transient bool)
+	// rosterOf reads the roster a fetched state applied (nil: the group
+	// keeps its roster, as partition groups do for now), so the core
+	// installs across epochs (InstallAllowedEpoch, InstalledEpoch).
+	rosterOf func(s *vsr.TransferSession) (*vsr.Roster, error)
 	// install applies a complete, verified session's state.
 	install func(s *vsr.TransferSession) error
 	// Installed counts installed transfers.
@@ -96,8 +100,11 @@ func (t *transferShell) onFrame(ctx actor.Context, from uint8, frame []byte) {
 	h := wire.HeaderOf(frame)
 	switch h.Command() {
 	case wire.CmdRequestStateTransfer:
-		if q, err := wire.DecodeRequestStateTransferHeader(h); err == nil && q.Replica == from {
+		if q, err := wire.DecodeRequestStateTransferHeader(h); err == nil && q.Replica == from && (t.offers[offerKey{q.Replica, q.Nonce}] != nil || t.serves(q)) {
 			t.serveOffer(q)
+		} else if err == nil && q.Replica == from {
+			head, _ := t.server().Target(q.Nonce, nil, true) // not from here now: retry
+			t.n.send([]vsr.Envelope{{To: q.Replica, Head: head}})
 		}
 	case wire.CmdRequestStateChunk:
 		if q, err := wire.DecodeRequestStateChunkHeader(h); err == nil && q.Replica == from {
@@ -126,7 +133,19 @@ func (t *transferShell) onOutcome(ctx actor.Context, msg any) bool {
 			t.tr.endTransfer("outdated by a view change")
 			return false
 		}
-		if !t.core.InstallAllowed(s.CommitOp) {
+		var ro *vsr.Roster
+		if t.rosterOf != nil {
+			var err error
+			if ro, err = t.rosterOf(s); err != nil {
+				t.abandon(err)
+				return true
+			}
+		}
+		allowed := t.core.InstallAllowed(s.CommitOp)
+		if ro != nil {
+			allowed = t.core.InstallAllowedEpoch(s.CommitOp, *ro)
+		}
+		if !allowed {
 			t.abandon(fmt.Errorf("state at commit %d is not installable now (status %s, commit %d)", s.CommitOp, t.core.Status(), t.core.CommitMin()))
 			return true
 		}
@@ -134,7 +153,11 @@ func (t *transferShell) onOutcome(ctx actor.Context, msg any) bool {
 			t.abandon(err)
 			return true
 		}
-		t.core.Installed(s.CommitOp, s.CommitMax)
+		if ro != nil {
+			t.core.InstalledEpoch(s.CommitOp, s.CommitMax, *ro)
+		} else {
+			t.core.Installed(s.CommitOp, s.CommitMax)
+		}
 		t.Installed++
 		t.log.Info("state transfer installed", "group", t.group, "commit_op", s.CommitOp, "commit_max", s.CommitMax, "from", s.Peer)
 		t.tr.endTransfer("installed")
@@ -158,6 +181,19 @@ func (t *transferShell) onOutcome(ctx actor.Context, msg any) bool {
 		return true
 	}
 	return false
+}
+
+// serves reports whether this replica offers its state to q: a caught-up
+// primary always (7.6), and, across epochs, any replica of a newer epoch
+// than the requester's view that is normal or removed (S3: the
+// laggard's own epoch may have no primary left; S6: a removed replica
+// may hold the R its old group needs).
+func (t *transferShell) serves(q wire.RequestStateTransferHeader) bool {
+	if t.core.CaughtUpPrimary() {
+		return true
+	}
+	return vsr.EpochOf(q.View) < t.core.Epoch() && t.core.CommitMin() > 0 &&
+		(t.core.Status() == vsr.StatusNormal || t.core.Removed())
 }
 
 // server is this replica as the StateTransferTargets it sends name it.
@@ -242,12 +278,12 @@ func (t *transferShell) busy() bool {
 // cannot reach what it lacks (7.5).
 func (t *transferShell) maybeStart(ctx actor.Context) {
 	peer := t.core.NeedTransfer
-	if peer < 0 || t.child != nil || t.core.Transferring() || t.n.cluster.n == 1 {
+	if peer < 0 || t.child != nil || t.core.Transferring() || !t.n.cluster.clustered() {
 		return
 	}
 	t.peer = uint8(peer)
 	props := t.n.props(func() actor.Actor {
-		return &transferActor{n: t.n, log: t.log, group: t.group, peer: t.peer, partition: t.group != wire.MetadataGroup}
+		return &transferActor{n: t.n, log: t.log, group: t.group, peer: t.peer, partition: t.group != wire.MetadataGroup, view: t.core.View()}
 	})
 	t.child = ctx.Spawn(props)
 	t.core.SetTransferring(true)
@@ -271,6 +307,7 @@ type transferActor struct {
 	group     uint64
 	peer      uint8
 	partition bool
+	view      uint32 // the core's view when it asked
 	session   *vsr.TransferSession
 }
 
@@ -281,6 +318,7 @@ func (a *transferActor) Receive(ctx actor.Context) {
 		_, _ = rand.Read(nonce[:])
 		a.session = vsr.NewTransferSession(a.n.cluster.id, a.n.cluster.self, a.group, a.peer, a.partition,
 			int(a.n.opts.Config.MessageBus.MaxMessageSize), wire.U128{Lo: binary.LittleEndian.Uint64(nonce[:]), Hi: binary.LittleEndian.Uint64(nonce[8:])})
+		a.session.RequesterView = a.view
 		a.n.send([]vsr.Envelope{a.session.Request()})
 	case *peerFrame:
 		if a.session == nil {
@@ -336,9 +374,6 @@ func (a *transferActor) finish(ctx actor.Context, outcome any) {
 // metadataOffer builds the metadata group's offer: only a caught-up
 // primary offers.
 func (m *metadataActor) metadataOffer() (*vsr.Offer, bool) {
-	if !m.core.CaughtUpPrimary() {
-		return nil, true
-	}
 	o := &vsr.Offer{CommitOp: m.core.CommitMin(), CommitMax: m.core.CommitMax()}
 	o.Add(wire.ArtifactMetadataSnapshot, o.CommitOp, m.state.Snapshot())
 	o.Add(wire.ArtifactClientTable, o.CommitOp, m.state.Clients().EncodeICT2(true))
@@ -354,8 +389,7 @@ func (m *metadataActor) installMetadata(ctx actor.Context, tr *vsr.TransferSessi
 	if err != nil {
 		return err
 	}
-	cfg := metadata.Config{ClientsTableMax: int(m.n.opts.Config.Metadata.ClientsTableMax),
-		MaxTokensPerUser: int(m.n.opts.Config.PersonalAccessToken.MaxTokensPerUser)}
+	cfg := m.stateConfig()
 	st, err := metadata.Restore(cfg, snapshot)
 	if err != nil {
 		return fmt.Errorf("transferred snapshot: %w", err)
@@ -406,7 +440,25 @@ func (m *metadataActor) installMetadata(ctx actor.Context, tr *vsr.TransferSessi
 		}
 	}
 	m.n.refs.commit.Store(op)
+	m.followRoster()
 	return nil
+}
+
+// metadataRoster is the roster a fetched metadata state applied (nil: it
+// never reconfigured, epoch 0).
+func (m *metadataActor) metadataRoster(tr *vsr.TransferSession) (*vsr.Roster, error) {
+	snapshot, _, _, _, err := tr.Verify()
+	if err != nil {
+		return nil, err
+	}
+	st, err := metadata.Restore(m.stateConfig(), snapshot)
+	if err != nil {
+		return nil, fmt.Errorf("transferred snapshot: %w", err)
+	}
+	if r, ok := st.Roster(); ok {
+		return &r.Roster, nil
+	}
+	return nil, nil
 }
 
 // Partitions (7.7).
@@ -422,7 +474,7 @@ const (
 // primary that has committed something offers; its committed batches are
 // all in the segments (they are written at commit).
 func (p *partitionActor) partitionOffer() (*vsr.Offer, bool) {
-	if !p.core.CaughtUpPrimary() || p.core.CommitMax() == 0 {
+	if p.core.CommitMax() == 0 {
 		return nil, true
 	}
 	o := &vsr.Offer{CommitOp: p.core.CommitMin(), CommitMax: p.core.CommitMax()}

@@ -28,6 +28,8 @@
 //
 // Keys of ours: cluster.replica_id (--replica-id), cluster.allow_insecure
 // (an unauthenticated replica plane may listen beyond loopback),
+// cluster.join (--join) and cluster.removed_drain_interval
+// (reconfiguration, docs/reconfiguration.md),
 // system.strict_config, system.disk (the disk space reserves, disk.go),
 // http.metrics.token, http.max_sessions, http.session_idle_timeout,
 // http.jwt.max_revoked_tokens, http.tls.self_signed, the telemetry
@@ -345,6 +347,16 @@ type Cluster struct {
 	// AllowInsecure (ours) lets a node without cluster.auth listen on its
 	// replica port beyond loopback; without it such a node refuses to start.
 	AllowInsecure bool `toml:"allow_insecure"`
+	// Join (ours, --join) boots a node that is not in the cluster's
+	// roster yet: the listed nodes other than this one are the cluster it
+	// joins, its own entry gives its ports, and it waits, empty, until a
+	// ClusterAdd names it (docs/reconfiguration.md). Once a roster
+	// committed, the durable roster replaces the list at every start.
+	Join bool `toml:"join"`
+	// RemovedDrainInterval (ours) is how long a node removed from the
+	// roster keeps serving repair and state transfer to the members still
+	// catching up before it stops.
+	RemovedDrainInterval Duration `toml:"removed_drain_interval"`
 }
 
 // ClusterTLS is cluster.tls (replica-plane.md 10.1). Without self_signed
@@ -412,7 +424,7 @@ func Default() Config {
 			PrepareRetransmitInterval: Duration(250e6), ViewChangeRetransmitInterval: Duration(500e6),
 			ViewChangeStatusTimeout: Duration(5e9), RequestStartViewRetransmitInterval: Duration(1e9),
 			ViewProbeAttemptsMax: 5, RepairRetryInterval: Duration(1e9), RepairChunkMax: 128,
-			SuperblockWedgedFatalTimeout: Duration(120e9), Quiescence: true, WakeBatch: 256},
+			SuperblockWedgedFatalTimeout: Duration(120e9), Quiescence: true, WakeBatch: 256, RemovedDrainInterval: Duration(60e9)},
 		Telemetry: defaultTelemetry(),
 		Login:     defaultLogin(),
 	}

@@ -41,6 +41,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -70,6 +71,7 @@ func run(args []string, environ []string, sig <-chan os.Signal) error {
 	replicaID := fs.Int("replica-id", -1, "this node's replica id in [cluster] (overrides cluster.replica_id)")
 	replicaName := fs.String("replica-id-from-name", "", "take the replica id from the ordinal this name ends with, "+
 		"as a StatefulSet's pod name (iggynode-2: 2); overrides cluster.replica_id")
+	join := fs.Bool("join", false, "boot outside the cluster's roster, empty, until `iggy cluster add` names this node (cluster.join)")
 	pprofAddr := fs.String("pprof", "", "serve Go profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060")
 	strict := fs.Bool("strict", false, "refuse to start on any configuration warning (also system.strict_config, IGGY_SYSTEM_STRICT_CONFIG)")
 	showVersion := version.Flag(fs)
@@ -99,6 +101,9 @@ func run(args []string, environ []string, sig <-chan os.Signal) error {
 		if cfg.Cluster.ReplicaID, err = replicaIDFromName(*replicaName); err != nil {
 			return err
 		}
+	}
+	if *join {
+		cfg.Cluster.Join = true
 	}
 	if *level != "" {
 		cfg.System.Logging.Level = *level
@@ -148,8 +153,10 @@ func run(args []string, environ []string, sig <-chan os.Signal) error {
 	if err != nil {
 		return err
 	}
+	removed, removedOnce := make(chan struct{}), sync.Once{}
 	node, err := actors.Start(actors.Options{Config: cfg, RootUsername: user, RootPassword: pass, Logger: logger,
-		TracerProvider: tel.TracerProvider(), MeterProvider: tel.MeterProvider(), HTTPSurface: surface})
+		TracerProvider: tel.TracerProvider(), MeterProvider: tel.MeterProvider(), HTTPSurface: surface,
+		Removed: func() { removedOnce.Do(func() { close(removed) }) }})
 	if err != nil {
 		return err
 	}
@@ -158,8 +165,12 @@ func run(args []string, environ []string, sig <-chan os.Signal) error {
 	}
 	logger.Info("iggynode serving", "tcp", node.TCPAddr(), "data", cfg.System.Path)
 
-	s := <-sig
-	logger.Info("shutting down", "signal", s.String())
+	select {
+	case s := <-sig:
+		logger.Info("shutting down", "signal", s.String())
+	case <-removed:
+		logger.Info("shutting down: removed from the cluster and drained")
+	}
 	go func() {
 		for s := range sig {
 			logger.Warn("already shutting down; signal ignored", "signal", s.String())

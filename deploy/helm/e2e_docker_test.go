@@ -409,7 +409,7 @@ func (e *environment) checkInsideFollowsByName(ctx context.Context, t *testing.T
 		}
 		return out
 	}
-	out := cli("--output", "json", "cluster", "status")
+	out := cli("--output", "json", "cluster", "metadata")
 	for i := range e.m.Replicas() {
 		if !strings.Contains(out, `"`+e.m.PodHost(i, "cluster.local")+`"`) {
 			t.Errorf("inside, the roster does not name pod %d by %s:\n%s", i, e.m.PodHost(i, "cluster.local"), out)

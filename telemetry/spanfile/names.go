@@ -28,6 +28,9 @@ const (
 	SpanRepair = "vsr.repair"
 	// SpanStateTransfer is one state transfer (fetch and install).
 	SpanStateTransfer = "vsr.state_transfer"
+	// SpanEpoch marks a committed reconfiguration: the group entered a
+	// new epoch (an instant; its reason names the roster).
+	SpanEpoch = "vsr.epoch"
 )
 
 // Event names inside SpanOp, in the order an op meets them.

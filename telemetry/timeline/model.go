@@ -43,6 +43,7 @@ const (
 	KindRecovery      = "recovery"
 	KindRepair        = "repair"
 	KindStateTransfer = "state_transfer"
+	KindEpoch         = "epoch"
 )
 
 var kindOf = map[string]string{
@@ -50,6 +51,7 @@ var kindOf = map[string]string{
 	spanfile.SpanRecovery:      KindRecovery,
 	spanfile.SpanRepair:        KindRepair,
 	spanfile.SpanStateTransfer: KindStateTransfer,
+	spanfile.SpanEpoch:         KindEpoch,
 }
 
 // Model is a run's timeline.

@@ -1,0 +1,195 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"iggynode/client"
+	"iggynode/config"
+	replicaplane "iggynode/plane/replica"
+	"iggynode/wire"
+)
+
+// joinerOptions are the options of node id joining the cluster of nodes:
+// cluster.join, the cluster's nodes and its own entry listed.
+func joinerOptions(t *testing.T, id int, nodes []*Node, dir string) Options {
+	opts := clusterNodeOptions(id, len(nodes), dir)
+	opts.Config.Cluster.Nodes = append(opts.Config.Cluster.Nodes, config.Node{Name: fmt.Sprintf("node-%d", id), IP: "127.0.0.1", ReplicaID: id})
+	opts.Config.Cluster.Join = true
+	return opts
+}
+
+// tcpPort is the bound client TCP port of n.
+func tcpPort(t *testing.T, n *Node) uint16 {
+	_, port, _ := net.SplitHostPort(n.TCPAddr())
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return uint16(p)
+}
+
+// rootOn logs in as root at node n without following the leader.
+func rootOn(t *testing.T, n *Node) *client.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var c *client.Client
+	var err error
+	for { // a node still probing for its view answers logins 58
+		c, err = client.Connect(ctx, client.Options{Address: n.TCPAddr(), Username: "iggy", Password: "iggy", StayOnNode: true})
+		if err == nil || !errors.Is(err, wire.ErrTransientNotAccepted) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// waitStatus polls ClusterStatus at c until ok accepts it.
+func waitStatus(t *testing.T, c *client.Client, what string, ok func(wire.ClusterStatusReply) bool) wire.ClusterStatusReply {
+	t.Helper()
+	var last wire.ClusterStatusReply
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		last, err = c.ClusterStatus(ctx)
+		cancel()
+		if err == nil && ok(last) {
+			return last
+		}
+	}
+	t.Fatalf("%s: last status %+v, err %v", what, last, err)
+	return last
+}
+
+// Issue 22 in one process: a three-node cluster grows to four (a joiner
+// started empty with cluster.join, added by ClusterAdd, taking the state
+// by transfer and promoted), then removes its primary (node 0): the
+// others go on in the next epoch, the removed node refuses clients with
+// NodeRemoved, GetClusterMetadata lists the new roster, and the joiner,
+// restarted, recovers its roster from disk and still counts.
+func TestClusterGrowsAndRemovesItsPrimary(t *testing.T) {
+	nodes := startCluster(t, 3)
+	advertiseClientPorts(nodes)
+	c0 := rootOn(t, nodes[0])
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var err error
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, err = c0.CreateStream(ctx, "before", nil); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	joiner := startNode(t, joinerOptions(t, 3, nodes, dir))
+	roster := append(replicaRoster(nodes), replicaplane.Peer{ID: 3, Addr: joiner.ReplicaAddr()})
+	if err := joiner.SetReplicaRoster(roster[:3]); err != nil {
+		t.Fatal(err)
+	}
+	c1 := rootOn(t, nodes[1])
+	if _, err := c1.ClusterAdd(ctx, wire.NodeSpec{ID: 3, ReplicaAddress: joiner.ReplicaAddr()}); !errors.Is(err, wire.ErrTransientNotAccepted) {
+		t.Fatalf("ClusterAdd on a backup: %v", err)
+	}
+	byID := map[uint8]*client.Client{0: c0, 1: c1, 2: rootOn(t, nodes[2])}
+	// The primary moves with the epoch (an epoch's first view has its
+	// own primary, the view mod the voters): found through the status.
+	primary := func(what string) *client.Client {
+		t.Helper()
+		st := waitStatus(t, c1, what, func(s wire.ClusterStatusReply) bool {
+			return slices.ContainsFunc(s.Nodes, func(n wire.ClusterStatusNode) bool { return n.Primary })
+		})
+		for _, n := range st.Nodes {
+			if n.Primary {
+				return byID[n.Spec.ID]
+			}
+		}
+		return nil
+	}
+	// An add whose node never comes (nothing listens there) stays a
+	// learner: a second change is refused meanwhile, and removing the
+	// learner calls it off.
+	st, err := c0.ClusterAdd(ctx, wire.NodeSpec{ID: 4, ReplicaAddress: "127.0.0.1:1"})
+	if err != nil || st.Epoch != 1 || st.Voters != 0b111 || st.Learners != 0b10000 || st.Target != 0b10111 {
+		t.Fatalf("ClusterAdd answered %+v %v, want epoch 1 with 4 a learner", st, err)
+	}
+	if _, err := primary("a primary in epoch 1").ClusterAdd(ctx, wire.NodeSpec{ID: 3, ReplicaAddress: joiner.ReplicaAddr()}); !errors.Is(err, wire.ErrReconfigurationInProgress) {
+		t.Fatalf("a second change while one runs: %v", err)
+	}
+	if st, err = primary("a primary in epoch 1").ClusterRemove(ctx, 4); err != nil || st.Voters != 0b111 || st.Learners != 0 || st.Target != 0b111 {
+		t.Fatalf("calling the add off: %+v %v", st, err)
+	}
+	st, err = primary("a primary in epoch 2").ClusterAdd(ctx, wire.NodeSpec{ID: 3, ReplicaAddress: joiner.ReplicaAddr(), IP: "127.0.0.1", TCPPort: tcpPort(t, joiner)})
+	if err != nil || st.Voters != 0b111 || st.Learners != 0b1000 {
+		t.Fatalf("ClusterAdd answered %+v %v, want 3 a learner", st, err)
+	}
+	waitStatus(t, c0, "node 3 promoted", func(s wire.ClusterStatusReply) bool { return s.Voters == 0b1111 && s.Learners == 0 })
+	cj := rootOn(t, joiner) // a member now: it commits its login
+	byID[3] = cj
+	waitStatus(t, cj, "the joiner in the epoch", func(s wire.ClusterStatusReply) bool { return s.Voters == 0b1111 && s.Epoch >= 2 })
+	streams, err := cj.GetStreams(ctx)
+	if err != nil || len(streams) != 1 || streams[0].Name != "before" {
+		t.Fatalf("the joiner's streams %+v %v: the transfer did not bring the state", streams, err)
+	}
+
+	if _, err := primary("a primary after the promotion").ClusterRemove(ctx, 0); err != nil {
+		t.Fatalf("removing node 0: %v", err)
+	}
+	st = waitStatus(t, c1, "node 0 removed", func(s wire.ClusterStatusReply) bool {
+		_, named := s.Node(0)
+		return s.Voters == 0b1110 && !named && s.Learners == 0
+	})
+	if _, err := primary("a primary without node 0").CreateStream(ctx, "after", nil); err != nil {
+		t.Fatalf("a write in the new epoch: %v", err)
+	}
+	if _, err := c0.CreateStream(ctx, "on the removed node", nil); !errors.Is(err, wire.ErrNodeRemoved) {
+		t.Fatalf("the removed node answers a write with %v, want NodeRemoved", err)
+	}
+	if s0, err := c0.ClusterStatus(ctx); err != nil {
+		t.Fatalf("ClusterStatus on the removed node: %v", err)
+	} else if n, ok := s0.Node(0); !ok || n.Role != wire.MemberRemoved {
+		t.Fatalf("the removed node reports itself %+v", s0.Nodes)
+	}
+	md, err := c1.GetClusterMetadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(md.Nodes) != 3 || md.Nodes[2].TCPPort != tcpPort(t, joiner) {
+		t.Fatalf("GetClusterMetadata after the change: %+v", md.Nodes)
+	}
+
+	// The joiner restarts on its data: the roster comes from its disk,
+	// not from its configuration (which still says join).
+	_ = cj.Close()
+	replicaAddr := joiner.ReplicaAddr()
+	_ = joiner.Close()
+	opts := joinerOptions(t, 3, nodes, dir)
+	opts.ReplicaListen = replicaAddr // where the roster says it is
+	joiner = startNode(t, opts)
+	if err := joiner.SetReplicaRoster(roster[1:3]); err != nil {
+		t.Fatal(err)
+	}
+	cj = rootOn(t, joiner)
+	waitStatus(t, cj, "the restarted joiner back in its epoch", func(s wire.ClusterStatusReply) bool {
+		n, ok := s.Node(3)
+		return s.Voters == 0b1110 && ok && n.Role == wire.MemberVoter && n.Commit >= st.EpochOp
+	})
+	streams, err = cj.GetStreams(ctx)
+	if err != nil || len(streams) != 2 {
+		t.Fatalf("the restarted joiner's streams %+v %v", streams, err)
+	}
+}
