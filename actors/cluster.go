@@ -285,7 +285,9 @@ func (n *Node) peerPIDs() []*actor.PID {
 }
 
 // roster is the replica-plane roster of the configuration.
-func (n *Node) roster() []replicaplane.Peer { return configuredReplicaAddrs(n.opts.Config.Cluster.Nodes) }
+func (n *Node) roster() []replicaplane.Peer {
+	return configuredReplicaAddrs(n.opts.Config.Cluster.Nodes)
+}
 
 // startReplicaPlane opens the replica-plane links and the consensus tick
 // (cluster mode only).

@@ -122,8 +122,8 @@ type groupGauges struct {
 	// epoch, role (memberRole) and epochsEntered follow reconfiguration
 	// (reconfig.go).
 	epoch, role, epochsEntered atomic.Uint64
-	quiet                                atomic.Bool
-	attrs                                attrs
+	quiet                      atomic.Bool
+	attrs                      attrs
 }
 
 func newNodeTelemetry(o Options, replica uint8, cluster wire.U128, restarts *atomic.Uint64, peerDrops func() map[uint8]uint64) *nodeTelemetry {

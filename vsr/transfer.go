@@ -22,11 +22,11 @@ type TransferSession struct {
 	// requester of an older epoch from any replica (vsr/reconfig.go S3,
 	// S6), the others only from a caught-up primary.
 	RequesterView uint32
-	cluster wire.U128
-	replica uint8
-	group   uint64
-	Peer    uint8
-	Nonce   wire.U128
+	cluster       wire.U128
+	replica       uint8
+	group         uint64
+	Peer          uint8
+	Nonce         wire.U128
 	// partition: a partition transfer (7.7): SEGMENT_LOG and
 	// CONSUMER_OFFSETS artifacts instead of a snapshot and a table.
 	partition bool
