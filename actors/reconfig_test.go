@@ -95,6 +95,14 @@ func TestClusterGrowsAndRemovesItsPrimary(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A leader-following client, on node 0 (the primary) now: it has to
+	// find the primary of every later epoch by itself.
+	follower, err := client.Connect(ctx, client.Options{Address: nodes[1].TCPAddr(), Username: "iggy", Password: "iggy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer follower.Close()
+
 	dir := t.TempDir()
 	joiner := startNode(t, joinerOptions(t, 3, nodes, dir))
 	roster := append(replicaRoster(nodes), replicaplane.Peer{ID: 3, Addr: joiner.ReplicaAddr()})
@@ -156,6 +164,9 @@ func TestClusterGrowsAndRemovesItsPrimary(t *testing.T) {
 	if _, err := primary("a primary without node 0").CreateStream(ctx, "after", nil); err != nil {
 		t.Fatalf("a write in the new epoch: %v", err)
 	}
+	if _, err := follower.CreateStream(ctx, "by the follower", nil); err != nil {
+		t.Fatalf("the leader-following client after the primary left: %v", err)
+	}
 	if _, err := c0.CreateStream(ctx, "on the removed node", nil); !errors.Is(err, wire.ErrNodeRemoved) {
 		t.Fatalf("the removed node answers a write with %v, want NodeRemoved", err)
 	}
@@ -189,7 +200,7 @@ func TestClusterGrowsAndRemovesItsPrimary(t *testing.T) {
 		return s.Voters == 0b1110 && ok && n.Role == wire.MemberVoter && n.Commit >= st.EpochOp
 	})
 	streams, err = cj.GetStreams(ctx)
-	if err != nil || len(streams) != 2 {
+	if err != nil || len(streams) != 3 {
 		t.Fatalf("the restarted joiner's streams %+v %v", streams, err)
 	}
 }

@@ -153,6 +153,7 @@ func (c *Client) exchange(ctx context.Context, cl call) (reply, error) {
 			return reply{}, err
 		}
 	}
+	moved := false
 	for retried := false; ; retried = true {
 		if needsSession(cl.op) && c.session == 0 {
 			return reply{}, fmt.Errorf("client: %v needs a logged-in session: %w", cl.code, wire.ErrUnauthenticated)
@@ -161,6 +162,10 @@ func (c *Client) exchange(ctx context.Context, cl call) (reply, error) {
 		rep, err := c.replay(ctx, deadline, *cl.buf, request)
 		if err == nil {
 			return rep, nil // before any errors.As target: those escape, and would allocate per request
+		}
+		if !moved && c.movesToLeader(ctx, cl, err) {
+			moved = true
+			continue // 58 and NodeRemoved: not accepted, so sending it again is safe
 		}
 		var d *DisconnectedError
 		if !errors.As(err, &d) || retried || !cl.retry || c.opts.Reconnect.Retries == 0 ||
@@ -174,6 +179,35 @@ func (c *Client) exchange(ctx context.Context, cl call) (reply, error) {
 			return reply{}, fmt.Errorf("%w; reconnect failed: %w", err, rerr)
 		}
 	}
+}
+
+// movesToLeader is the Go SDK's answer to a request answered
+// TransientNotAccepted (58) for the whole replay budget on a logged-in
+// connection (client-plane.md 7.15): the node is not the one that can
+// take it (the primary moved, as a reconfiguration's new epoch or a view
+// change moves it), so the roster is read again and, when it names
+// another leader, the client logs in there. NodeRemoved (a node that
+// left the roster, docs/reconfiguration.md) is answered the same way. It
+// reports whether it moved. Lock held.
+func (c *Client) movesToLeader(ctx context.Context, cl call, err error) bool {
+	code, _ := wire.CodeOf(err)
+	if code != wire.ErrTransientNotAccepted && code != wire.ErrNodeRemoved || !transientChannel(err) ||
+		c.opts.StayOnNode || c.session == 0 || cl.op == wire.OpRegister || cl.op == wire.OpLogout || !cl.retry {
+		return false
+	}
+	leader, lerr := c.leaderAddress(ctx)
+	if lerr != nil || leader == "" || sameAddress(leader, c.addr) {
+		return false
+	}
+	creds := c.creds
+	if c.dial(ctx, leader) != nil {
+		return false
+	}
+	if _, rerr := c.register(ctx, creds); rerr != nil {
+		c.dropConn()
+		return false
+	}
+	return true
 }
 
 // resendsWritten reports whether a request whose frame was written before

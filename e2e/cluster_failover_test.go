@@ -241,7 +241,11 @@ func checkReplicas(t *testing.T, clients []string, h faultcheck.History) [][][]b
 	for _, addr := range clients {
 		lists = append(lists, replicaPayloads(t, addr, len(h.Order)*faultcheck.MessagesPerSend))
 	}
-	if v := faultcheck.Check(h, []string{"replica 0", "replica 1", "replica 2"}, lists); !v.OK() {
+	var names []string
+	for i := range clients {
+		names = append(names, fmt.Sprintf("replica at %s (%d)", clients[i], i))
+	}
+	if v := faultcheck.Check(h, names, lists); !v.OK() {
 		t.Fatalf("%+v", v)
 	}
 	return lists

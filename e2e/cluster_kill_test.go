@@ -36,6 +36,9 @@ func TestHelperClusterNodeProcess(t *testing.T) {
 	cfg.TCP.Address, cfg.QUIC.Enabled, cfg.WebSocket.Enabled = "127.0.0.1:0", false, false
 	cfg.HTTP.Address = "127.0.0.1:0"
 	cfg.Cluster.Enabled, cfg.Cluster.Name, cfg.Cluster.ReplicaID = true, "kill-cluster", self
+	// E2E_CLUSTER_JOIN=1 boots it as a joiner of the cluster the other
+	// peers form (cluster.join).
+	cfg.Cluster.Join = os.Getenv("E2E_CLUSTER_JOIN") == "1"
 	// A silent primary is replaced after 1 s instead of 5 (the spec's
 	// defaults are kept in every other test).
 	cfg.Cluster.HeartbeatTimeout, cfg.Cluster.CommitBroadcastInterval = config.Duration(time.Second), config.Duration(100*time.Millisecond)
