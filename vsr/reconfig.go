@@ -130,14 +130,13 @@ import (
 // leave its epoch is not started; an R past epoch 255 is refused), ids
 // below 32 (the bitmasks of 4.5 are u32).
 //
-// # What is left (for the next sessions)
+// # The shell
 //
-// docs/reconfiguration.md is the map: the actor shell (durable roster,
-// joiners, links to new nodes, transfers to older epochs from any
-// replica, partition groups following the metadata group one at a time,
-// the removed node's drain), the admin commands (9001-9004, outside the
-// spec's codes), the CLI, metrics, the timeline and the e2e and docker
-// experiments. The metadata group's roster with addresses is
+// actors/reconfig.go runs it on the node (durable roster, joiners,
+// links, transfers across epochs, the removed node's drain, the admin
+// commands 9001-9004); docs/reconfiguration.md is the map of what is
+// done and what is left (partition groups following the metadata
+// group's roster). The metadata group's roster with addresses is
 // metadata/roster.go (ReconfigureWith carries it).
 
 // EpochShift splits a view into its epoch (high 8 bits) and the view
