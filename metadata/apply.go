@@ -155,6 +155,7 @@ func (s *State) Apply(frame []byte) Result {
 			body = append(wire.AppendResultOK(make([]byte, 0, 4+len(payload))), payload...)
 		}
 		res.Code, res.Effects = code, c.effects
+		s.followPartitions(c.effects)
 		res.Reply = replyFrame(ph, ph.Op, body)
 		if table {
 			s.clients.CommitReply(ph.Client, res.Reply)

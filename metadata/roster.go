@@ -3,6 +3,7 @@ package metadata
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 
 	"iggynode/vsr"
@@ -19,7 +20,10 @@ import (
 // and to the partition groups that follow it, and carries it in the
 // snapshot.
 //
-// Body: the vsr roster (20 bytes), u16 node count, then per node in
+// Body: the vsr roster (20 bytes), u32 from_voters (the voters of the
+// roster the change starts from: the epoch before the first R names the
+// configured roster, which only the shell knows), u16 node count, then
+// per node in
 // ascending id order: u8 id, u16 address length, the replica-plane
 // address (UTF-8, host:port, 1..255 bytes), then what clients are told
 // of it (GetClusterMetadata, client-plane.md 7.15): name (u8 length +
@@ -45,7 +49,10 @@ type NodePorts struct{ TCP, QUIC, HTTP, WebSocket uint16 }
 // Roster is the membership the metadata group committed last.
 type Roster struct {
 	vsr.Roster
-	Nodes []RosterNode
+	// FromVoters are the voters of the roster this R changed: what the
+	// partitions existing at the first R were started on.
+	FromVoters uint32
+	Nodes      []RosterNode
 }
 
 // Role names a node's part in r: "voter", "learner" or "" (not in it).
@@ -82,6 +89,7 @@ const maxRosterAddress = 255
 // EncodeRoster appends the body of a metadata OpReconfigure prepare.
 func EncodeRoster(dst []byte, r Roster) []byte {
 	dst = vsr.EncodeRoster(dst, r.Roster)
+	dst = wire.AppendU32(dst, r.FromVoters)
 	nodes := slices.SortedFunc(slices.Values(r.Nodes), func(a, b RosterNode) int { return cmp.Compare(a.ID, b.ID) })
 	dst = wire.AppendU16(dst, uint16(len(nodes)))
 	for _, n := range nodes {
@@ -108,8 +116,8 @@ func DecodeRoster(b []byte) (Roster, error) {
 		return Roster{}, err
 	}
 	r := wire.NewReader(b[vsr.RosterBodySize:])
+	out := Roster{Roster: ro, FromVoters: r.U32("from_voters")}
 	count := int(r.U16("node_count"))
-	out := Roster{Roster: ro}
 	var named uint32
 	for i := 0; i < count && r.Err() == nil; i++ {
 		id := r.U8("id")
@@ -173,19 +181,78 @@ func (s *State) applyReconfigure(c *applyCtx) (wire.ErrorCode, []byte) {
 	if r.Epoch <= current {
 		return wire.ErrInvalidCommand, nil
 	}
+	if s.roster == nil {
+		// The partitions of the configured roster's time started on the
+		// voters this first R changes.
+		s.partVoters = map[uint64]uint32{}
+		for _, p := range s.Partitions() {
+			s.partVoters[p.Group] = r.FromVoters
+		}
+	}
 	s.roster = &r
 	return 0, nil
 }
 
-// appendRoster is the snapshot's roster section (tag 4): the body of the
-// OpReconfigure that committed it.
-func (s *State) appendRoster(b []byte) []byte { return EncodeRoster(b, *s.roster) }
+// followPartitions records the voters of the partitions an op created
+// (the committed roster's) and forgets those it deleted.
+func (s *State) followPartitions(e Effects) {
+	if s.roster == nil {
+		return
+	}
+	for _, p := range e.DeletedPartitions {
+		delete(s.partVoters, p.Group)
+	}
+	for _, p := range e.CreatedPartitions {
+		s.partVoters[p.Group] = s.roster.Voters
+	}
+}
+
+// PartitionVoters are the voters partition group started on (ok false
+// while no roster committed: the configured roster's).
+func (s *State) PartitionVoters(group uint64) (uint32, bool) {
+	v, ok := s.partVoters[group]
+	return v, ok
+}
+
+// appendRoster is the snapshot's roster section (tag 4): u32 length and
+// the body of the OpReconfigure that committed it, then u32 count and,
+// by ascending group, u64 group and u32 voters (PartitionVoters).
+func (s *State) appendRoster(b []byte) []byte {
+	body := EncodeRoster(nil, *s.roster)
+	b = wire.AppendU32(b, uint32(len(body)))
+	b = append(b, body...)
+	groups := slices.Sorted(maps.Keys(s.partVoters))
+	b = wire.AppendU32(b, uint32(len(groups)))
+	for _, g := range groups {
+		b = wire.AppendU64(b, g)
+		b = wire.AppendU32(b, s.partVoters[g])
+	}
+	return b
+}
 
 func (s *State) decodeRoster(sec []byte) error {
-	r, err := DecodeRoster(sec)
+	rd := wire.NewReader(sec)
+	body := rd.Bytes("roster", int(rd.U32("roster_len")))
+	if rd.Err() != nil {
+		return snapErr("roster: %v", rd.Err())
+	}
+	r, err := DecodeRoster(body)
 	if err != nil {
 		return snapErr("roster: %v", err)
 	}
-	s.roster = &r
+	n := rd.U32("partition_voters_count")
+	if rd.Err() != nil || uint64(n)*12 != uint64(rd.Len()) {
+		return snapErr("roster: %d partition voters in %d bytes", n, rd.Len())
+	}
+	voters := make(map[uint64]uint32, n)
+	last := uint64(0)
+	for i := uint32(0); i < n; i++ {
+		g, v := rd.U64("group"), rd.U32("voters")
+		if i > 0 && g <= last {
+			return snapErr("roster: partition voters not ascending at group %d", g)
+		}
+		voters[g], last = v, g
+	}
+	s.roster, s.partVoters = &r, voters
 	return nil
 }

@@ -46,9 +46,10 @@ func TestRosterBodyRoundTrip(t *testing.T) {
 
 // One node's entry, byte by byte as the package doc lays it out.
 func TestRosterBodyGolden(t *testing.T) {
-	r := Roster{Roster: vsr.Roster{Epoch: 2, Voters: 0b1, Target: 0b1},
+	r := Roster{Roster: vsr.Roster{Epoch: 2, Voters: 0b1, Target: 0b1}, FromVoters: 0x0203,
 		Nodes: []RosterNode{{ID: 0, Address: "h:1", Name: "n", IP: "ip", Ports: NodePorts{TCP: 0x0102, QUIC: 3, HTTP: 4, WebSocket: 5}}}}
 	want := []byte{
+		0x03, 0x02, 0x00, 0x00, // from_voters
 		0x01, 0x00, // node count
 		0x00,                      // id
 		0x03, 0x00, 'h', ':', '1', // address
@@ -58,10 +59,10 @@ func TestRosterBodyGolden(t *testing.T) {
 	}
 	got := EncodeRoster(nil, r)
 	if !bytes.Equal(got[vsr.RosterBodySize:], want) {
-		t.Fatalf("node entries\n got % x\nwant % x", got[vsr.RosterBodySize:], want)
+		t.Fatalf("after the vsr roster\n got % x\nwant % x", got[vsr.RosterBodySize:], want)
 	}
 	back, err := DecodeRoster(append(vsr.EncodeRoster(nil, r.Roster), want...))
-	if err != nil || back.Nodes[0] != r.Nodes[0] {
+	if err != nil || back.Nodes[0] != r.Nodes[0] || back.FromVoters != r.FromVoters {
 		t.Fatalf("decode %+v %v", back, err)
 	}
 }
@@ -127,4 +128,52 @@ func FuzzDecodeRoster(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Partition groups start on the voters of their time: those existing at
+// the first R on the voters it changes (FromVoters), those created later
+// on the committed roster's voters; the snapshot keeps them and a
+// deleted topic's groups are forgotten.
+func TestPartitionVotersFollowTheRoster(t *testing.T) {
+	h := newHarness(t)
+	s := h.createStream("s")
+	h.createTopic(wire.ID(s), "before", 2, nil)
+	before := h.s.Partitions()
+	if _, ok := h.s.PartitionVoters(before[0].Group); ok {
+		t.Fatal("voters known before any roster committed")
+	}
+	r := testRoster(1)
+	r.FromVoters = 0b0111
+	if res := h.commit(h.frame(wire.OpReconfigure, EncodeRoster(nil, r), 0, 0)); res.Code != 0 {
+		t.Fatalf("apply R: %v", res.Code)
+	}
+	for _, p := range before {
+		if v, ok := h.s.PartitionVoters(p.Group); !ok || v != 0b0111 {
+			t.Fatalf("partition %d of the configured roster's time: %b %v", p.Partition, v, ok)
+		}
+	}
+	after := h.createTopic(wire.ID(s), "after", 1, nil)
+	var created uint64
+	for _, p := range h.s.Partitions() {
+		if p.Topic == after {
+			created = p.Group
+		}
+	}
+	if v, ok := h.s.PartitionVoters(created); !ok || v != r.Voters {
+		t.Fatalf("a partition created in epoch 1 started on %b %v, want the roster's voters %b", v, ok, r.Voters)
+	}
+	restored, err := Restore(Config{}, h.s.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := restored.PartitionVoters(created); !ok || v != r.Voters {
+		t.Fatalf("restored voters %b %v", v, ok)
+	}
+	if !bytes.Equal(restored.Snapshot(), h.s.Snapshot()) {
+		t.Fatal("the snapshot does not re-encode to itself")
+	}
+	h.ok(wire.OpDeleteTopic, appendIDs(nil, wire.ID(s), wire.ID(after)))
+	if _, ok := h.s.PartitionVoters(created); ok {
+		t.Fatal("a deleted partition's voters are kept")
+	}
 }

@@ -168,6 +168,11 @@ type State struct {
 	// roster is the last committed OpReconfigure's roster (roster.go);
 	// nil until the first.
 	roster *Roster
+	// partVoters are the voters each partition group started with, for
+	// partitions that exist once a roster committed (roster.go): the
+	// group's first roster, which every replica (and a joiner installing
+	// this state) must start it on.
+	partVoters map[uint64]uint32
 
 	// Not replicated.
 	allocator uint64 // next creation id admission hands out (>= nextCreationID)

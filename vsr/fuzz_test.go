@@ -84,6 +84,7 @@ func FuzzTransferSession(f *testing.F) {
 			_, _ = s.Tick(1)
 			if partition {
 				_, _, _ = s.VerifyPartition()
+				_, _ = s.GroupRoster()
 			} else {
 				_, _, _, _, _ = s.Verify()
 			}

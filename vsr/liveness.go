@@ -47,6 +47,10 @@ type LivenessConfig struct {
 	// wire.NodeHeartbeatMaxEntries); more go in further frames of the
 	// same interval.
 	MaxEntries int
+	// Members are the peers heartbeated and watched, a bitmask over ids
+	// below Replicas (0: all of them); SetMembers changes it as the
+	// cluster's roster changes (reconfiguration).
+	Members uint32
 }
 
 type livePeer struct {
@@ -104,7 +108,37 @@ func NewLiveness(cfg LivenessConfig) *Liveness {
 	for i := range l.peers {
 		l.peers[i].index = map[entryKey]int{}
 	}
+	if l.cfg.Members == 0 {
+		l.cfg.Members = ^uint32(0)
+	}
 	return l
+}
+
+// member reports whether peer i is heartbeated and watched.
+func (l *Liveness) member(i int) bool {
+	return i < 32 && l.cfg.Members&(1<<i) != 0 && uint8(i) != l.cfg.Self
+}
+
+// Members is the mask of peers heartbeated and watched.
+func (l *Liveness) Members() uint32 { return l.cfg.Members }
+
+// SetMembers changes the peers heartbeated and watched: a new member
+// starts with a fresh timeout (as at boot), one that leaves is neither
+// sent to nor lost from then on, and its pending entries are dropped.
+func (l *Liveness) SetMembers(mask uint32) {
+	for i := range l.peers {
+		was, now := l.member(i), i < 32 && mask&(1<<i) != 0 && uint8(i) != l.cfg.Self
+		p := &l.peers[i]
+		switch {
+		case now && !was:
+			p.heard, p.lost = l.now, false
+		case was && !now:
+			p.pending = p.pending[:0]
+			clear(p.index)
+			p.lost = false
+		}
+	}
+	l.cfg.Members = mask
 }
 
 // Alive reports whether peer's node is live: heard within the timeout
@@ -115,7 +149,7 @@ func (l *Liveness) Alive(peer uint8) bool {
 
 // Post queues a quiescence entry of group for the next frame to e.To.
 func (l *Liveness) Post(group uint64, e QuietEntry) {
-	if int(e.To) >= len(l.peers) || e.To == l.cfg.Self {
+	if int(e.To) >= len(l.peers) || !l.member(int(e.To)) {
 		return
 	}
 	p := &l.peers[e.To]
@@ -134,7 +168,7 @@ func (l *Liveness) Post(group uint64, e QuietEntry) {
 func (l *Liveness) IdleTicks() int {
 	k := l.next - l.now
 	for i := range l.peers {
-		if p := &l.peers[i]; uint8(i) != l.cfg.Self && !p.lost {
+		if p := &l.peers[i]; l.member(i) && !p.lost {
 			k = min(k, p.heard+l.cfg.TimeoutTicks-l.now)
 		}
 	}
@@ -155,7 +189,7 @@ func (l *Liveness) Tick() {
 	l.now++
 	for i := range l.peers {
 		p := &l.peers[i]
-		if uint8(i) != l.cfg.Self && !p.lost && l.now-p.heard >= l.cfg.TimeoutTicks {
+		if l.member(i) && !p.lost && l.now-p.heard >= l.cfg.TimeoutTicks {
 			p.lost = true
 			l.ready.Lost = append(l.ready.Lost, uint8(i))
 		}
@@ -163,7 +197,7 @@ func (l *Liveness) Tick() {
 	if l.now >= l.next {
 		l.next = l.now + l.cfg.IntervalTicks
 		for i := range l.peers {
-			if uint8(i) != l.cfg.Self {
+			if l.member(i) {
 				l.sendTo(uint8(i))
 			}
 		}

@@ -115,3 +115,45 @@ func TestLivenessIdleTicksMissNothing(t *testing.T) {
 		t.Fatalf("%d ticks with output in 400 (a frame every 10)", events)
 	}
 }
+
+// Only members are heartbeated and watched: a table of 32 with members
+// {0, 2} sends to 2 alone and loses nobody else; a member added starts a
+// fresh timeout, one removed is not lost however long it is silent.
+func TestLivenessFollowsItsMembers(t *testing.T) {
+	l := NewLiveness(LivenessConfig{Cluster: wire.U128{Lo: 7}, Self: 0, Replicas: MaxReplicas, IntervalTicks: 10, TimeoutTicks: 50,
+		Incarnation: wire.U128{Lo: 1}, Members: 0b101})
+	sentTo := map[uint8]int{}
+	var lost []uint8
+	run := func(n int) {
+		for range n {
+			l.Tick()
+			rd := l.Ready()
+			for _, e := range rd.Send {
+				sentTo[e.To]++
+			}
+			lost = append(lost, rd.Lost...)
+		}
+	}
+	run(20)
+	if len(sentTo) != 1 || sentTo[2] != 2 {
+		t.Fatalf("sent %v, want two frames to peer 2 only", sentTo)
+	}
+	l.Post(9, QuietEntry{To: 5, Kind: QuietNotice}) // not a member: dropped
+	if l.Pending(5) != 0 {
+		t.Fatal("an entry for a non-member was queued")
+	}
+	run(40) // tick 60: peer 2 silent for the timeout
+	if len(lost) != 1 || lost[0] != 2 {
+		t.Fatalf("lost %v, want peer 2 only", lost)
+	}
+	l.SetMembers(0b100001) // 2 leaves, 5 joins
+	lost = nil
+	run(45)
+	if len(lost) != 0 || !l.Alive(5) {
+		t.Fatalf("within its fresh timeout: lost %v, 5 alive %v", lost, l.Alive(5))
+	}
+	run(10)
+	if len(lost) != 1 || lost[0] != 5 {
+		t.Fatalf("lost %v after the joiner's timeout, want 5 (and never 2 again)", lost)
+	}
+}

@@ -126,9 +126,11 @@ func (r *Replica) othersMask() uint32 {
 	return r.roster.Members() &^ (1 << r.cfg.Replica)
 }
 
-// idle is rule 1's condition for a primary.
+// idle is rule 1's condition for a primary. A primary in a roster
+// change is never idle: its heartbeat nudges the learners and promotes
+// them (reconfig.go S5), which a quiet group would never do.
 func (r *Replica) idle() bool {
-	return r.cfg.Quiesce && r.Leading() && r.PipelineLen() == 0 && len(r.queue) == 0 &&
+	return r.cfg.Quiesce && r.Leading() && r.PipelineLen() == 0 && len(r.queue) == 0 && !r.roster.Changing() &&
 		!r.transferring && r.stateBackoff == 0 && r.stateFailures == 0 && !r.stateChanged() &&
 		r.observedNewerView <= r.view
 }

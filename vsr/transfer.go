@@ -1,6 +1,7 @@
 package vsr
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -150,7 +151,7 @@ func (s *TransferSession) OnTarget(frame []byte) (*Envelope, error) {
 // acceptable applies the manifest limits of 7.6 step 3 (metadata) or 7.7
 // rule 4 (partition).
 func (s *TransferSession) acceptable(m wire.StateManifest) bool {
-	total, snapshot, offsets := uint64(0), false, 0
+	total, snapshot, offsets, rosters := uint64(0), false, 0, 0
 	for _, e := range m.Entries {
 		total += e.Len
 		switch {
@@ -161,12 +162,14 @@ func (s *TransferSession) acceptable(m wire.StateManifest) bool {
 		case e.Kind == wire.ArtifactSegmentLog && e.Len <= maxSegmentArtifact:
 		case e.Kind == wire.ArtifactConsumerOffsets && e.Len <= maxOffsetsArtifact:
 			offsets++
+		case e.Kind == wire.ArtifactGroupRoster && e.Len == GroupRosterSize:
+			rosters++
 		default:
 			return false
 		}
 	}
 	if s.partition {
-		return total <= maxPartitionBytes && offsets == 1
+		return total <= maxPartitionBytes && offsets == 1 && rosters <= 1
 	}
 	return total <= maxManifestBytes && snapshot
 }
@@ -265,6 +268,9 @@ func (s *TransferSession) VerifyPartition() (batches [][]byte, offsets wire.Cons
 			}
 			continue
 		}
+		if e.Kind == wire.ArtifactGroupRoster {
+			continue // GroupRoster
+		}
 		if !first && e.Frontier != next {
 			return nil, offsets, fmt.Errorf("vsr: segment at %d does not follow %d", e.Frontier, next)
 		}
@@ -287,6 +293,38 @@ func (s *TransferSession) VerifyPartition() (batches [][]byte, offsets wire.Cons
 		return nil, offsets, fmt.Errorf("vsr: offsets artifact's next offset %d below the segments' end %d", offsets.NextOffset, next)
 	}
 	return batches, offsets, nil
+}
+
+// GroupRosterSize is an ArtifactGroupRoster's length.
+const GroupRosterSize = RosterBodySize + 8
+
+// EncodeGroupRoster is the ArtifactGroupRoster of a group's roster and
+// the op that opened its epoch.
+func EncodeGroupRoster(ro Roster, epochOp uint64) []byte {
+	return binary.LittleEndian.AppendUint64(EncodeRoster(make([]byte, 0, GroupRosterSize), ro), epochOp)
+}
+
+// GroupRoster is the roster a complete, verified partition session
+// carries (nil: the group never reconfigured, it sent none).
+func (s *TransferSession) GroupRoster() (*Roster, error) {
+	if s.Manifest == nil {
+		return nil, nil
+	}
+	for i, e := range s.Manifest.Entries {
+		if e.Kind != wire.ArtifactGroupRoster {
+			continue
+		}
+		a := s.Artifacts[i]
+		if len(a) != GroupRosterSize || wire.ArtifactChecksum(a) != e.Checksum {
+			return nil, fmt.Errorf("vsr: group roster artifact of %d bytes or checksum mismatch", len(a))
+		}
+		ro, err := DecodeRoster(a[:RosterBodySize])
+		if err != nil {
+			return nil, err
+		}
+		return &ro, nil
+	}
+	return nil, nil
 }
 
 // Transferring reports whether a state transfer is running (7.6: the

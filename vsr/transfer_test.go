@@ -128,3 +128,56 @@ func TestInstalledRepairsTheTail(t *testing.T) {
 		t.Fatalf("repair request %+v to %d", q, rd.Send[0].To)
 	}
 }
+
+// A partition offer of a group that reconfigured carries its roster
+// (wire.ArtifactGroupRoster): the session accepts one, verifies the
+// partition state around it and hands the roster back; two rosters, or
+// one of the wrong size, make the offer unacceptable.
+func TestPartitionTransferCarriesTheGroupRoster(t *testing.T) {
+	ro := Roster{Epoch: 3, Voters: 0b1110, Target: 0b1110}
+	offsets := wire.ConsumerOffsetsArtifact{NextOffset: 0}.AppendTo(nil)
+	run := func(artifacts ...[2]any) (*TransferSession, error) {
+		s := NewTransferSession(wire.U128{}, 2, 5, 0, true, 1<<20, wire.U128{Lo: 9})
+		o := &Offer{CommitOp: 7, CommitMax: 7}
+		for _, a := range artifacts {
+			o.Add(a[0].(wire.ArtifactKind), 7, a[1].([]byte))
+		}
+		sv := Server{Group: 5, CommitMax: 7}
+		head, body := sv.Target(s.Nonce, o, false)
+		next, err := s.OnTarget(append(head, body...))
+		for err == nil && next != nil {
+			q, qerr := wire.DecodeRequestStateChunkHeader(wire.HeaderOf(next.Head))
+			if qerr != nil {
+				return s, qerr
+			}
+			h, b, _, ok := sv.Chunk(o, q, 1<<20)
+			if !ok {
+				return s, errors.New("chunk out of range")
+			}
+			next = s.OnChunk(append(h, b...))
+		}
+		return s, err
+	}
+	s, err := run([2]any{wire.ArtifactConsumerOffsets, offsets}, [2]any{wire.ArtifactGroupRoster, EncodeGroupRoster(ro, 12)})
+	if err != nil || !s.Complete() {
+		t.Fatalf("offer with a roster: complete %v, %v", s.Complete(), err)
+	}
+	if _, _, err := s.VerifyPartition(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.GroupRoster(); err != nil || got == nil || *got != ro {
+		t.Fatalf("roster %v %v, want %v", got, err, ro)
+	}
+	s, err = run([2]any{wire.ArtifactConsumerOffsets, offsets})
+	if got, gerr := s.GroupRoster(); err != nil || gerr != nil || got != nil {
+		t.Fatalf("a group that never reconfigured: %v %v %v", got, gerr, err)
+	}
+	for name, bad := range map[string][][2]any{
+		"two rosters": {{wire.ArtifactConsumerOffsets, offsets}, {wire.ArtifactGroupRoster, EncodeGroupRoster(ro, 1)}, {wire.ArtifactGroupRoster, EncodeGroupRoster(ro, 1)}},
+		"short":       {{wire.ArtifactConsumerOffsets, offsets}, {wire.ArtifactGroupRoster, EncodeGroupRoster(ro, 1)[:10]}},
+	} {
+		if s, err := run(bad...); err == nil && s.Complete() {
+			t.Fatalf("%s: accepted", name)
+		}
+	}
+}

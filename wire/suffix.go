@@ -286,6 +286,13 @@ const (
 	ArtifactClientTable      ArtifactKind = 1
 	ArtifactSegmentLog       ArtifactKind = 2
 	ArtifactConsumerOffsets  ArtifactKind = 3
+	// ArtifactGroupRoster is iggynode's (outside 7.8.1's kinds): a
+	// partition group's roster once it reconfigured (vsr.EncodeRoster and
+	// the u64 op that opened its epoch), which the joiner installing the
+	// group must take with the state. A group that never reconfigured
+	// sends none, so offers between it and a reference peer are the
+	// spec's.
+	ArtifactGroupRoster ArtifactKind = 200
 )
 
 var artifactKindNames = [...]string{"METADATA_SNAPSHOT", "CLIENT_TABLE", "SEGMENT_LOG", "CONSUMER_OFFSETS"}
@@ -296,6 +303,9 @@ func (k ArtifactKind) Known() bool { return int(k) < len(artifactKindNames) }
 func (k ArtifactKind) String() string {
 	if k.Known() {
 		return artifactKindNames[k]
+	}
+	if k == ArtifactGroupRoster {
+		return "GROUP_ROSTER"
 	}
 	return fmt.Sprintf("ArtifactKind(%d)", uint8(k))
 }
