@@ -37,11 +37,9 @@ type cluster struct {
 	// bootstrap is the epoch-0 roster of the configuration: voters
 	// 0..n-1, or for a joiner the listed nodes but itself.
 	bootstrap vsr.Roster
-	// span bounds the ids the configuration names (liveness's table).
-	span     int
-	id       wire.U128
-	links    *replicaplane.Node
-	tickStop chan struct{}
+	id        wire.U128
+	links     *replicaplane.Node
+	tickStop  chan struct{}
 	// peers are the peer actors, one per other member, by id; read by
 	// the links' goroutines, replaced when the roster changes.
 	peers [vsr.MaxReplicas]atomic.Pointer[actor.PID]
@@ -215,7 +213,7 @@ func (n *Node) loadViewHead(group uint64) (uint64, []byte, error) {
 // own entry.
 func (n *Node) setupCluster() error {
 	c := n.opts.Config.Cluster
-	n.cluster = &cluster{n: 1, id: wire.ClusterID(c.Name), span: 1, bootstrap: vsr.DefaultRoster(1)}
+	n.cluster = &cluster{n: 1, id: wire.ClusterID(c.Name), bootstrap: vsr.DefaultRoster(1)}
 	if !c.Enabled {
 		if c.Join {
 			return errors.New("cluster: join needs cluster.enabled")
@@ -226,7 +224,6 @@ func (n *Node) setupCluster() error {
 		return fmt.Errorf("cluster: %d nodes in the roster", len(c.Nodes))
 	}
 	var listed uint32
-	span := 0
 	for _, node := range c.Nodes {
 		if node.ReplicaID < 0 || node.ReplicaID >= vsr.MaxReplicas || listed&(1<<node.ReplicaID) != 0 ||
 			(!c.Join && node.ReplicaID >= len(c.Nodes)) {
@@ -236,12 +233,11 @@ func (n *Node) setupCluster() error {
 			return fmt.Errorf("cluster: replica ids must cover 0..%d exactly once", len(c.Nodes)-1)
 		}
 		listed |= 1 << node.ReplicaID
-		span = max(span, node.ReplicaID+1)
 	}
 	if c.ReplicaID < 0 || c.ReplicaID >= vsr.MaxReplicas || listed&(1<<c.ReplicaID) == 0 {
 		return fmt.Errorf("cluster: this node's replica id %d is not in the roster", c.ReplicaID)
 	}
-	n.cluster.self, n.cluster.n, n.cluster.span = uint8(c.ReplicaID), len(c.Nodes), span
+	n.cluster.self, n.cluster.n = uint8(c.ReplicaID), len(c.Nodes)
 	n.cluster.bootstrap = vsr.DefaultRoster(len(c.Nodes))
 	if c.Join {
 		others := listed &^ (1 << c.ReplicaID)

@@ -55,6 +55,9 @@ func (n *Node) postQuiet(group uint64, entries []vsr.QuietEntry) {
 	}
 }
 
+// liveMembers gives the node-level heartbeat the peers of the roster.
+type liveMembers struct{ mask uint32 }
+
 // peerChange tells a partition actor that the node-level heartbeat lost
 // or found a peer.
 type peerChange struct {
@@ -110,7 +113,13 @@ func newLivenessActor(n *Node) *livenessActor {
 	if interval == 0 {
 		interval = c.CommitBroadcastInterval
 	}
-	cfg := vsr.LivenessConfig{Cluster: n.cluster.id, Self: n.cluster.self, Replicas: n.cluster.span,
+	var members uint32
+	for _, p := range n.roster() {
+		members |= 1 << p.ID
+	}
+	// A table of every id: the roster may name any (reconfig.go's
+	// followRoster sets the members).
+	cfg := vsr.LivenessConfig{Cluster: n.cluster.id, Self: n.cluster.self, Replicas: vsr.MaxReplicas, Members: members &^ (1 << n.cluster.self),
 		IntervalTicks: ticks(interval), TimeoutTicks: ticks(c.HeartbeatTimeout),
 		Incarnation: wire.U128{Lo: binary.LittleEndian.Uint64(inc[:]) | 1, Hi: binary.LittleEndian.Uint64(inc[8:])}}
 	return &livenessActor{n: n, live: vsr.NewLiveness(cfg), time: timeKeeper{lastTick: n.clock.now()}, routes: routes{}}
@@ -149,6 +158,11 @@ func (l *livenessActor) receive(ctx actor.Context) {
 		for _, e := range m.entries {
 			l.live.Post(m.group, e)
 		}
+	case *liveMembers:
+		if l.live.Members() != m.mask {
+			l.live.SetMembers(m.mask)
+			l.drive(ctx)
+		}
 	}
 }
 
@@ -176,7 +190,7 @@ func (l *livenessActor) drive(ctx actor.Context) {
 			l.wakes = append(l.wakes, peerChange{peer: p, found: true})
 		}
 	}
-	l.n.refs.tel.liveness(l.live, l.n.cluster.span)
+	l.n.refs.tel.liveness(l.live)
 }
 
 // announce tells the next wake_batch partition actors of the oldest peer

@@ -58,6 +58,10 @@ type metadataActor struct {
 	departed map[uint8]departedNode
 	// adminWaits are cluster admin requests waiting for their R.
 	adminWaits []adminWait
+	// groups drives the local partition groups toward the roster.
+	groups groupFollower
+	// drainChecks counts a removed node's drain re-checks.
+	drainChecks int
 	// transfers serves and receives the group's state transfers.
 	transfers *transferShell
 	// dropping: groups whose deleted partition is still removing its
@@ -194,8 +198,15 @@ func (m *metadataActor) receive(ctx actor.Context) {
 	case *rosterDrainCheck:
 		m.followRoster()
 		m.scheduleDrainCheck(ctx)
+		m.followGroups(ctx)
 	case *removedDrainOver:
-		m.onRemovedDrainOver()
+		m.onRemovedDrainOver(ctx)
+	case *groupFollowed:
+		m.onGroupFollowed(ctx, msg)
+	case *groupWantsFollow:
+		m.onGroupWantsFollow(ctx, msg)
+	case *groupFollowTimeout:
+		m.onGroupFollowTimeout(ctx, msg)
 	case *forwardTimeout:
 		m.onForwardTimeout(ctx, msg)
 	case *groupProgress:
@@ -506,7 +517,8 @@ func (m *metadataActor) bootstrapRoot() error {
 }
 
 func (m *metadataActor) startPartition(ctx actor.Context, ref metadata.PartitionRef) error {
-	props := m.n.props(newPartitionActor(m.n, ref, m.partitionSettings(ref.Stream, ref.Topic)))
+	voters, _ := m.state.PartitionVoters(ref.Group) // 0: the configured roster's
+	props := m.n.props(newPartitionActor(m.n, ref, m.partitionSettings(ref.Stream, ref.Topic), voters))
 	pid, err := ctx.SpawnNamed(props, "p-"+strconv.FormatUint(ref.Group, 16)+"-"+strconv.FormatUint(ref.CreationID, 10))
 	if err != nil {
 		return err

@@ -56,13 +56,24 @@ import (
 // and recognised as stored (alreadyStored), so the key may lag, never
 // lead, the segments.
 type partitionActor struct {
-	node     *Node
-	ref      metadata.PartitionRef
-	settings partitionSettings
-	log      *slog.Logger
-	core     *vsr.Replica
-	plog     *partition.Log
-	parent   *actor.PID // the metadata actor, which keeps the statistics
+	// startVoters are the voters the group was created on (0: the
+	// configured roster's); a reconfigured group's own roster record wins.
+	startVoters uint32
+	// followTarget are the voters the metadata roster wants the group on
+	// (reconfig.go; 0: never told); followAsked: it is this group's turn;
+	// wantsFollow: a turn was asked for; reportedEpoch and
+	// reportedRemoved: what the metadata actor last heard.
+	followTarget             uint32
+	followAsked, wantsFollow bool
+	reportedEpoch            uint32
+	reportedRemoved          bool
+	node                     *Node
+	ref                      metadata.PartitionRef
+	settings                 partitionSettings
+	log                      *slog.Logger
+	core                     *vsr.Replica
+	plog                     *partition.Log
+	parent                   *actor.PID // the metadata actor, which keeps the statistics
 	// storeAtCommit: the group has backups, so batches are written to their
 	// segment at apply, not at the journal append.
 	storeAtCommit bool
@@ -197,9 +208,11 @@ type pending struct {
 	write *partitionOffsetWrite
 }
 
-func newPartitionActor(n *Node, ref metadata.PartitionRef, s partitionSettings) actor.Producer {
+// voters are the ones the group started on (metadata.State.PartitionVoters;
+// 0: the configured roster's).
+func newPartitionActor(n *Node, ref metadata.PartitionRef, s partitionSettings, voters uint32) actor.Producer {
 	return func() actor.Actor {
-		return &partitionActor{node: n, ref: ref, settings: s, log: n.log.With("partition", ref.Group)}
+		return &partitionActor{node: n, ref: ref, settings: s, startVoters: voters, log: n.log.With("partition", ref.Group)}
 	}
 }
 
@@ -397,11 +410,18 @@ func (p *partitionActor) receive(ctx actor.Context) {
 		p.applyOffsetWrite(&partitionOffsetWrite{delete: true, kind: m.kind, key: m.key})
 	case *partitionConfigure:
 		p.settings = m.settings
+	case *followVoters:
+		p.onFollowVoters(ctx, m)
+	case *inspectPartition:
+		m.fn(p)
 	case *partitionMaintain:
 		p.clean(m.nowUs)
 		m.done()
 	}
 }
+
+// inspectPartition runs fn on the actor (tests read its core and log).
+type inspectPartition struct{ fn func(p *partitionActor) }
 
 // storeAdapter gives the log read access to this partition's batches.
 type storeAdapter struct {
@@ -508,12 +528,16 @@ func (p *partitionActor) boot() error {
 		return err
 	}
 	cfg := p.node.coreConfig(p.ref.Group, false)
+	if v := p.startVoters; v != 0 {
+		cfg.Roster = &vsr.Roster{Voters: v, Target: v} // created after a reconfiguration (reconfig.go)
+	}
 	p.core = vsr.New(cfg)
 	p.transfers = newTransferShell(p.node, p.log, p.ref.Group, p.core)
 	p.tr.close() // a restarted actor boots again
 	p.tr = p.node.refs.tel.group(p.ref.Group)
 	p.transfers.tr = p.tr
 	p.transfers.build = p.partitionOffer
+	p.transfers.rosterOf = func(s *vsr.TransferSession) (*vsr.Roster, error) { return s.GroupRoster() }
 	p.transfers.install = p.installPartition
 	p.storeAtCommit = cfg.ReplicaCount > 1
 	p.core.SetOffsetFrontier(p.plog.HighWatermark())
@@ -549,6 +573,17 @@ func (p *partitionActor) boot() error {
 		} else if ok {
 			p.tail = decodeCommittedTail(v)
 			rc.Retained = p.tail.frames(func(base uint64) ([]byte, error) { return st.ReadBatch(p.ref.Group, base) })
+		}
+		if rec, ok, err := p.node.loadRoster(p.ref.Group); err != nil {
+			return err
+		} else if ok && rc.Commit >= rec.epochOp {
+			rc.Roster, rc.EpochOp, rc.Removed = &rec.roster, rec.epochOp, rec.removed
+		} else if ok {
+			// The record (written with the superblock) is ahead of what
+			// the segments hold: a crash between them. Without the
+			// roster this replica is a laggard of the new epoch and
+			// catches up by state transfer (vsr/reconfig.go S3).
+			p.log.Warn("roster record ahead of the applied op: catching up by transfer", "epoch_op", rec.epochOp, "applied", rc.Commit)
 		}
 		p.core.Recover(rc)
 		p.log.Debug("partition rejoining the cluster", "view", sb.View, "commit", p.core.CommitMin(), "next_offset", p.plog.HighWatermark(),
@@ -702,6 +737,7 @@ func (p *partitionActor) drive(ctx actor.Context) {
 	p.transfers.maybeStart(ctx)
 	p.beh.follow(p.core, p.log, p.ref.Group, p.tr)
 	p.tr.publish(p.core)
+	p.reportFollow(ctx)
 }
 
 // journalAll journals a Ready's prepares in order and reports each to

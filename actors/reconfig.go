@@ -156,6 +156,13 @@ func (m *metadataActor) followRoster() {
 		return
 	}
 	m.n.cluster.setReplicaAddrs(peers)
+	if l := m.n.refs.liveness.Load(); l != nil {
+		var mask uint32
+		for _, p := range peers {
+			mask |= 1 << p.ID
+		}
+		m.n.root().Send(l, &liveMembers{mask: mask &^ (1 << m.n.cluster.self)})
+	}
 }
 
 // rosterDrainCheck is sent when a departed node's drain may have ended.
@@ -178,16 +185,30 @@ func (m *metadataActor) observeRemoval(ctx actor.Context) {
 	time.AfterFunc(drain, func() { root.Send(self, &removedDrainOver{}) })
 }
 
-// onRemovedDrainOver ends a removed node's drain.
-func (m *metadataActor) onRemovedDrainOver() {
+// onRemovedDrainOver ends a removed node's drain once its partition
+// replicas were handed over too (their groups follow the roster), or at
+// removedDrainLimit drains whatever they say.
+func (m *metadataActor) onRemovedDrainOver(ctx actor.Context) {
 	if !m.core.Removed() {
 		return // named again meanwhile
 	}
-	m.log.Warn("removed node drained: stopping")
+	m.drainChecks++
+	if left := m.localMembers(); left > 0 && m.drainChecks < removedDrainLimit {
+		if m.drainChecks == 1 {
+			m.log.Info("removed node waits for its partition groups to hand over", "groups", left)
+		}
+		self, root := ctx.Self(), m.n.root()
+		time.AfterFunc(m.n.opts.Config.Cluster.RemovedDrainInterval.D()/4+time.Second, func() { root.Send(self, &removedDrainOver{}) })
+		return
+	}
+	m.log.Warn("removed node drained: stopping", "partition_groups_still_member", m.localMembers())
 	if m.n.opts.Removed != nil {
 		go m.n.opts.Removed()
 	}
 }
+
+// removedDrainLimit bounds the drain's re-checks (a quarter drain each).
+const removedDrainLimit = 16
 
 // scheduleDrainCheck re-runs followRoster when the first departed node's
 // drain ends, so its link closes.
@@ -213,6 +234,7 @@ func (m *metadataActor) rosterCommitted(ctx actor.Context) {
 	m.followRoster()
 	m.scheduleDrainCheck(ctx)
 	m.answerReconfigs(ctx)
+	m.followGroups(ctx)
 }
 
 // clientNodes are the nodes GetClusterMetadata lists under a committed
@@ -354,7 +376,7 @@ func (m *metadataActor) onClusterAdmin(ctx actor.Context, req *clientRequest) {
 			return
 		}
 	}
-	trailer := metadata.EncodeRoster(nil, metadata.Roster{Nodes: nodes})[vsr.RosterBodySize:]
+	trailer := metadata.EncodeRoster(nil, metadata.Roster{FromVoters: ro.Voters, Nodes: nodes})[vsr.RosterBodySize:]
 	var err error
 	if renew {
 		err = m.core.RenewEpoch(trailer, m.n.opts.Clock())
@@ -459,4 +481,190 @@ func (m *metadataActor) clusterStatus() wire.ClusterStatusReply {
 		st.Nodes = append(st.Nodes, e)
 	}
 	return st
+}
+
+// Partition groups follow the metadata roster (docs/reconfiguration.md
+// item 5). Every node drives the groups it leads, one at a time: the
+// metadata actor hands the target voters (the committed roster's, once no
+// change runs in it) to one local partition actor, whose core proposes
+// the change if it leads the group and reports when the group's roster
+// reached it; then the next. A partition that is not its group's primary
+// keeps the target and asks for its turn if it becomes primary later, so
+// no node scans groups it does not lead and an idle cluster sends
+// nothing. A group whose change does not finish within
+// groupFollowPatience (its learner cannot catch up) gives its turn up;
+// its R2 still comes on its own when the learner does.
+
+// followVoters asks a partition actor to bring its group to voters.
+type followVoters struct{ voters uint32 }
+
+// groupFollowed is a partition actor's answer: done (the group's roster
+// is voters), or not its to do (not the primary; it asks again with
+// groupWantsFollow if it becomes one). member says whether this replica
+// is still a member of its group (the removed node's drain waits for
+// none).
+type groupFollowed struct {
+	group  uint64
+	voters uint32
+	done   bool
+	member bool
+}
+
+// groupWantsFollow: a partition became its group's primary with a target
+// its roster has not reached.
+type groupWantsFollow struct{ group uint64 }
+
+// groupFollowTimeout ends the turn of a group that did not report.
+type groupFollowTimeout struct {
+	group uint64
+	turn  uint64
+}
+
+const groupFollowPatience = 60 * time.Second
+
+// groupFollower is the metadata actor's part.
+type groupFollower struct {
+	target  uint32
+	queue   []uint64
+	current uint64
+	active  bool
+	turn    uint64
+	// members are the local groups whose replica here is still a member
+	// (reported; a group that never reported is one).
+	notMember map[uint64]bool
+}
+
+// followGroups starts the next group's turn when the roster settled.
+func (m *metadataActor) followGroups(ctx actor.Context) {
+	r, ok := m.state.Roster()
+	if !ok || r.Changing() || !m.n.cluster.clustered() {
+		return
+	}
+	f := &m.groups
+	if f.target != r.Voters {
+		f.target, f.queue = r.Voters, f.queue[:0]
+		for g := range m.partitions {
+			f.queue = append(f.queue, g)
+		}
+		slices.Sort(f.queue)
+		m.log.Info("partition groups follow the roster", "voters", vsr.Roster{Voters: r.Voters}.String(), "local_groups", len(f.queue))
+	}
+	for !f.active && len(f.queue) > 0 {
+		g := f.queue[0]
+		f.queue = f.queue[1:]
+		pid := m.partitions[g]
+		if pid == nil {
+			continue
+		}
+		f.current, f.active = g, true
+		f.turn++
+		ctx.Send(pid, &followVoters{voters: f.target})
+		self, root, turn := ctx.Self(), m.n.root(), f.turn
+		time.AfterFunc(groupFollowPatience, func() { root.Send(self, &groupFollowTimeout{group: g, turn: turn}) })
+	}
+}
+
+// onGroupFollowed ends a group's turn.
+func (m *metadataActor) onGroupFollowed(ctx actor.Context, msg *groupFollowed) {
+	f := &m.groups
+	if f.notMember == nil {
+		f.notMember = map[uint64]bool{}
+	}
+	if msg.member {
+		delete(f.notMember, msg.group)
+	} else {
+		f.notMember[msg.group] = true
+	}
+	if f.active && f.current == msg.group {
+		f.active = false
+		if msg.done {
+			m.log.Debug("partition group follows the roster", "group", msg.group, "voters", msg.voters)
+		}
+	}
+	m.followGroups(ctx)
+}
+
+// onGroupWantsFollow queues a group that became primary with work left.
+func (m *metadataActor) onGroupWantsFollow(ctx actor.Context, msg *groupWantsFollow) {
+	f := &m.groups
+	if (f.active && f.current == msg.group) || slices.Contains(f.queue, msg.group) {
+		return
+	}
+	f.queue = append(f.queue, msg.group)
+	m.followGroups(ctx)
+}
+
+func (m *metadataActor) onGroupFollowTimeout(ctx actor.Context, msg *groupFollowTimeout) {
+	f := &m.groups
+	if f.active && f.current == msg.group && f.turn == msg.turn {
+		m.log.Warn("partition group did not reach the roster in time: next group", "group", msg.group, "after", groupFollowPatience)
+		f.active = false
+		m.followGroups(ctx)
+	}
+}
+
+// localMembers counts the local partition groups this node is still a
+// member of.
+func (m *metadataActor) localMembers() int {
+	n := 0
+	for g := range m.partitions {
+		if !m.groups.notMember[g] {
+			n++
+		}
+	}
+	return n
+}
+
+// onFollowVoters is the partition actor's side: propose the change if
+// this replica leads the group, and answer once its roster is there.
+func (p *partitionActor) onFollowVoters(ctx actor.Context, msg *followVoters) {
+	p.followTarget = msg.voters
+	p.followAsked = true
+	ro := p.core.Roster()
+	switch {
+	case !p.core.Leading():
+		p.followAsked = false
+		ctx.Send(p.parent, &groupFollowed{group: p.ref.Group, voters: ro.Voters, member: p.core.Member()})
+		return
+	case ro.Voters == msg.voters && !ro.Changing():
+	case !ro.Changing():
+		if err := p.core.Reconfigure(msg.voters, p.node.opts.Clock()); err != nil && !errors.Is(err, vsr.ErrReconfiguring) {
+			p.log.Warn("partition group cannot follow the roster now", "voters", msg.voters, "err", err)
+			p.followAsked = false
+			ctx.Send(p.parent, &groupFollowed{group: p.ref.Group, voters: ro.Voters, member: p.core.Member()})
+			return
+		}
+		p.log.Info("partition group reconfiguring", "from", ro.String(), "to_voters", msg.voters)
+		p.drive(ctx)
+		return
+	}
+	p.reportFollow(ctx)
+}
+
+// reportFollow runs after each drive: the answer to the metadata actor
+// once the group reached its target (or this replica stopped leading),
+// and the request for a turn when it leads with work left.
+func (p *partitionActor) reportFollow(ctx actor.Context) {
+	if p.followTarget == 0 || p.parent == nil {
+		return
+	}
+	ro := p.core.Roster()
+	reached := ro.Voters == p.followTarget && !ro.Changing()
+	if p.core.Epoch() != p.reportedEpoch || p.core.Removed() != p.reportedRemoved {
+		p.reportedEpoch, p.reportedRemoved = p.core.Epoch(), p.core.Removed()
+		if !p.followAsked {
+			ctx.Send(p.parent, &groupFollowed{group: p.ref.Group, voters: ro.Voters, member: p.core.Member()})
+		}
+	}
+	switch {
+	case p.followAsked && (reached || !p.core.Leading()):
+		p.followAsked = false
+		ctx.Send(p.parent, &groupFollowed{group: p.ref.Group, voters: ro.Voters, done: reached, member: p.core.Member()})
+	case !p.followAsked && !reached && p.core.Leading() && !ro.Changing() && !p.wantsFollow:
+		p.wantsFollow = true
+		ctx.Send(p.parent, &groupWantsFollow{group: p.ref.Group})
+	}
+	if p.followAsked || !p.core.Leading() {
+		p.wantsFollow = false
+	}
 }

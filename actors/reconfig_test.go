@@ -10,9 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"iggynode/client"
 	"iggynode/config"
 	replicaplane "iggynode/plane/replica"
+	"iggynode/vsr"
 	"iggynode/wire"
 )
 
@@ -94,6 +97,25 @@ func TestClusterGrowsAndRemovesItsPrimary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := c0.CreateTopic(ctx, wire.Named("before"), "t", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	send := func(c *client.Client, n int) {
+		t.Helper()
+		for i := range n {
+			msgs := []wire.Message{client.NewMessage([]byte(fmt.Sprintf("m%d", i)))}
+			var err error
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				if _, err = c.SendMessages(ctx, wire.Named("before"), wire.Named("t"), wire.PartitionID(uint32(i%2)), msgs); err == nil || time.Now().After(deadline) {
+					break
+				}
+			}
+			if err != nil {
+				t.Fatalf("send %d: %v", i, err)
+			}
+		}
+	}
+	send(c0, 20)
 
 	// A leader-following client, on node 0 (the primary) now: it has to
 	// find the primary of every later epoch by itself.
@@ -153,6 +175,13 @@ func TestClusterGrowsAndRemovesItsPrimary(t *testing.T) {
 	if err != nil || len(streams) != 1 || streams[0].Name != "before" {
 		t.Fatalf("the joiner's streams %+v %v: the transfer did not bring the state", streams, err)
 	}
+	// Its partition groups follow, one at a time: node 3 becomes a voter
+	// of each and holds its messages.
+	waitGroups(t, append(nodes, joiner), 0b1111)
+	if got := waitStored(t, joiner, 20); got != 20 {
+		t.Fatalf("node 3 holds %d messages of 20", got)
+	}
+	send(follower, 10)
 
 	if _, err := primary("a primary after the promotion").ClusterRemove(ctx, 0); err != nil {
 		t.Fatalf("removing node 0: %v", err)
@@ -163,6 +192,11 @@ func TestClusterGrowsAndRemovesItsPrimary(t *testing.T) {
 	})
 	if _, err := primary("a primary without node 0").CreateStream(ctx, "after", nil); err != nil {
 		t.Fatalf("a write in the new epoch: %v", err)
+	}
+	waitGroups(t, []*Node{nodes[1], nodes[2], joiner}, 0b1110)
+	send(follower, 10)
+	if got := waitStored(t, joiner, 40); got != 40 {
+		t.Fatalf("node 3 holds %d messages of 40 after node 0 left", got)
 	}
 	if _, err := follower.CreateStream(ctx, "by the follower", nil); err != nil {
 		t.Fatalf("the leader-following client after the primary left: %v", err)
@@ -203,4 +237,83 @@ func TestClusterGrowsAndRemovesItsPrimary(t *testing.T) {
 	if err != nil || len(streams) != 3 {
 		t.Fatalf("the restarted joiner's streams %+v %v", streams, err)
 	}
+}
+
+// waitGroups waits until every partition group on each node runs on
+// voters (the node's core of it says so).
+func waitGroups(t *testing.T, nodes []*Node, voters uint32) {
+	t.Helper()
+	var last string
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		ok := true
+		last = ""
+		for i, n := range nodes {
+			for _, ro := range partitionRosters(n) {
+				if ro.Voters != voters || ro.Changing() {
+					ok = false
+					last += fmt.Sprintf(" node %d: %v", i, ro)
+				}
+			}
+		}
+		if ok {
+			return
+		}
+	}
+	t.Fatalf("partition groups not on voters %b:%s", voters, last)
+}
+
+// partitionRosters reads each local partition core's roster.
+func partitionRosters(n *Node) []vsr.Roster {
+	var pids []*actor.PID
+	inspect(n, func(m *metadataActor) {
+		for _, pid := range m.partitions {
+			pids = append(pids, pid)
+		}
+	})
+	var out []vsr.Roster
+	for _, pid := range pids {
+		done := make(chan vsr.Roster, 1)
+		n.root().Send(pid, &inspectPartition{fn: func(p *partitionActor) { done <- p.core.Roster() }})
+		select {
+		case ro := <-done:
+			out = append(out, ro)
+		case <-time.After(5 * time.Second):
+		}
+	}
+	return out
+}
+
+// waitStored waits (a backup learns the commit point with the next
+// heartbeat) until node n's partitions hold want messages, and returns
+// what they hold.
+func waitStored(t *testing.T, n *Node, want uint64) uint64 {
+	t.Helper()
+	got := storedOn(t, n)
+	for deadline := time.Now().Add(10 * time.Second); got != want && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		got = storedOn(t, n)
+	}
+	return got
+}
+
+// storedOn counts the messages node n's partitions hold.
+func storedOn(t *testing.T, n *Node) uint64 {
+	t.Helper()
+	var pids []*actor.PID
+	inspect(n, func(m *metadataActor) {
+		for _, pid := range m.partitions {
+			pids = append(pids, pid)
+		}
+	})
+	total := uint64(0)
+	for _, pid := range pids {
+		done := make(chan uint64, 1)
+		n.root().Send(pid, &inspectPartition{fn: func(p *partitionActor) { done <- p.plog.HighWatermark() }})
+		select {
+		case v := <-done:
+			total += v
+		case <-time.After(5 * time.Second):
+			t.Fatal("a partition actor did not answer")
+		}
+	}
+	return total
 }

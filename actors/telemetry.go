@@ -304,14 +304,14 @@ func (t *nodeTelemetry) clusterGauges(m metric.Meter) {
 }
 
 // liveness publishes what the node-level heartbeat hears.
-func (t *nodeTelemetry) liveness(l *vsr.Liveness, replicas int) {
+func (t *nodeTelemetry) liveness(l *vsr.Liveness) {
 	live := int64(0)
-	for p := 0; p < replicas; p++ {
-		if l.Alive(uint8(p)) {
+	for p := 0; p < vsr.MaxReplicas; p++ {
+		if l.Members()&(1<<p) != 0 && p != int(t.replica) && l.Alive(uint8(p)) {
 			live++
 		}
 	}
-	t.peersLive.Store(live - 1) // this node is always live to itself
+	t.peersLive.Store(live)
 }
 
 // entityGauges are the reference server's entity gauges under its names

@@ -441,6 +441,7 @@ func (m *metadataActor) installMetadata(ctx actor.Context, tr *vsr.TransferSessi
 	}
 	m.n.refs.commit.Store(op)
 	m.followRoster()
+	m.followGroups(ctx)
 	return nil
 }
 
@@ -510,6 +511,9 @@ func (p *partitionActor) partitionOffer() (*vsr.Offer, bool) {
 		return nil, false
 	}
 	o.Add(wire.ArtifactConsumerOffsets, o.CommitOp, offsets)
+	if p.core.Epoch() > 0 { // a joiner takes the group's roster with its state
+		o.Add(wire.ArtifactGroupRoster, o.CommitOp, vsr.EncodeGroupRoster(p.core.Roster(), p.core.EpochOp()))
+	}
 	return o, false
 }
 
