@@ -83,6 +83,10 @@ type Config struct {
 	// group alone, voters {0,1,2} at start on the nodes the seed's plan
 	// needs (Replicas is ignored), moved through the plan's rosters.
 	Reconfig bool
+	// ReconfigPartitions runs Reconfig's plans on a partition group with
+	// quiescence and deadlines, as the node's partition groups follow the
+	// metadata roster (actors/reconfig.go), instead of the metadata group.
+	ReconfigPartitions bool
 	// atTick, if set, runs at the start of every step (scripted faults in
 	// tests).
 	atTick func(r *run)
@@ -287,6 +291,9 @@ func Run(cfg Config) (res Result) {
 	if cfg.Reconfig {
 		plan = planFor(cfg.Seed)
 		cfg.PartitionPlane, cfg.Groups, cfg.Quiesce, cfg.Deadlines, cfg.Replicas = false, 1, false, false, plan.nodes
+		if cfg.ReconfigPartitions {
+			cfg.PartitionPlane, cfg.Quiesce, cfg.Deadlines = true, true, true
+		}
 	}
 	cfg.setDefaults()
 	r := &run{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), byID: map[uint64]*group{}, plan: plan}
@@ -893,7 +900,7 @@ func (g *group) drive(i int) {
 		}
 		for _, f := range rd.Journal {
 			op := wire.HeaderOf(f).Prepare().Op
-			if r.cfg.PartitionPlane && rp.core.Leading() {
+			if r.cfg.PartitionPlane && rp.core.Leading() && wire.HeaderOf(f).Prepare().Operation != wire.OpReconfigure { // an R has no batch
 				binary.LittleEndian.PutUint64(f[wire.HeaderSize+wire.BatchBaseOffsetOffset:], op-1)
 				binary.LittleEndian.PutUint32(f[wire.HeaderSize+wire.BatchMessageCountOffset:], 1)
 			}

@@ -271,6 +271,32 @@ func TestReconfigSeeds(t *testing.T) {
 	}
 }
 
+// The same plans on a partition group with quiescence and deadlines (the
+// node's partition groups follow the metadata roster): seeds 88, 89 and
+// 104 hung in a learner epoch when a quiet primary stopped nudging and
+// promoting its learners (vsr/quiesce.go idle), and stay here.
+func TestReconfigPartitionSeeds(t *testing.T) {
+	for _, seed := range append([]uint64{88, 89, 104}, seq(1, 30)...) {
+		cfg := FaultsFor(seed)
+		cfg.Reconfig, cfg.ReconfigPartitions = true, true
+		res := Run(cfg)
+		if res.Failed() {
+			t.Fatalf("seed %d: %s", seed, res.Violations[0])
+		}
+		if res.Epochs < 2 {
+			t.Fatalf("seed %d: ended in epoch %d; every plan takes at least two", seed, res.Epochs)
+		}
+	}
+}
+
+func seq(from, to uint64) []uint64 {
+	var s []uint64
+	for i := from; i <= to; i++ {
+		s = append(s, i)
+	}
+	return s
+}
+
 // The --reconfig seeds that found bugs (docs/benchmarks.md,
 // "Reconfiguration (issue 22)"), each fixed: they must stay green.
 func TestReconfigRegressionSeeds(t *testing.T) {

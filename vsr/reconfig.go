@@ -134,9 +134,9 @@ import (
 //
 // actors/reconfig.go runs it on the node (durable roster, joiners,
 // links, transfers across epochs, the removed node's drain, the admin
-// commands 9001-9004); docs/reconfiguration.md is the map of what is
-// done and what is left (partition groups following the metadata
-// group's roster). The metadata group's roster with addresses is
+// commands 9001-9004, partition groups following the metadata group's
+// roster); docs/reconfiguration.md is the map of what is done and what
+// is left. The metadata group's roster with addresses is
 // metadata/roster.go (ReconfigureWith carries it).
 
 // EpochShift splits a view into its epoch (high 8 bits) and the view

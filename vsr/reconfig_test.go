@@ -521,33 +521,3 @@ func TestRenewEpochKeepsTheMembers(t *testing.T) {
 		t.Fatalf("leader %d after the renewal", l)
 	}
 }
-
-// A quiescing group grows: its primary stays awake while the change
-// runs (a quiet primary would neither nudge the learner nor promote it),
-// the learner is promoted, and the group goes quiet again after R2.
-func TestQuietGroupStaysAwakeUntilThePromotion(t *testing.T) {
-	ro := DefaultRoster(3)
-	c := newClusterWith(4, func(cfg *Config) {
-		cfg.ReplicaCount, cfg.Roster, cfg.Quiesce = 3, &ro, true
-	})
-	submitOps(t, c, 2)
-	tickUntilQuiet(t, c, 2000)
-	if err := c.reps[0].Reconfigure(0b1111, 1); err != nil {
-		t.Fatal(err)
-	}
-	c.settle()
-	for range 3000 {
-		c.run(1)
-		if l := c.leaderIndex(); l >= 0 && c.reps[l].Quiet() && c.reps[l].Roster().Changing() {
-			t.Fatalf("the primary went quiet in the middle of a change: %v", c.reps[l].Roster())
-		}
-		if l := c.leaderIndex(); l >= 0 && !c.reps[l].Roster().Changing() && c.reps[l].Roster().Voters == 0b1111 {
-			break
-		}
-	}
-	l := c.leaderIndex()
-	if l < 0 || c.reps[l].Roster().Voters != 0b1111 || c.reps[l].Roster().Changing() {
-		t.Fatalf("no promotion: leader %d", l)
-	}
-	tickUntilQuiet(t, c, 3000)
-}

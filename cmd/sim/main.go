@@ -25,25 +25,26 @@ import (
 
 func main() {
 	var (
-		seed      = flag.Uint64("seed", 1, "first (or only) seed")
-		seeds     = flag.Int("seeds", 1, "number of seeds to run, from --seed on")
-		replicas  = flag.Int("replicas", 3, "replicas")
-		clients   = flag.Int("clients", 4, "clients, each with one request in flight")
-		ticks     = flag.Int("ticks", 2000, "ticks (10 ms each) of the fault phase")
-		liveness  = flag.Int("liveness-ticks", 3000, "ticks after healing for every request and replica to settle")
-		custom    = flag.Bool("custom", false, "use the fault flags below instead of the per-seed mix of `go test`")
-		loss      = flag.Float64("loss", 0.1, "packet loss probability (0-0.3)")
-		replay    = flag.Float64("replay", 0.02, "packet duplication probability")
-		partition = flag.Float64("partition", 0.002, "per-tick probability the network splits")
-		heal      = flag.Float64("heal", 0.02, "per-tick probability a split heals")
-		asym      = flag.Bool("asymmetric", false, "partitions cut one direction only")
-		clog      = flag.Float64("clog", 0.0005, "per-tick, per-link probability of clogging")
-		crash     = flag.Float64("crash", 0.002, "per-tick probability a replica (primary included) goes down")
-		restart   = flag.Float64("restart", 0.01, "per-tick probability a down replica comes back")
-		timeline  = flag.Bool("timeline", false, "print each run's timeline")
-		traceDir  = flag.String("trace", "", "write each run's span files (one per replica) to this directory, for cmd/timeline")
-		reconfig  = flag.Bool("reconfig", false, "run membership changes (issue 22): voters {0,1,2} grow, shrink or are replaced under every fault, on the metadata group; --replicas is ignored")
-		groups    = flag.Int("groups", 1, "partition groups per node; above 1, with quiescence and the node-level heartbeat (sim.ManyGroupsFaultsFor)")
+		seed               = flag.Uint64("seed", 1, "first (or only) seed")
+		seeds              = flag.Int("seeds", 1, "number of seeds to run, from --seed on")
+		replicas           = flag.Int("replicas", 3, "replicas")
+		clients            = flag.Int("clients", 4, "clients, each with one request in flight")
+		ticks              = flag.Int("ticks", 2000, "ticks (10 ms each) of the fault phase")
+		liveness           = flag.Int("liveness-ticks", 3000, "ticks after healing for every request and replica to settle")
+		custom             = flag.Bool("custom", false, "use the fault flags below instead of the per-seed mix of `go test`")
+		loss               = flag.Float64("loss", 0.1, "packet loss probability (0-0.3)")
+		replay             = flag.Float64("replay", 0.02, "packet duplication probability")
+		partition          = flag.Float64("partition", 0.002, "per-tick probability the network splits")
+		heal               = flag.Float64("heal", 0.02, "per-tick probability a split heals")
+		asym               = flag.Bool("asymmetric", false, "partitions cut one direction only")
+		clog               = flag.Float64("clog", 0.0005, "per-tick, per-link probability of clogging")
+		crash              = flag.Float64("crash", 0.002, "per-tick probability a replica (primary included) goes down")
+		restart            = flag.Float64("restart", 0.01, "per-tick probability a down replica comes back")
+		timeline           = flag.Bool("timeline", false, "print each run's timeline")
+		traceDir           = flag.String("trace", "", "write each run's span files (one per replica) to this directory, for cmd/timeline")
+		reconfig           = flag.Bool("reconfig", false, "run membership changes (issue 22): voters {0,1,2} grow, shrink or are replaced under every fault, on the metadata group; --replicas is ignored")
+		reconfigPartitions = flag.Bool("reconfig-partitions", false, "with --reconfig: run the plans on a partition group with quiescence and deadlines instead of the metadata group")
+		groups             = flag.Int("groups", 1, "partition groups per node; above 1, with quiescence and the node-level heartbeat (sim.ManyGroupsFaultsFor)")
 	)
 	showVersion := version.Flag(flag.CommandLine)
 	flag.Parse()
@@ -67,6 +68,7 @@ func main() {
 		}
 		cfg.Replicas, cfg.Clients, cfg.FaultTicks, cfg.LivenessTicks = *replicas, *clients, *ticks, *liveness
 		cfg.Reconfig = *reconfig
+		cfg.ReconfigPartitions = *reconfigPartitions
 		closeTrace := func() error { return nil }
 		if *traceDir != "" {
 			var err error
