@@ -20,44 +20,67 @@ import (
 // changes under a write load; the partition groups follow it, and the
 // partition's copies are checked on every node of the final roster.
 
-// reconfigCluster is a three-process cluster with room for a fourth
-// node (id 3) that joins it.
+// reconfigCluster is a three-process cluster with room for joiners
+// (ids 3 and up) that join it.
 type reconfigCluster struct {
 	*procCluster
-	// allPeers and allClients are the four nodes' addresses.
+	// allPeers and allClients are every node's addresses, joiners too.
 	allPeers, allClients []string
-	joinerDir            string
-	joiner               *exec.Cmd
+	joinerDirs           map[int]string
+	joiners              map[int]*exec.Cmd
 }
 
-func startReconfigCluster(t *testing.T) *reconfigCluster {
+// startReconfigCluster starts three nodes and reserves addresses for
+// joiners more.
+func startReconfigCluster(t *testing.T, joiners int) *reconfigCluster {
 	t.Helper()
-	peers, clients := loopbackAddrs(t, 4), loopbackAddrs(t, 4)
+	peers, clients := loopbackAddrs(t, 3+joiners), loopbackAddrs(t, 3+joiners)
 	pc := &procCluster{peers: peers[:3], clients: clients[:3], dirs: []string{t.TempDir(), t.TempDir(), t.TempDir()}}
 	pc.env = []string{"E2E_CLUSTER_CLIENTS=" + strings.Join(pc.clients, ",")}
 	for i := range 3 {
 		pc.start(t, i)
 	}
-	rc := &reconfigCluster{procCluster: pc, joinerDir: t.TempDir()}
-	rc.allPeers, rc.allClients = peers, clients
+	rc := &reconfigCluster{procCluster: pc, allPeers: peers, allClients: clients, joinerDirs: map[int]string{}, joiners: map[int]*exec.Cmd{}}
+	for id := 3; id < 3+joiners; id++ {
+		rc.joinerDirs[id] = t.TempDir()
+	}
 	return rc
 }
 
-// startJoiner starts node 3 with cluster.join, knowing the three others.
-func (rc *reconfigCluster) startJoiner(t *testing.T) {
+// startJoiner starts node id with cluster.join, knowing every node (on
+// its data directory: a restart keeps it).
+func (rc *reconfigCluster) startJoiner(t *testing.T, id int) {
 	t.Helper()
-	rc.joiner, _ = startClusterChild(t, rc.joinerDir, 3, rc.allPeers, "E2E_CLUSTER_JOIN=1",
-		"E2E_CLUSTER_CLIENTS="+strings.Join(rc.allClients, ","))
+	rc.joiners[id], _ = startClusterChild(t, rc.joinerDirs[id], id, rc.allPeers[:id+1], "E2E_CLUSTER_JOIN=1",
+		"E2E_CLUSTER_CLIENTS="+strings.Join(rc.allClients[:id+1], ","))
 }
 
-// addJoiner asks the cluster to add node 3, retrying while the admin
+// cmd is node id's process.
+func (rc *reconfigCluster) cmd(id int) *exec.Cmd {
+	if id < 3 {
+		return rc.cmds[id]
+	}
+	return rc.joiners[id]
+}
+
+// addJoiner asks the cluster to add node id, retrying while the admin
 // client has not found the primary yet.
-func (rc *reconfigCluster) addJoiner(ctx context.Context, t *testing.T, admin *client.Client) wire.ClusterStatusReply {
+func (rc *reconfigCluster) addJoiner(ctx context.Context, t *testing.T, admin *client.Client, id int) wire.ClusterStatusReply {
 	t.Helper()
-	_, port, _ := net.SplitHostPort(rc.allClients[3])
+	_, port, _ := net.SplitHostPort(rc.allClients[id])
 	p, _ := strconv.Atoi(port)
-	spec := wire.NodeSpec{ID: 3, ReplicaAddress: rc.allPeers[3], Name: "node-3", IP: "127.0.0.1", TCPPort: uint16(p)}
+	spec := wire.NodeSpec{ID: uint8(id), ReplicaAddress: rc.allPeers[id], Name: "node-" + strconv.Itoa(id), IP: "127.0.0.1", TCPPort: uint16(p)}
 	return retryAdmin(ctx, t, "ClusterAdd", func() (wire.ClusterStatusReply, error) { return admin.ClusterAdd(ctx, spec) })
+}
+
+// primaryOf is the metadata primary a status names (-1: none).
+func primaryOf(s wire.ClusterStatusReply) int {
+	for _, n := range s.Nodes {
+		if n.Primary {
+			return int(n.Spec.ID)
+		}
+	}
+	return -1
 }
 
 // retryAdmin runs an admin command until it is not answered 57/58 (the
@@ -104,7 +127,7 @@ func TestGrowThreeToFourAndRemoveThePrimaryUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four child processes")
 	}
-	rc := startReconfigCluster(t)
+	rc := startReconfigCluster(t, 1)
 	ctx := ctxWithin(t, 4*time.Minute)
 	admin := streamWithTopic(t, ctx, rc.clients[1], "reconfig", 1)
 	defer admin.Close()
@@ -114,8 +137,8 @@ func TestGrowThreeToFourAndRemoveThePrimaryUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rc.startJoiner(t)
-	if st := rc.addJoiner(ctx, t, admin); st.Learners != 0b1000 {
+	rc.startJoiner(t, 3)
+	if st := rc.addJoiner(ctx, t, admin, 3); st.Learners != 0b1000 {
 		t.Fatalf("ClusterAdd answered %+v", st)
 	}
 	statusAt(ctx, t, rc.clients[1], "node 3 promoted", func(s wire.ClusterStatusReply) bool { return s.Voters == 0b1111 && s.Learners == 0 })
@@ -155,7 +178,7 @@ func TestKill9PrimaryDuringAChange(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four child processes")
 	}
-	rc := startReconfigCluster(t)
+	rc := startReconfigCluster(t, 1)
 	ctx := ctxWithin(t, 4*time.Minute)
 	admin := streamWithTopic(t, ctx, rc.clients[1], "reconfig-kill", 1)
 	defer admin.Close()
@@ -166,7 +189,7 @@ func TestKill9PrimaryDuringAChange(t *testing.T) {
 	}
 	// The joiner is not started yet: the change stays at its learner
 	// epoch until it is.
-	if st := rc.addJoiner(ctx, t, admin); st.Learners != 0b1000 {
+	if st := rc.addJoiner(ctx, t, admin, 3); st.Learners != 0b1000 {
 		t.Fatalf("ClusterAdd answered %+v", st)
 	}
 	var primary uint8
@@ -183,7 +206,7 @@ func TestKill9PrimaryDuringAChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = rc.cmds[primary].Wait()
-	rc.startJoiner(t)
+	rc.startJoiner(t, 3)
 	other := rc.clients[(int(primary)+1)%3]
 	statusAt(ctx, t, other, "node 3 promoted without the killed primary", func(s wire.ClusterStatusReply) bool {
 		return s.Voters == 0b1111 && s.Learners == 0 && s.Epoch > st.Epoch
@@ -200,4 +223,104 @@ func TestKill9PrimaryDuringAChange(t *testing.T) {
 	h := w.History()
 	lists := checkReplicas(t, rc.allClients, h)
 	t.Logf("%d sends acknowledged, %d failed around the kill; %d messages identical on all four replicas", len(h.Order), h.Failures, len(lists[0]))
+}
+
+// 3 -> 5 -> 3 under load: two joiners added one after the other, then
+// two voters removed, the metadata primary of the moment first; the
+// writer's leader-following SDK goes on throughout, nothing acknowledged
+// is lost and the three left hold identical copies.
+func TestGrowThreeToFiveAndBackUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts five child processes")
+	}
+	rc := startReconfigCluster(t, 2)
+	ctx := ctxWithin(t, 5*time.Minute)
+	admin := streamWithTopic(t, ctx, rc.clients[1], "reconfig-5", 1)
+	defer admin.Close()
+	w := faultcheck.StartWriter(ctx, writerOptions(rc.clients[1]), wire.ID(0), wire.ID(0), 2*time.Millisecond)
+	defer w.Stop()
+	if err := w.WaitAcked(ctx, 50, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	voters := uint32(0b111)
+	for _, id := range []int{3, 4} {
+		rc.startJoiner(t, id)
+		rc.addJoiner(ctx, t, admin, id)
+		voters |= 1 << id
+		statusAt(ctx, t, rc.clients[1], "node "+strconv.Itoa(id)+" promoted", func(s wire.ClusterStatusReply) bool { return s.Voters == voters && s.Learners == 0 })
+		if err := w.WaitAcked(ctx, w.Acked()+30, 30*time.Second); err != nil {
+			t.Fatalf("writes after adding %d: %v", id, err)
+		}
+	}
+	st := statusAt(ctx, t, rc.allClients[4], "a primary of five", func(s wire.ClusterStatusReply) bool { return primaryOf(s) >= 0 })
+	first := primaryOf(st)
+	second := 4
+	if first == 4 {
+		second = 3
+	}
+	var left []string
+	for _, id := range []int{first, second} {
+		retryAdmin(ctx, t, "ClusterRemove", func() (wire.ClusterStatusReply, error) { return admin.ClusterRemove(ctx, uint8(id)) })
+		voters &^= 1 << id
+		watch := 0
+		for voters&(1<<watch) == 0 {
+			watch++
+		}
+		statusAt(ctx, t, rc.allClients[watch], "node "+strconv.Itoa(id)+" removed", func(s wire.ClusterStatusReply) bool { return s.Voters == voters && s.Learners == 0 })
+		if err := w.WaitAcked(ctx, w.Acked()+30, 30*time.Second); err != nil {
+			t.Fatalf("writes after removing %d: %v", id, err)
+		}
+	}
+	w.Stop()
+	for id := range 5 {
+		if voters&(1<<id) != 0 {
+			left = append(left, rc.allClients[id])
+		}
+	}
+	h := w.History()
+	lists := checkReplicas(t, left, h)
+	t.Logf("removed %d (the primary) and %d; %d sends acknowledged, %d failed around the changes; %d messages identical on %v",
+		first, second, len(h.Order), h.Failures, len(lists[0]), left)
+}
+
+// A joiner killed (SIGKILL) while it catches up (its transfer, or the
+// repair after it) and started again on its data: the change waits for
+// it, it comes back, catches up and is promoted; nothing acknowledged is
+// lost and all four hold identical copies.
+func TestJoinerKilledWhileItCatchesUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts four child processes")
+	}
+	rc := startReconfigCluster(t, 1)
+	ctx := ctxWithin(t, 4*time.Minute)
+	admin := streamWithTopic(t, ctx, rc.clients[1], "reconfig-joiner", 1)
+	defer admin.Close()
+	w := faultcheck.StartWriter(ctx, writerOptions(rc.clients[1]), wire.ID(0), wire.ID(0), time.Millisecond)
+	defer w.Stop()
+	// Enough data that the transfer takes more than an instant.
+	if err := w.WaitAcked(ctx, 1500, 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	rc.startJoiner(t, 3)
+	rc.addJoiner(ctx, t, admin, 3)
+	time.Sleep(30 * time.Millisecond)
+	if err := rc.joiners[3].Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = rc.joiners[3].Wait()
+	if s := statusAt(ctx, t, rc.clients[1], "the change waiting", func(wire.ClusterStatusReply) bool { return true }); s.Voters == 0b1111 {
+		t.Logf("node 3 was promoted before the kill (its catch-up was quicker than 30 ms)")
+	}
+	if err := w.WaitAcked(ctx, w.Acked()+50, 30*time.Second); err != nil {
+		t.Fatalf("writes while the joiner is down: %v", err)
+	}
+	rc.startJoiner(t, 3)
+	statusAt(ctx, t, rc.clients[1], "node 3 promoted after its restart", func(s wire.ClusterStatusReply) bool { return s.Voters == 0b1111 && s.Learners == 0 })
+	if err := w.WaitAcked(ctx, w.Acked()+50, 30*time.Second); err != nil {
+		t.Fatalf("writes after the promotion: %v", err)
+	}
+	w.Stop()
+	h := w.History()
+	lists := checkReplicas(t, rc.allClients, h)
+	t.Logf("%d sends acknowledged, %d failed; %d messages identical on all four", len(h.Order), h.Failures, len(lists[0]))
 }
