@@ -83,6 +83,10 @@ type Config struct {
 	// group alone, voters {0,1,2} at start on the nodes the seed's plan
 	// needs (Replicas is ignored), moved through the plan's rosters.
 	Reconfig bool
+	// HandOverProbability: each tick of the fault phase, the leader of a
+	// random group hands its primaryship to a random other voter
+	// (vsr.Replica.HandOver, issue 23's leadership moves).
+	HandOverProbability float64
 	// ReconfigPartitions runs Reconfig's plans on a partition group with
 	// quiescence and deadlines, as the node's partition groups follow the
 	// metadata roster (actors/reconfig.go), instead of the metadata group.
@@ -133,6 +137,8 @@ type Result struct {
 	ViewChanges uint64
 	// Transfers counts installed state transfers.
 	Transfers int
+	// HandOvers counts planned view changes started (HandOverProbability).
+	HandOvers int
 	// Naps counts the times a replica of a group went quiet.
 	Naps uint64
 	// JournalFailures counts injected journal append failures.
@@ -452,6 +458,9 @@ func (r *run) step() {
 	}
 	if r.faults {
 		r.crashOrRestart()
+		if r.cfg.HandOverProbability > 0 && r.rng.Float64() < r.cfg.HandOverProbability {
+			r.handOver()
+		}
 	}
 	r.submit()
 	if r.plan != nil {
@@ -620,6 +629,32 @@ func (r *run) crashOrRestart() {
 	if len(down) > 0 && r.rng.Float64() < r.cfg.RestartProbability {
 		r.bringUp(down[r.rng.IntN(len(down))])
 	}
+}
+
+// handOver moves a random group's primaryship to a random other voter.
+func (r *run) handOver() {
+	g := r.groups[r.rng.IntN(len(r.groups))]
+	l := g.leader()
+	if l < 0 {
+		return
+	}
+	c := g.reps[l].core
+	var voters []uint8
+	for id := uint8(0); id < vsr.MaxReplicas; id++ {
+		if c.Roster().Voter(id) && int(id) != l && int(id) < len(g.reps) {
+			voters = append(voters, id)
+		}
+	}
+	if len(voters) == 0 {
+		return
+	}
+	to := voters[r.rng.IntN(len(voters))]
+	g.catchUp(l, r.now-1)
+	if err := c.HandOver(to); err == nil {
+		r.res.HandOvers++
+		r.event(l, "%shands over to %d (view %d)", g.name(), to, c.View())
+	}
+	g.drive(l)
 }
 
 // crash takes node i down, with its replica of every group.

@@ -289,6 +289,33 @@ func TestReconfigPartitionSeeds(t *testing.T) {
 	}
 }
 
+// Planned hand-overs (vsr.Replica.HandOver, issue 23) under every fault,
+// on one group of 3 and 5 replicas and on eight quiescing groups, and
+// during membership changes of a partition group: every invariant holds.
+// Seed 4249 of --handover 0.01 still fails (docs/benchmarks.md): a
+// primary-elect whose view change failed announces the merged log's ops
+// under its adopted view's; the node does not hand over yet.
+func TestHandOverSeeds(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		for _, mk := range []func() Config{
+			func() Config { return FaultsFor(seed) },
+			func() Config { c := FaultsFor(seed); c.Replicas = 5; return c },
+			func() Config { c := ManyGroupsFaultsFor(seed); c.Groups = 8; return c },
+			func() Config { c := FaultsFor(seed); c.Reconfig, c.ReconfigPartitions = true, true; return c },
+		} {
+			cfg := mk()
+			cfg.HandOverProbability = 0.01
+			res := Run(cfg)
+			if res.Failed() {
+				t.Fatalf("seed %d (%d replicas, %d groups, reconfig %v): %s", seed, cfg.Replicas, cfg.Groups, cfg.Reconfig, res.Violations[0])
+			}
+			if res.HandOvers == 0 {
+				t.Fatalf("seed %d: no hand-over started", seed)
+			}
+		}
+	}
+}
+
 func seq(from, to uint64) []uint64 {
 	var s []uint64
 	for i := from; i <= to; i++ {

@@ -374,6 +374,39 @@ func (r *Replica) ReconfigureWith(target uint32, trailer []byte, nowUs uint64) e
 	return r.submitRoster(next, trailer, nowUs)
 }
 
+// ErrNotVoter answers HandOver to a replica that does not vote.
+var ErrNotVoter = errors.New("vsr: not a voter of this epoch")
+
+// HandOver is a planned view change (issue 23's leadership balance): the
+// leading primary starts the view change to the first view after its own
+// whose primary is to. It is a view change like any other (6.3): the
+// primary-elect merges the DoViewChanges of a quorum and starts the view;
+// requests in the pipeline are cancelled and re-issued by their clients;
+// if to does not take the view, the usual escalation moves on to the
+// next one. Nothing of the view change's safety argument depends on who
+// starts it or why.
+func (r *Replica) HandOver(to uint8) error {
+	switch {
+	case r.removed:
+		return ErrRemoved
+	case !r.Leading():
+		return ErrNotPrimary
+	case !r.roster.Voter(to):
+		return ErrNotVoter
+	case to == r.cfg.Replica:
+		return nil
+	}
+	v := r.view + 1
+	for r.roster.Primary(v) != to {
+		v++
+	}
+	if EpochOf(v) != r.roster.Epoch {
+		return errors.New("vsr: views of this epoch exhausted")
+	}
+	r.beginViewChange(v)
+	return nil
+}
+
 // RenewEpoch proposes the next epoch with the same members and a new
 // trailer: how the shell moves a replica id to a new address (the
 // metadata roster's addresses change on every replica at one op). It is

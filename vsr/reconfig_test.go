@@ -521,3 +521,39 @@ func TestRenewEpochKeepsTheMembers(t *testing.T) {
 		t.Fatalf("leader %d after the renewal", l)
 	}
 }
+
+// HandOver (issue 23's leadership moves) is a view change to the first
+// view whose primary is the target: the target leads it, nothing
+// committed is lost, writes go on; a backup cannot hand over, nor can
+// the primary to a learner or a stranger.
+func TestHandOverMovesThePrimary(t *testing.T) {
+	c := newClusterWith(5, func(cfg *Config) { cfg.Metadata = true })
+	submitOps(t, c, 3)
+	if err := c.reps[1].HandOver(3); !errors.Is(err, ErrNotPrimary) {
+		t.Fatalf("a backup hands over: %v", err)
+	}
+	if err := c.reps[0].HandOver(7); !errors.Is(err, ErrNotVoter) {
+		t.Fatalf("to a stranger: %v", err)
+	}
+	if err := c.reps[0].HandOver(3); err != nil {
+		t.Fatal(err)
+	}
+	c.settle()
+	c.run(50)
+	l := c.leaderIndex()
+	if l != 3 || c.reps[3].View() != 3 {
+		t.Fatalf("leader %d in view %d, want replica 3 in view 3", l, c.reps[l].View())
+	}
+	submitOps(t, c, 2)
+	c.run(100) // backups learn the commit point from the heartbeat
+	for i, r := range c.reps {
+		if r.CommitMin() < 5 {
+			t.Fatalf("replica %d committed %d of 5", i, r.CommitMin())
+		}
+	}
+	for i := range c.committed[0][:3] {
+		if string(c.committed[3][i].Frame) != string(c.committed[0][i].Frame) {
+			t.Fatalf("op %d differs after the hand-over", i+1)
+		}
+	}
+}

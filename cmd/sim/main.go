@@ -44,6 +44,7 @@ func main() {
 		traceDir           = flag.String("trace", "", "write each run's span files (one per replica) to this directory, for cmd/timeline")
 		reconfig           = flag.Bool("reconfig", false, "run membership changes (issue 22): voters {0,1,2} grow, shrink or are replaced under every fault, on the metadata group; --replicas is ignored")
 		reconfigPartitions = flag.Bool("reconfig-partitions", false, "with --reconfig: run the plans on a partition group with quiescence and deadlines instead of the metadata group")
+		handOver           = flag.Float64("handover", 0, "per-tick probability (fault phase) a group's primary hands over to a random other voter: planned view changes (issue 23)")
 		groups             = flag.Int("groups", 1, "partition groups per node; above 1, with quiescence and the node-level heartbeat (sim.ManyGroupsFaultsFor)")
 	)
 	showVersion := version.Flag(flag.CommandLine)
@@ -54,7 +55,7 @@ func main() {
 	start := time.Now()
 	failed, journalFailures := 0, 0
 	var ops, repairs, highestView uint64
-	viewChanged, transfers, epochs, primaryCrashes, transferCrashes, splits := 0, 0, 0, 0, 0, 0
+	viewChanged, transfers, epochs, primaryCrashes, transferCrashes, splits, handOvers := 0, 0, 0, 0, 0, 0, 0
 	for s := *seed; s < *seed+uint64(*seeds); s++ {
 		cfg := sim.FaultsFor(s)
 		if *groups > 1 {
@@ -69,6 +70,7 @@ func main() {
 		cfg.Replicas, cfg.Clients, cfg.FaultTicks, cfg.LivenessTicks = *replicas, *clients, *ticks, *liveness
 		cfg.Reconfig = *reconfig
 		cfg.ReconfigPartitions = *reconfigPartitions
+		cfg.HandOverProbability = *handOver
 		closeTrace := func() error { return nil }
 		if *traceDir != "" {
 			var err error
@@ -92,6 +94,7 @@ func main() {
 		primaryCrashes += res.PrimaryCrashesMidChange
 		transferCrashes += res.TransferCrashes
 		splits += res.OldNewSplits
+		handOvers += res.HandOvers
 		highestView = max(highestView, res.ViewChanges)
 		journalFailures += res.JournalFailures
 		if *timeline || *seeds == 1 {
@@ -113,6 +116,9 @@ func main() {
 	fmt.Printf("%d seeds, %d failed, %d ops committed, %d repair sessions, %d journal failures injected, %.0f seeds/min (%v)\n",
 		*seeds, failed, ops, repairs, journalFailures, float64(*seeds)/took.Minutes(), took.Round(time.Millisecond))
 	fmt.Printf("%d seeds saw a view change (highest view %d), %d state transfers installed\n", viewChanged, highestView, transfers)
+	if *handOver > 0 {
+		fmt.Printf("%d planned hand-overs started\n", handOvers)
+	}
 	if *reconfig {
 		fmt.Printf("%d epochs entered over all seeds; during a change: %d primary crashes, %d crashes mid-transfer, %d partitions between old and new members\n",
 			epochs, primaryCrashes, transferCrashes, splits)
