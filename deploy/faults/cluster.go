@@ -3,8 +3,10 @@
 // faultcheck workload through the Go SDK, injects one fault with the
 // docker CLI (kill, pause, network disconnect, restart, wiped volume),
 // heals it, and checks that every acknowledged message is present exactly
-// once, in order, on every replica, that the metadata is identical, and
-// that the cluster serves again; the figures go into a Report.
+// once, in order, on every replica, that the metadata and the roster are
+// identical, and that the cluster serves again; the figures go into a
+// Report. The reconfiguration experiments (reconfig.go) change the
+// roster instead, with the joiners of the compose profile "reconfig".
 //
 // It drives the docker and docker-compose commands rather than the Docker
 // API, so what it does can be repeated by hand from the report's log.
@@ -17,6 +19,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -30,25 +33,55 @@ import (
 type Node struct {
 	Service string // compose service name, also the roster name
 	IP      string // address on the compose network
+	ID      uint8  // replica id
 }
 
 // Addr is the node's client TCP address.
 func (n Node) Addr() string { return n.IP + ":8090" }
+
+// Spec is the node as a cluster change names it: every container
+// listens on the same ports inside its own address.
+func (n Node) Spec() wire.NodeSpec {
+	return wire.NodeSpec{ID: n.ID, ReplicaAddress: n.IP + ":9090", Name: n.Service, IP: n.IP,
+		TCPPort: 8090, QUICPort: 8080, WebSocketPort: 8092}
+}
+
+// Joiners are the services of the compose profile "reconfig": nodes that
+// boot with --join outside the roster and wait for a cluster change to
+// name them. node1b is replica 1 on a new host.
+var Joiners = map[string]Node{
+	"node3":  {Service: "node3", IP: "172.28.0.13", ID: 3},
+	"node4":  {Service: "node4", IP: "172.28.0.14", ID: 4},
+	"node1b": {Service: "node1b", IP: "172.28.0.21", ID: 1},
+}
+
+// DrainInterval is cluster.removed_drain_interval in the experiments: a
+// removed node exits this long after its removal (up to four times
+// that while its partition replicas are still members), instead of the
+// 60 s default, so its exit is seen within an experiment's budget.
+const DrainInterval = 5 * time.Second
 
 // Cluster is one compose project of the 3-node cluster.
 type Cluster struct {
 	Project     string // compose project name (-p)
 	ComposeFile string
 	Network     string // the compose network's full name
-	Nodes       []Node
-	Username    string
-	Password    string
+	// Nodes are the members of the cluster's roster, as the experiment
+	// knows it: the three of the first start, then whatever a cluster
+	// change made of them (the checks at the end read these).
+	Nodes []Node
+	// Env is added to docker-compose's environment: the compose file's
+	// variables (IGGY_CLUSTER_REMOVED_DRAIN_INTERVAL).
+	Env      []string
+	Username string
+	Password string
 	// Logf receives every docker command and every step, for the report.
 	Logf func(format string, args ...any)
 
-	// ids caches container ids: docker-compose ps takes seconds, which
-	// would sit between an experiment's fault mark and the fault.
-	ids map[int]string
+	// ids caches container ids by service: docker-compose ps takes
+	// seconds, which would sit between an experiment's fault mark and the
+	// fault.
+	ids map[string]string
 }
 
 // NewCluster describes the cluster of deploy/docker-compose.yml under
@@ -59,10 +92,11 @@ func NewCluster(repoRoot, project string, logf func(string, ...any)) *Cluster {
 		ComposeFile: filepath.Join(repoRoot, "deploy", "docker-compose.yml"),
 		Network:     project + "_cluster",
 		Nodes: []Node{
-			{Service: "node0", IP: "172.28.0.10"},
-			{Service: "node1", IP: "172.28.0.11"},
-			{Service: "node2", IP: "172.28.0.12"},
+			{Service: "node0", IP: "172.28.0.10", ID: 0},
+			{Service: "node1", IP: "172.28.0.11", ID: 1},
+			{Service: "node2", IP: "172.28.0.12", ID: 2},
 		},
+		Env:      []string{"IGGY_CLUSTER_REMOVED_DRAIN_INTERVAL=" + fmt.Sprintf("%d s", DrainInterval/time.Second)},
 		Username: "iggy",
 		Password: "iggy",
 		Logf:     logf,
@@ -72,6 +106,7 @@ func NewCluster(repoRoot, project string, logf func(string, ...any)) *Cluster {
 func (c *Cluster) run(ctx context.Context, name string, args ...string) (string, error) {
 	c.Logf("$ %s %s", name, strings.Join(args, " "))
 	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), c.Env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -81,8 +116,11 @@ func (c *Cluster) run(ctx context.Context, name string, args ...string) (string,
 	return out.String(), nil
 }
 
+// compose runs docker-compose on the project with the "reconfig" profile
+// on, so that logs, ps and down cover the joiners too; Up names the
+// services of the first start.
 func (c *Cluster) compose(ctx context.Context, args ...string) (string, error) {
-	return c.run(ctx, "docker-compose", append([]string{"-p", c.Project, "-f", c.ComposeFile}, args...)...)
+	return c.run(ctx, "docker-compose", append([]string{"-p", c.Project, "-f", c.ComposeFile, "--profile", "reconfig"}, args...)...)
 }
 
 func (c *Cluster) docker(ctx context.Context, args ...string) (string, error) {
@@ -91,21 +129,26 @@ func (c *Cluster) docker(ctx context.Context, args ...string) (string, error) {
 
 // Container returns the container id of node i.
 func (c *Cluster) Container(ctx context.Context, i int) (string, error) {
-	if id, ok := c.ids[i]; ok {
+	return c.ContainerOf(ctx, c.Nodes[i].Service)
+}
+
+// ContainerOf returns the container id of service svc.
+func (c *Cluster) ContainerOf(ctx context.Context, svc string) (string, error) {
+	if id, ok := c.ids[svc]; ok {
 		return id, nil
 	}
-	out, err := c.compose(ctx, "ps", "-q", c.Nodes[i].Service)
+	out, err := c.compose(ctx, "ps", "-q", svc)
 	if err != nil {
 		return "", err
 	}
 	id := strings.TrimSpace(out)
 	if id == "" {
-		return "", fmt.Errorf("no container for %s", c.Nodes[i].Service)
+		return "", fmt.Errorf("no container for %s", svc)
 	}
 	if c.ids == nil {
-		c.ids = map[int]string{}
+		c.ids = map[string]string{}
 	}
-	c.ids[i] = id
+	c.ids[svc] = id
 	return id, nil
 }
 
@@ -124,7 +167,11 @@ func (c *Cluster) Options(i int) client.Options {
 // every node names it.
 func (c *Cluster) Up(ctx context.Context) (int, error) {
 	_ = c.Down(ctx)
-	if _, err := c.compose(ctx, "up", "-d"); err != nil {
+	up := []string{"up", "-d"}
+	for _, n := range c.Nodes {
+		up = append(up, n.Service)
+	}
+	if _, err := c.compose(ctx, up...); err != nil {
 		return -1, err
 	}
 	for i := range c.Nodes {
@@ -135,10 +182,11 @@ func (c *Cluster) Up(ctx context.Context) (int, error) {
 	return c.WaitLeader(ctx, 60*time.Second, nil)
 }
 
-// Down removes the containers, the network and the volumes.
+// Down removes the containers (the joiners' too), the network and the
+// volumes.
 func (c *Cluster) Down(ctx context.Context) error {
 	c.ids = nil
-	_, err := c.compose(ctx, "down", "-v", "-t", "5")
+	_, err := c.compose(ctx, "down", "-v", "--remove-orphans", "-t", "5")
 	return err
 }
 
@@ -256,14 +304,50 @@ func (c *Cluster) RestartAll(ctx context.Context) error {
 // again empty.
 func (c *Cluster) Wipe(ctx context.Context, i int) error {
 	svc := c.Nodes[i].Service
-	delete(c.ids, i)
+	if err := c.Destroy(ctx, svc); err != nil {
+		return err
+	}
+	return c.StartService(ctx, svc)
+}
+
+// Destroy kills service svc's container (SIGKILL: a host that dies) and
+// deletes it and its volume.
+func (c *Cluster) Destroy(ctx context.Context, svc string) error {
+	if id, err := c.ContainerOf(ctx, svc); err == nil {
+		_, _ = c.docker(ctx, "kill", id) // rm -f kills too; this is the moment of death
+	}
+	delete(c.ids, svc)
 	if _, err := c.compose(ctx, "rm", "-f", "-s", "-v", svc); err != nil {
 		return err
 	}
 	// rm -v removes anonymous volumes only; the named one goes by name.
-	if _, err := c.docker(ctx, "volume", "rm", c.Project+"_"+svc+"-data"); err != nil {
-		return err
-	}
+	_, err := c.docker(ctx, "volume", "rm", c.Project+"_"+svc+"-data")
+	return err
+}
+
+// StartService creates and starts service svc's container (a joiner of
+// the "reconfig" profile, or a node whose container was removed).
+func (c *Cluster) StartService(ctx context.Context, svc string) error {
+	delete(c.ids, svc)
 	_, err := c.compose(ctx, "up", "-d", "--no-deps", svc)
 	return err
+}
+
+// State is service svc's container state as docker inspect tells it:
+// "running", "exited", ... and the exit code.
+func (c *Cluster) State(ctx context.Context, svc string) (string, int, error) {
+	id, err := c.ContainerOf(ctx, svc)
+	if err != nil {
+		return "", 0, err
+	}
+	out, err := c.docker(ctx, "inspect", "-f", "{{.State.Status}} {{.State.ExitCode}}", id)
+	if err != nil {
+		return "", 0, err
+	}
+	var status string
+	var code int
+	if _, err := fmt.Sscan(out, &status, &code); err != nil {
+		return "", 0, fmt.Errorf("docker inspect %s: %q: %w", svc, out, err)
+	}
+	return status, code, nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -31,8 +32,9 @@ type Experiment struct {
 // view change, with room for a loaded machine.
 const Failover = 60 * time.Second
 
-// Experiments are the fault experiments of the deploy issue, in order.
-var Experiments = []Experiment{
+// Experiments are the fault experiments of the deploy issue, in order,
+// then the reconfiguration experiments of issue 22 (reconfig.go).
+var Experiments = append([]Experiment{
 	{"kill-primary", "SIGKILL the leader's container under load, wait for a new leader to take writes, start it again on its volume",
 		leaderOut((*Cluster).Kill, (*Cluster).Start)},
 	{"pause-primary", "docker pause the leader past the heartbeat timeout (5 s): the others elect a new leader that takes writes; then unpause it",
@@ -61,7 +63,7 @@ var Experiments = []Experiment{
 			r.Heal()
 			return err
 		}},
-}
+}, reconfigExperiments...)
 
 // leaderOut takes the leader out with cut, waits until the others elect
 // another that takes writes, and brings it back with mend (always, so a
@@ -140,13 +142,19 @@ type Report struct {
 	FirstAckAfterFault Millis `json:"first_ack_after_fault_ms"`
 	// TimeToCatchUp is the time from the heal until every target holds
 	// every message acknowledged before the heal (-1: never seen).
-	TimeToCatchUp     Millis          `json:"time_to_catch_up_ms"`
-	ServesAgain       bool            `json:"serves_again"`
-	MetadataIdentical bool            `json:"metadata_identical"`
-	Replicas          []ReplicaFigure `json:"replicas"`
-	Passed            bool            `json:"passed"`
-	Errors            []string        `json:"errors,omitempty"`
-	Log               []string        `json:"log"`
+	TimeToCatchUp     Millis `json:"time_to_catch_up_ms"`
+	ServesAgain       bool   `json:"serves_again"`
+	MetadataIdentical bool   `json:"metadata_identical"`
+	// Roster is the cluster's roster at the end (ClusterStatus), the same
+	// on every member, whose voters are the members read above.
+	Roster          string `json:"roster_at_end"`
+	RosterIdentical bool   `json:"roster_identical"`
+	// Changes are the cluster changes a reconfiguration experiment made.
+	Changes  []Change        `json:"changes,omitempty"`
+	Replicas []ReplicaFigure `json:"replicas"`
+	Passed   bool            `json:"passed"`
+	Errors   []string        `json:"errors,omitempty"`
+	Log      []string        `json:"log"`
 	// NodeLogs is every node's log of the run (docker-compose logs), kept
 	// beside the report as <experiment>.nodes.log.
 	NodeLogs string `json:"-"`
@@ -164,10 +172,25 @@ type Run struct {
 	// elected is when the nodes (those the fault spared) first agreed on a
 	// leader after the fault, where the experiment waits for one.
 	elected time.Time
+	// changes and removedAt are a reconfiguration's steps and when each
+	// removed node left the roster.
+	changes   []Change
+	removedAt map[string]time.Time
+	// after are checks of what the fault set off that take their time
+	// (a removed node's exit): they run once the cluster serves again,
+	// under the workload, not inside Inject, which would delay the
+	// catch-up sampling that starts at its return.
+	after []func(context.Context) error
 }
 
-// Target names the nodes the fault is aimed at (for catch-up timing).
-func (r *Run) Target(nodes ...int) { r.targets = nodes }
+// After adds a check to run once the cluster serves again after the heal.
+func (r *Run) After(check func(context.Context) error) { r.after = append(r.after, check) }
+
+// Target names the nodes the fault is aimed at (for catch-up timing),
+// by index in C.Nodes; a negative index (not a member) is left out.
+func (r *Run) Target(nodes ...int) {
+	r.targets = slices.DeleteFunc(nodes, func(i int) bool { return i < 0 })
+}
 
 // Fault marks the moment the fault is injected.
 func (r *Run) Fault() {
@@ -235,7 +258,8 @@ func RunExperiment(ctx context.Context, c *Cluster, e Experiment) *Report {
 	}
 	defer func() {
 		rep.Duration = Millis(time.Since(rep.Started))
-		rep.Passed = len(rep.Errors) == 0 && rep.Verdict.OK() && rep.ServesAgain && rep.MetadataIdentical && rep.AckedSends > 0
+		rep.Passed = len(rep.Errors) == 0 && rep.Verdict.OK() && rep.ServesAgain && rep.MetadataIdentical && rep.RosterIdentical &&
+			rep.AckedSends > 0
 		rep.NodeLogs = c.Logs(context.Background())
 		if err := c.Down(context.Background()); err != nil {
 			rep.Log = append(rep.Log, "down: "+err.Error())
@@ -255,7 +279,7 @@ func RunExperiment(ctx context.Context, c *Cluster, e Experiment) *Report {
 	}
 	w := faultcheck.StartWriter(ctx, c.Options(leader), wire.Named(streamName), wire.Named(topicName), 2*time.Millisecond)
 	defer w.Stop()
-	r := &Run{C: c, W: w, Leader: leader}
+	r := &Run{C: c, W: w, Leader: leader, removedAt: map[string]time.Time{}}
 	if err := w.WaitAcked(ctx, 100, Failover); err != nil {
 		fail(fmt.Errorf("before the fault: %w", err))
 		return rep
@@ -263,6 +287,7 @@ func RunExperiment(ctx context.Context, c *Cluster, e Experiment) *Report {
 	if err := e.Inject(ctx, r); err != nil {
 		fail(err)
 	}
+	rep.Changes = r.changes
 	if r.healAt.IsZero() {
 		r.Heal()
 	}
@@ -277,9 +302,18 @@ func RunExperiment(ctx context.Context, c *Cluster, e Experiment) *Report {
 	} else {
 		rep.ServesAgain = true
 	}
+	for _, check := range r.after {
+		if err := check(ctx); err != nil {
+			fail(err)
+		}
+	}
 	w.Stop()
 	end := time.Now()
 	h := w.History()
+	if len(h.AckTimes) > 0 {
+		c.Logf("write rate: %s before the fault, %s from the fault to the heal, %s after the heal",
+			ackRate(h, h.AckTimes[0], r.faultAt), ackRate(h, r.faultAt, r.healAt), ackRate(h, r.healAt, end))
+	}
 	rep.TimeWithoutLeader = Millis(h.LongestGap(r.faultAt, end))
 	rep.FirstAckAfterFault = Millis(h.FirstAckAfter(r.faultAt))
 	if !r.elected.IsZero() {
@@ -304,7 +338,26 @@ func RunExperiment(ctx context.Context, c *Cluster, e Experiment) *Report {
 	} else {
 		rep.MetadataIdentical = true
 	}
+	if line, err := sameRoster(ctx, c); err != nil {
+		fail(err)
+	} else {
+		rep.Roster, rep.RosterIdentical = line, true
+	}
 	return rep
+}
+
+// ackRate is the rate of acknowledged sends in [from, to).
+func ackRate(h faultcheck.History, from, to time.Time) string {
+	if !to.After(from) {
+		return "-"
+	}
+	n := 0
+	for _, t := range h.AckTimes {
+		if !t.Before(from) && t.Before(to) {
+			n++
+		}
+	}
+	return fmt.Sprintf("%.0f sends/s", float64(n)/to.Sub(from).Seconds())
 }
 
 func createWorkloadTopic(ctx context.Context, c *Cluster) error {
@@ -534,6 +587,13 @@ func (r *Report) Text() string {
 	fmt.Fprintf(&b, "time to catch up      %s (from the heal until the targets held every write acknowledged before it)\n", r.TimeToCatchUp)
 	fmt.Fprintf(&b, "serves again          %v\n", r.ServesAgain)
 	fmt.Fprintf(&b, "metadata identical    %v\n", r.MetadataIdentical)
+	fmt.Fprintf(&b, "roster identical      %v (%s)\n", r.RosterIdentical, r.Roster)
+	for _, ch := range r.Changes {
+		fmt.Fprintf(&b, "change %-40s accepted after %s, done after %s: %s\n", ch.What, ch.Accepted, ch.Done, ch.Roster)
+		if ch.Note != "" {
+			fmt.Fprintf(&b, "       %s\n", ch.Note)
+		}
+	}
 	for _, f := range r.Replicas {
 		fmt.Fprintf(&b, "replica %-6s        %d messages\n", f.Node, f.Messages)
 	}

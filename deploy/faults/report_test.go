@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"iggynode/internal/faultcheck"
+	"iggynode/wire"
 )
 
 func TestReportFiles(t *testing.T) {
@@ -63,12 +64,24 @@ func TestEveryExperimentIsFound(t *testing.T) {
 		}
 		names[e.Name] = true
 	}
-	for _, want := range []string{"kill-primary", "pause-primary", "partition-primary", "restart-all", "wipe-backup"} {
+	for _, want := range []string{"kill-primary", "pause-primary", "partition-primary", "restart-all", "wipe-backup",
+		"grow-3-to-5", "shrink-5-to-3", "replace-a-dead-host"} {
 		if !names[want] {
 			t.Fatalf("no %s experiment", want)
 		}
 	}
 	if _, ok := Find("nope"); ok {
 		t.Fatal("found an unknown experiment")
+	}
+}
+
+func TestRosterLine(t *testing.T) {
+	st := wire.ClusterStatusReply{Epoch: 3, Voters: 0b11010, Target: 0b11010, EpochOp: 42, View: 3<<24 | 2,
+		Nodes: []wire.ClusterStatusNode{{Spec: wire.NodeSpec{ID: 1}}, {Spec: wire.NodeSpec{ID: 3}, Primary: true}, {Spec: wire.NodeSpec{ID: 4}}}}
+	if got, want := rosterLine(st), "epoch 3 view 2 epoch_op 42 voters {1,3,4} learners {} target {1,3,4} primary 3"; got != want {
+		t.Fatalf("roster line %q, want %q", got, want)
+	}
+	if !settled(st) || settled(wire.ClusterStatusReply{Voters: 1, Target: 3, Learners: 2}) {
+		t.Fatal("settled")
 	}
 }
