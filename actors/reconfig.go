@@ -246,12 +246,7 @@ func clientNodes(r metadata.Roster, configured []config.Node) []config.Node {
 	for _, rn := range r.Nodes {
 		node := config.Node{Name: rn.Name, IP: rn.IP, ReplicaID: int(rn.ID),
 			Ports: config.Ports{TCP: rn.Ports.TCP, QUIC: rn.Ports.QUIC, HTTP: rn.Ports.HTTP, WebSocket: rn.Ports.WebSocket}}
-		if node.Name == "" {
-			node.Name = "iggy-node-" + strconv.Itoa(int(rn.ID))
-		}
-		if node.IP == "" {
-			node.IP, _, _ = net.SplitHostPort(rn.Address)
-		}
+		node.Name, node.IP = nodeDefaults(rn.ID, node.Name, node.IP, rn.Address)
 		for _, c := range configured {
 			if c.ReplicaID == int(rn.ID) && sameNode(c, node) {
 				node = c
@@ -439,13 +434,20 @@ func (m *metadataActor) abandonReconfigs(ctx actor.Context) {
 func rosterNodeOfSpec(s wire.NodeSpec) metadata.RosterNode {
 	n := metadata.RosterNode{ID: s.ID, Address: s.ReplicaAddress, Name: s.Name, IP: s.IP,
 		Ports: metadata.NodePorts{TCP: s.TCPPort, QUIC: s.QUICPort, HTTP: s.HTTPPort, WebSocket: s.WebSocketPort}}
-	if n.Name == "" {
-		n.Name = "iggy-node-" + strconv.Itoa(int(s.ID))
-	}
-	if n.IP == "" {
-		n.IP, _, _ = net.SplitHostPort(s.ReplicaAddress)
-	}
+	n.Name, n.IP = nodeDefaults(s.ID, n.Name, n.IP, s.ReplicaAddress)
 	return n
+}
+
+// nodeDefaults fills what a NodeSpec may leave empty (the admin
+// surface's contract): name iggy-node-<id>, ip the replica address's host.
+func nodeDefaults(id uint8, name, ip, replicaAddr string) (string, string) {
+	if name == "" {
+		name = "iggy-node-" + strconv.Itoa(int(id))
+	}
+	if ip == "" {
+		ip, _, _ = net.SplitHostPort(replicaAddr)
+	}
+	return name, ip
 }
 
 // clusterStatus is the ClusterStatus reply as this node sees it.
@@ -456,7 +458,8 @@ func (m *metadataActor) clusterStatus() wire.ClusterStatusReply {
 	nodes := m.rosterNow().Nodes
 	self := m.n.cluster.self
 	if m.core.Removed() && !slices.ContainsFunc(nodes, func(n metadata.RosterNode) bool { return n.ID == self }) {
-		nodes = append(nodes, metadata.RosterNode{ID: self, Address: m.n.ReplicaAddr(), Name: "iggy-node-" + strconv.Itoa(int(self))})
+		name, ip := nodeDefaults(self, "", "", m.n.ReplicaAddr())
+		nodes = append(nodes, metadata.RosterNode{ID: self, Address: m.n.ReplicaAddr(), Name: name, IP: ip})
 		slices.SortFunc(nodes, func(a, b metadata.RosterNode) int { return int(a.ID) - int(b.ID) })
 	}
 	normal := m.core.Status() == vsr.StatusNormal
@@ -529,8 +532,8 @@ type groupFollower struct {
 	current uint64
 	active  bool
 	turn    uint64
-	// members are the local groups whose replica here is still a member
-	// (reported; a group that never reported is one).
+	// notMember are the local groups whose replica here reported it is no
+	// longer a member (a group that never reported still is one).
 	notMember map[uint64]bool
 }
 

@@ -248,7 +248,7 @@ func waitGroups(t *testing.T, nodes []*Node, voters uint32) {
 		ok := true
 		last = ""
 		for i, n := range nodes {
-			for _, ro := range partitionRosters(n) {
+			for _, ro := range partitionRosters(t, n) {
 				if ro.Voters != voters || ro.Changing() {
 					ok = false
 					last += fmt.Sprintf(" node %d: %v", i, ro)
@@ -262,25 +262,33 @@ func waitGroups(t *testing.T, nodes []*Node, voters uint32) {
 	t.Fatalf("partition groups not on voters %b:%s", voters, last)
 }
 
-// partitionRosters reads each local partition core's roster.
-func partitionRosters(n *Node) []vsr.Roster {
+// askPartitions runs fn on each of node n's partition actors and waits
+// for it (at most 5 s each; one that does not answer is reported).
+func askPartitions[T any](t *testing.T, n *Node, fn func(p *partitionActor) T) []T {
+	t.Helper()
 	var pids []*actor.PID
 	inspect(n, func(m *metadataActor) {
 		for _, pid := range m.partitions {
 			pids = append(pids, pid)
 		}
 	})
-	var out []vsr.Roster
+	var out []T
 	for _, pid := range pids {
-		done := make(chan vsr.Roster, 1)
-		n.root().Send(pid, &inspectPartition{fn: func(p *partitionActor) { done <- p.core.Roster() }})
+		done := make(chan T, 1)
+		n.root().Send(pid, &inspectPartition{fn: func(p *partitionActor) { done <- fn(p) }})
 		select {
-		case ro := <-done:
-			out = append(out, ro)
+		case v := <-done:
+			out = append(out, v)
 		case <-time.After(5 * time.Second):
+			t.Fatal("a partition actor did not answer")
 		}
 	}
 	return out
+}
+
+// partitionRosters reads each local partition core's roster.
+func partitionRosters(t *testing.T, n *Node) []vsr.Roster {
+	return askPartitions(t, n, func(p *partitionActor) vsr.Roster { return p.core.Roster() })
 }
 
 // waitStored waits (a backup learns the commit point with the next
@@ -297,23 +305,9 @@ func waitStored(t *testing.T, n *Node, want uint64) uint64 {
 
 // storedOn counts the messages node n's partitions hold.
 func storedOn(t *testing.T, n *Node) uint64 {
-	t.Helper()
-	var pids []*actor.PID
-	inspect(n, func(m *metadataActor) {
-		for _, pid := range m.partitions {
-			pids = append(pids, pid)
-		}
-	})
 	total := uint64(0)
-	for _, pid := range pids {
-		done := make(chan uint64, 1)
-		n.root().Send(pid, &inspectPartition{fn: func(p *partitionActor) { done <- p.plog.HighWatermark() }})
-		select {
-		case v := <-done:
-			total += v
-		case <-time.After(5 * time.Second):
-			t.Fatal("a partition actor did not answer")
-		}
+	for _, hw := range askPartitions(t, n, func(p *partitionActor) uint64 { return p.plog.HighWatermark() }) {
+		total += hw
 	}
 	return total
 }

@@ -73,6 +73,19 @@ func (rc *reconfigCluster) addJoiner(ctx context.Context, t *testing.T, admin *c
 	return retryAdmin(ctx, t, "ClusterAdd", func() (wire.ClusterStatusReply, error) { return admin.ClusterAdd(ctx, spec) })
 }
 
+// startLoad creates stream (one partition) through node 1, starts the
+// faultcheck writer on it every interval and waits for its first 50
+// acknowledgements; the caller stops both.
+func (rc *reconfigCluster) startLoad(ctx context.Context, t *testing.T, stream string, interval time.Duration) (*client.Client, *faultcheck.Writer) {
+	t.Helper()
+	admin := streamWithTopic(t, ctx, rc.clients[1], stream, 1)
+	w := faultcheck.StartWriter(ctx, writerOptions(rc.clients[1]), wire.ID(0), wire.ID(0), interval)
+	if err := w.WaitAcked(ctx, 50, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return admin, w
+}
+
 // primaryOf is the metadata primary a status names (-1: none).
 func primaryOf(s wire.ClusterStatusReply) int {
 	for _, n := range s.Nodes {
@@ -129,13 +142,9 @@ func TestGrowThreeToFourAndRemoveThePrimaryUnderLoad(t *testing.T) {
 	}
 	rc := startReconfigCluster(t, 1)
 	ctx := ctxWithin(t, 4*time.Minute)
-	admin := streamWithTopic(t, ctx, rc.clients[1], "reconfig", 1)
+	admin, w := rc.startLoad(ctx, t, "reconfig", 2*time.Millisecond)
 	defer admin.Close()
-	w := faultcheck.StartWriter(ctx, writerOptions(rc.clients[1]), wire.ID(0), wire.ID(0), 2*time.Millisecond)
 	defer w.Stop()
-	if err := w.WaitAcked(ctx, 50, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
 
 	rc.startJoiner(t, 3)
 	if st := rc.addJoiner(ctx, t, admin, 3); st.Learners != 0b1000 {
@@ -180,28 +189,18 @@ func TestKill9PrimaryDuringAChange(t *testing.T) {
 	}
 	rc := startReconfigCluster(t, 1)
 	ctx := ctxWithin(t, 4*time.Minute)
-	admin := streamWithTopic(t, ctx, rc.clients[1], "reconfig-kill", 1)
+	admin, w := rc.startLoad(ctx, t, "reconfig-kill", 2*time.Millisecond)
 	defer admin.Close()
-	w := faultcheck.StartWriter(ctx, writerOptions(rc.clients[1]), wire.ID(0), wire.ID(0), 2*time.Millisecond)
 	defer w.Stop()
-	if err := w.WaitAcked(ctx, 50, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
 	// The joiner is not started yet: the change stays at its learner
 	// epoch until it is.
 	if st := rc.addJoiner(ctx, t, admin, 3); st.Learners != 0b1000 {
 		t.Fatalf("ClusterAdd answered %+v", st)
 	}
-	var primary uint8
 	st := statusAt(ctx, t, rc.clients[1], "a primary of the learner epoch", func(s wire.ClusterStatusReply) bool {
-		for _, n := range s.Nodes {
-			if n.Primary {
-				primary = n.Spec.ID
-				return s.Learners == 0b1000
-			}
-		}
-		return false
+		return primaryOf(s) >= 0 && s.Learners == 0b1000
 	})
+	primary := uint8(primaryOf(st))
 	if err := rc.cmds[primary].Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -235,13 +234,9 @@ func TestGrowThreeToFiveAndBackUnderLoad(t *testing.T) {
 	}
 	rc := startReconfigCluster(t, 2)
 	ctx := ctxWithin(t, 5*time.Minute)
-	admin := streamWithTopic(t, ctx, rc.clients[1], "reconfig-5", 1)
+	admin, w := rc.startLoad(ctx, t, "reconfig-5", 2*time.Millisecond)
 	defer admin.Close()
-	w := faultcheck.StartWriter(ctx, writerOptions(rc.clients[1]), wire.ID(0), wire.ID(0), 2*time.Millisecond)
 	defer w.Stop()
-	if err := w.WaitAcked(ctx, 50, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
 	voters := uint32(0b111)
 	for _, id := range []int{3, 4} {
 		rc.startJoiner(t, id)
@@ -293,9 +288,8 @@ func TestJoinerKilledWhileItCatchesUp(t *testing.T) {
 	}
 	rc := startReconfigCluster(t, 1)
 	ctx := ctxWithin(t, 4*time.Minute)
-	admin := streamWithTopic(t, ctx, rc.clients[1], "reconfig-joiner", 1)
+	admin, w := rc.startLoad(ctx, t, "reconfig-joiner", time.Millisecond)
 	defer admin.Close()
-	w := faultcheck.StartWriter(ctx, writerOptions(rc.clients[1]), wire.ID(0), wire.ID(0), time.Millisecond)
 	defer w.Stop()
 	// Enough data that the transfer takes more than an instant.
 	if err := w.WaitAcked(ctx, 1500, 60*time.Second); err != nil {
