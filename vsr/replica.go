@@ -79,6 +79,13 @@ type Config struct {
 	// epoch 0 with voters 0..ReplicaCount-1. A replica joining a running
 	// group starts with a roster that does not name it.
 	Roster *Roster
+	// StartView is the view of the roster's epoch a fresh group starts in
+	// (FirstView(epoch) + StartView), so that its first primary is the
+	// voter the shell placed there (issue 23's leadership spread: the
+	// primary of view v is the (v mod n)-th voter). Every replica of the
+	// group must start with the same value; a fresh group in view k with
+	// an empty log is the same as one in view 0 (nothing to merge).
+	StartView uint32
 }
 
 func (c *Config) setDefaults() {
@@ -413,6 +420,10 @@ func New(cfg Config) *Replica {
 	if cfg.Roster != nil {
 		r.roster = *cfg.Roster
 		r.view, r.logView = FirstView(r.roster.Epoch), FirstView(r.roster.Epoch)
+	}
+	if cfg.StartView > 0 && cfg.StartView < 1<<EpochShift {
+		r.view += cfg.StartView
+		r.logView = r.view
 	}
 	r.durable.Roster, r.persisted.Roster = r.roster, r.roster
 	r.enterNormal()

@@ -300,3 +300,32 @@ func TestDeadChainHopCommitsAtFirstRetransmit(t *testing.T) {
 		t.Fatalf("primary committed %d ops", got)
 	}
 }
+
+// Config.StartView: a fresh group of voters {1,3,4} started in view 2 of
+// epoch 0 is led by voter 4 (the third in id order) and commits there;
+// without StartView voter 1 would lead.
+func TestStartViewPlacesTheFirstPrimary(t *testing.T) {
+	ro := Roster{Voters: 1<<1 | 1<<3 | 1<<4, Target: 1<<1 | 1<<3 | 1<<4}
+	c := newClusterWith(5, func(cfg *Config) { cfg.ReplicaCount, cfg.Roster, cfg.StartView = 5, &ro, 2 })
+	for _, i := range []int{1, 3, 4} {
+		if got := c.reps[i].Primary(); got != 4 || c.reps[i].View() != 2 {
+			t.Fatalf("replica %d: view %d primary %d, want view 2 primary 4", i, c.reps[i].View(), got)
+		}
+	}
+	if !c.reps[4].IsPrimary() || c.reps[1].IsPrimary() {
+		t.Fatal("replica 4 must be the primary of view 2, not replica 1")
+	}
+	submit(t, c.reps[4], "placed", 1000, "a")
+	c.settle()
+	for range 60 { // a commit heartbeat tells the backups
+		for _, r := range c.reps {
+			r.Tick()
+		}
+		c.settle()
+	}
+	for _, i := range []int{1, 3, 4} {
+		if c.reps[i].CommitMax() != 1 {
+			t.Fatalf("replica %d: commit_max %d, want 1", i, c.reps[i].CommitMax())
+		}
+	}
+}
