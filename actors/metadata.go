@@ -60,6 +60,10 @@ type metadataActor struct {
 	adminWaits []adminWait
 	// groups drives the local partition groups toward the roster.
 	groups groupFollower
+	// pushedPlacement is what each local partition was last told of its
+	// placement; balance the leadership balancer (placement.go).
+	pushedPlacement map[uint64]metadata.Placement
+	balance         balancer
 	// drainChecks counts a removed node's drain re-checks.
 	drainChecks int
 	// transfers serves and receives the group's state transfers.
@@ -211,6 +215,10 @@ func (m *metadataActor) receive(ctx actor.Context) {
 		m.onForwardTimeout(ctx, msg)
 	case *groupProgress:
 		m.onGroupProgress(ctx, msg)
+	case *partitionLeads:
+		m.onPartitionLeads(ctx, msg)
+	case *balanceTick:
+		m.balanceLeaders(ctx)
 	case *inspectMetadata:
 		msg.fn(m)
 		close(msg.done)
@@ -243,8 +251,12 @@ const rootKey = "metadata/root"
 // stateConfig configures the metadata state machine from the node's
 // configuration.
 func (m *metadataActor) stateConfig() metadata.Config {
-	return metadata.Config{ClientsTableMax: int(m.n.opts.Config.Metadata.ClientsTableMax),
+	cfg := metadata.Config{ClientsTableMax: int(m.n.opts.Config.Metadata.ClientsTableMax),
 		MaxTokensPerUser: int(m.n.opts.Config.PersonalAccessToken.MaxTokensPerUser)}
+	if m.n.cluster.clustered() {
+		cfg.Voters = m.n.cluster.bootstrap.Voters
+	}
+	return cfg
 }
 
 func (m *metadataActor) boot(ctx actor.Context) error {
@@ -518,7 +530,15 @@ func (m *metadataActor) bootstrapRoot() error {
 
 func (m *metadataActor) startPartition(ctx actor.Context, ref metadata.PartitionRef) error {
 	voters, _ := m.state.PartitionVoters(ref.Group) // 0: the configured roster's
-	props := m.n.props(newPartitionActor(m.n, ref, m.partitionSettings(ref.Stream, ref.Topic), voters))
+	placed, ok := m.state.Placement(ref.Group)
+	m.publishClusterNodes()
+	if ok {
+		if m.pushedPlacement == nil {
+			m.pushedPlacement = map[uint64]metadata.Placement{}
+		}
+		m.pushedPlacement[ref.Group] = placed
+	}
+	props := m.n.props(newPartitionActor(m.n, ref, m.partitionSettings(ref.Stream, ref.Topic), voters, placed, ok))
 	pid, err := ctx.SpawnNamed(props, "p-"+strconv.FormatUint(ref.Group, 16)+"-"+strconv.FormatUint(ref.CreationID, 10))
 	if err != nil {
 		return err
@@ -948,6 +968,8 @@ func (m *metadataActor) dropPartition(ctx actor.Context, group uint64) {
 	}
 	ctx.Send(pid, &partitionDrop{})
 	delete(m.partitions, group)
+	delete(m.pushedPlacement, group)
+	delete(m.balance.leading, group)
 	m.announceRoute(ctx, group, nil)
 	if m.dropping == nil {
 		m.dropping = map[uint64][]metadata.PartitionRef{}

@@ -17,6 +17,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/time/rate"
 
 	"iggynode/config"
 	"iggynode/diag"
@@ -101,13 +102,20 @@ type Node struct {
 	rosters sync.Map
 	// atRest is system.encryption (encryption.go).
 	atRest atRest
-	refs   *nodeRefs
-	tcp    *clientplane.TCPListener
-	quic   *clientplane.QUICListener
-	ws     *clientplane.WSListener
-	http   *httpplane.Server
-	connID atomic.Uint32
-	conns  *actor.RootContext
+	// transferBudget paces the state-transfer chunks this node serves
+	// (cluster.transfer_bandwidth; nil: unpaced).
+	transferBudget *rate.Limiter
+	// clusterNodes are the nodes of the metadata roster (voters and
+	// learners), which the partition primaries tell their statistics
+	// when the partition does not live there (placement.go).
+	clusterNodes atomic.Uint32
+	refs           *nodeRefs
+	tcp            *clientplane.TCPListener
+	quic           *clientplane.QUICListener
+	ws             *clientplane.WSListener
+	http           *httpplane.Server
+	connID         atomic.Uint32
+	conns          *actor.RootContext
 	// metadataCaughtUp: since boot, the metadata replica has once been in
 	// normal status with everything it knows committed applied. Until
 	// then partition groups stay out of consensus: the partitions a
@@ -167,7 +175,7 @@ func Start(opts Options) (*Node, error) {
 		store.Close()
 		return nil, err
 	}
-	n := &Node{opts: opts, log: opts.Logger, store: store, refs: &nodeRefs{}, collector: diag.NewCollector(cfg.System.Path),
+	n := &Node{opts: opts, log: opts.Logger, store: store, refs: &nodeRefs{}, collector: diag.NewCollector(cfg.System.Path), transferBudget: transferBudgetOf(cfg.Cluster.TransferBandwidth),
 		stop: make(chan struct{}), clock: newNodeClock(), atRest: enc}
 	n.peerLive.bits.Store(^uint32(0))
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {

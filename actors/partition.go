@@ -59,6 +59,16 @@ type partitionActor struct {
 	// startVoters are the voters the group was created on (0: the
 	// configured roster's); a reconfigured group's own roster record wins.
 	startVoters uint32
+	startView   uint32
+	// placed is where the metadata group placed the partition
+	// (placement.go); reportedLeading what the metadata actor last heard
+	// of this replica's leadership.
+	placed          placedGroup
+	reportedLeading bool
+	// statsDirty: the statistics changed since statsSentAt, the last
+	// time they went to the nodes without the partition (gossipStats).
+	statsDirty  bool
+	statsSentAt time.Time
 	// followTarget are the voters the metadata roster wants the group on
 	// (reconfig.go; 0: never told); followAsked: it is this group's turn;
 	// wantsFollow: a turn was asked for; reportedEpoch and
@@ -209,10 +219,16 @@ type pending struct {
 }
 
 // voters are the ones the group started on (metadata.State.PartitionVoters;
-// 0: the configured roster's).
-func newPartitionActor(n *Node, ref metadata.PartitionRef, s partitionSettings, voters uint32) actor.Producer {
+// 0: the configured roster's); placed, ok: where the metadata group placed
+// it (placement.go; ok false: on every voter).
+func newPartitionActor(n *Node, ref metadata.PartitionRef, s partitionSettings, voters uint32, placed metadata.Placement, ok bool) actor.Producer {
 	return func() actor.Actor {
-		return &partitionActor{node: n, ref: ref, settings: s, startVoters: voters, log: n.log.With("partition", ref.Group)}
+		p := &partitionActor{node: n, ref: ref, settings: s, startVoters: voters, log: n.log.With("partition", ref.Group)}
+		if ok {
+			p.startView = placed.StartView
+			p.onPlacement(&partitionPlacement{placement: placed})
+		}
+		return p
 	}
 }
 
@@ -273,9 +289,13 @@ func (p *partitionActor) afterTurn(ctx actor.Context) {
 		p.wasQuiet = q
 		if q {
 			p.saveTail(true)
+			if p.statsDirty {
+				p.gossipStats(true)
+			}
 		}
 	}
 	p.reportMemory()
+	p.reportLeading(ctx)
 	k, armed := p.core.IdleTicks()
 	if len(p.parked) > 0 || p.transfers.busy() {
 		k, armed = 1, true // their counters run per tick
@@ -342,6 +362,9 @@ func (p *partitionActor) receive(ctx actor.Context) {
 	case *peerChange:
 		if m.found {
 			p.core.PeerFound(m.peer)
+			if p.core.Leading() && p.plog.Stats().MessagesCount > 0 {
+				p.gossipStats(true) // a node back from a restart has no figures
+			}
 		} else {
 			p.core.PeerLost(m.peer)
 		}
@@ -352,11 +375,23 @@ func (p *partitionActor) receive(ctx actor.Context) {
 		p.drivePending = false
 		p.drive(ctx)
 	case *partitionPoll:
+		if !p.servesLocally() {
+			p.forwardRead(ctx, m.req, routedPollBody(m.req.hdr.Code, m), m)
+			return
+		}
 		p.onPoll(ctx, m)
 	case *partitionGetOffset:
+		if !p.servesLocally() {
+			p.forwardRead(ctx, m.req, routedGetOffsetBody(m.req.hdr.Code, m), nil)
+			return
+		}
 		p.onGetOffset(ctx, m)
 	case *partitionOffsetWrite:
 		p.onOffsetWrite(ctx, m)
+	case *partitionPlacement:
+		p.onPlacement(m)
+	case *handOverTo:
+		p.onHandOver(ctx, m)
 	case *partitionTruncate:
 		p.truncate(m.upTo)
 	case *partitionPurge:
@@ -369,7 +404,11 @@ func (p *partitionActor) receive(ctx actor.Context) {
 		upTo, ok := p.plog.DeleteSegmentsUpTo(m.count)
 		m.reply <- segmentsAnswer{upTo, ok}
 	case *peerFrame:
-		if wire.HeaderOf(m.frame).Command() == wire.CmdRequest {
+		if h := wire.HeaderOf(m.frame); h.Command() == wire.CmdRequest {
+			if rh, err := wire.DecodeRequestHeader(h); err == nil && rh.Operation == wire.OpNonReplicated && rh.Code == partitionStatsCode {
+				p.onStatsGossip(m)
+				return
+			}
 			p.onRoutedFrame(ctx, m)
 			return
 		}
@@ -529,8 +568,9 @@ func (p *partitionActor) boot() error {
 	}
 	cfg := p.node.coreConfig(p.ref.Group, false)
 	if v := p.startVoters; v != 0 {
-		cfg.Roster = &vsr.Roster{Voters: v, Target: v} // created after a reconfiguration (reconfig.go)
+		cfg.Roster = &vsr.Roster{Voters: v, Target: v} // placed, or created after a reconfiguration
 	}
+	cfg.StartView = p.startView
 	p.core = vsr.New(cfg)
 	p.transfers = newTransferShell(p.node, p.log, p.ref.Group, p.core)
 	p.tr.close() // a restarted actor boots again
@@ -599,6 +639,11 @@ func (p *partitionActor) boot() error {
 }
 
 func (p *partitionActor) publishStats() {
+	if !p.servesLocally() {
+		return // its figures come from the primary (gossipStats)
+	}
+	p.statsDirty = true
+	p.gossipStats(false)
 	s := p.plog.Stats()
 	p.node.root().Send(p.parent, &partitionStats{group: p.ref.Group, stats: metadata.PartitionStats{
 		SegmentsCount: s.SegmentsCount, CurrentOffset: s.CurrentOffset, SizeBytes: s.SizeBytes, MessagesCount: s.MessagesCount,
@@ -1003,6 +1048,10 @@ func (p *partitionActor) onPoll(ctx actor.Context, m *partitionPoll) {
 	h.Client, h.Op, h.Commit, h.Operation = m.req.hdr.Client, m.req.hdr.Session, p.node.refs.commit.Load(), wire.OpNonReplicated
 	h.Size = uint32(wire.SplicedLen(frame, splices))
 	h.Encode(wire.HeaderOf(frame))
+	if m.req.relay != nil { // a non-member forwarded it (placement.go)
+		p.node.relayPoll(m.req.relay, frame, splices, polled.Last, polled.Count > 0)
+		return
+	}
 	ctx.Send(m.req.conn, &replyOut{frame: frame, pooled: true, splices: splices})
 }
 

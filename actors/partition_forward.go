@@ -5,6 +5,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"iggynode/metadata"
 	"iggynode/vsr"
 	"iggynode/wire"
 )
@@ -44,6 +45,9 @@ const forwardTimeoutTicks = 500
 type forwarded struct {
 	req  *clientRequest
 	left int
+	// poll is set for a forwarded poll (placement.go): the relayed reply
+	// reports the consumer group's progress here.
+	poll *partitionPoll
 }
 
 // relay names where a forwarded request's reply goes.
@@ -64,7 +68,8 @@ type relay struct {
 // answered from the decoded req.hdr), so a forwarded 1 MiB batch is not
 // copied.
 func (p *partitionActor) forward(req *clientRequest, frame []byte) bool {
-	if p.core.Status() != vsr.StatusNormal || p.core.IsPrimary() || req.relay != nil {
+	to, ok := p.forwardTarget(req)
+	if !ok {
 		return false
 	}
 	out := frame
@@ -80,7 +85,7 @@ func (p *partitionActor) forward(req *clientRequest, frame []byte) bool {
 		p.parked = make(map[uint64]*forwarded)
 	}
 	p.parked[p.nonce] = &forwarded{req: req, left: forwardTimeoutTicks}
-	p.node.send([]vsr.Envelope{{To: p.core.Primary(), Head: out[:wire.HeaderSize], Body: out[wire.HeaderSize:]}})
+	p.node.send([]vsr.Envelope{{To: to, Head: out[:wire.HeaderSize], Body: out[wire.HeaderSize:]}})
 	return true
 }
 
@@ -93,8 +98,8 @@ func (p *partitionActor) onRouted(f *peerFrame) (*clientRequest, []byte, bool) {
 		return nil, nil, false
 	}
 	nonce := binary.LittleEndian.Uint64(f.frame[0:8])
-	if hdr.Operation == wire.OpNonReplicated {
-		if hdr.Code != forwardedReplyCode {
+	if hdr.Operation == wire.OpNonReplicated && hdr.Code != forwardedReadCode {
+		if hdr.Code != forwardedReplyCode && hdr.Code != forwardedReadReplyCode {
 			return nil, nil, false
 		}
 		fw := p.parked[nonce]
@@ -102,7 +107,21 @@ func (p *partitionActor) onRouted(f *peerFrame) (*clientRequest, []byte, bool) {
 			return nil, nil, false // answered already (timed out)
 		}
 		delete(p.parked, nonce)
-		return fw.req, f.frame[wire.HeaderSize:], true
+		reply := f.frame[wire.HeaderSize:]
+		if hdr.Code == forwardedReadReplyCode {
+			if len(reply) < 9 {
+				return nil, nil, false
+			}
+			if fw.poll != nil && fw.poll.kind == wire.ConsumerGroup && reply[0] == 1 {
+				p.node.root().Send(p.parent, &groupProgress{ref: metadata.GroupRef{Stream: p.ref.Stream, Topic: p.ref.Topic, Group: fw.poll.key},
+					partition: p.ref.Partition, polled: binary.LittleEndian.Uint64(reply[1:9]), hasPolled: true})
+			}
+			reply = reply[9:]
+		}
+		if len(reply) >= wire.HeaderSize && wire.HeaderOf(reply).Reply().Status == uint32(wire.ErrTransientNotAccepted) && !p.servesLocally() {
+			p.placed.nextGuess(p.node.cluster.self) // that node cannot take it: ask the next
+		}
+		return fw.req, reply, true
 	}
 	r := relayOf(f.from, f.frame, hdr)
 	req := &clientRequest{hdr: hdr, frame: f.frame, bound: &binding{client: hdr.Client, userID: hdr.UserID},
@@ -113,11 +132,17 @@ func (p *partitionActor) onRouted(f *peerFrame) (*clientRequest, []byte, bool) {
 // sendRelayed wraps a reply for the forwarder.
 func (n *Node) sendRelayed(r *relay, reply []byte) {
 	out := make([]byte, wire.HeaderSize+len(reply))
+	copy(out[wire.HeaderSize:], reply)
+	n.sendRelayedFrame(r, out, forwardedReplyCode)
+}
+
+// sendRelayedFrame stamps the routed header over out's first 256 bytes
+// and sends it to the forwarder.
+func (n *Node) sendRelayedFrame(r *relay, out []byte, code wire.CommandCode) {
 	h := wire.RequestHeader{Cluster: n.cluster.id, Size: uint32(len(out)), Replica: n.cluster.self,
-		Client: r.client, Operation: wire.OpNonReplicated, Code: forwardedReplyCode, Group: r.group}
+		Client: r.client, Operation: wire.OpNonReplicated, Code: code, Group: r.group}
 	h.Encode(wire.HeaderOf(out))
 	binary.LittleEndian.PutUint64(out[0:8], r.nonce)
-	copy(out[wire.HeaderSize:], reply)
 	n.send([]vsr.Envelope{{To: r.to, Head: out[:wire.HeaderSize], Body: out[wire.HeaderSize:]}})
 }
 
@@ -148,6 +173,9 @@ func (p *partitionActor) expireForwarded() []*clientRequest {
 			out = append(out, fw.req)
 		}
 	}
+	if len(out) > 0 && !p.servesLocally() {
+		p.placed.nextGuess(p.node.cluster.self) // the guess did not answer: ask the next
+	}
 	return out
 }
 
@@ -158,8 +186,14 @@ func (p *partitionActor) onRoutedFrame(ctx actor.Context, f *peerFrame) {
 	if !ok {
 		return
 	}
-	if req.relay == nil {
-		ctx.Send(req.conn, &replyOut{frame: reply})
+	if reply != nil {
+		// The answer to one this node forwarded: to its client, or on to
+		// the node it came from (a second hop, placement.go).
+		p.replyTo(ctx, req, reply)
+		return
+	}
+	if req.hdr.Operation == wire.OpNonReplicated { // forwardedReadCode
+		p.serveRoutedRead(ctx, req)
 		return
 	}
 	body := req.frame[wire.HeaderSize:]

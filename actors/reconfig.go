@@ -234,6 +234,7 @@ func (m *metadataActor) rosterCommitted(ctx actor.Context) {
 	m.followRoster()
 	m.scheduleDrainCheck(ctx)
 	m.answerReconfigs(ctx)
+	m.pushPlacements(ctx)
 	m.followGroups(ctx)
 }
 
@@ -527,7 +528,7 @@ const groupFollowPatience = 60 * time.Second
 
 // groupFollower is the metadata actor's part.
 type groupFollower struct {
-	target  uint32
+	epoch   uint32 // the settled roster epoch the queue was filled for
 	queue   []uint64
 	current uint64
 	active  bool
@@ -544,13 +545,13 @@ func (m *metadataActor) followGroups(ctx actor.Context) {
 		return
 	}
 	f := &m.groups
-	if f.target != r.Voters {
-		f.target, f.queue = r.Voters, f.queue[:0]
+	if f.epoch != r.Epoch {
+		f.epoch, f.queue = r.Epoch, f.queue[:0]
 		for g := range m.partitions {
 			f.queue = append(f.queue, g)
 		}
 		slices.Sort(f.queue)
-		m.log.Info("partition groups follow the roster", "voters", vsr.Roster{Voters: r.Voters}.String(), "local_groups", len(f.queue))
+		m.log.Info("partition groups follow the roster and their placement", "voters", vsr.Roster{Voters: r.Voters}.String(), "local_groups", len(f.queue))
 	}
 	for !f.active && len(f.queue) > 0 {
 		g := f.queue[0]
@@ -561,7 +562,7 @@ func (m *metadataActor) followGroups(ctx actor.Context) {
 		}
 		f.current, f.active = g, true
 		f.turn++
-		ctx.Send(pid, &followVoters{voters: f.target})
+		ctx.Send(pid, &followVoters{voters: m.groupTarget(g, r)})
 		self, root, turn := ctx.Self(), m.n.root(), f.turn
 		time.AfterFunc(groupFollowPatience, func() { root.Send(self, &groupFollowTimeout{group: g, turn: turn}) })
 	}

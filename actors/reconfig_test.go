@@ -175,11 +175,21 @@ func TestClusterGrowsAndRemovesItsPrimary(t *testing.T) {
 	if err != nil || len(streams) != 1 || streams[0].Name != "before" {
 		t.Fatalf("the joiner's streams %+v %v: the transfer did not bring the state", streams, err)
 	}
-	// Its partition groups follow, one at a time: node 3 becomes a voter
-	// of each and holds its messages.
-	waitGroups(t, append(nodes, joiner), 0b1111)
-	if got := waitStored(t, joiner, 20); got != 20 {
-		t.Fatalf("node 3 holds %d messages of 20", got)
+	// Its partition groups follow their placement (issue 23: R = 3 of
+	// the 4), one at a time: node 3 becomes a voter of those placed on it
+	// and holds their messages (10 each).
+	placed := waitPlaced(t, append(nodes, joiner))
+	want := uint64(0)
+	for _, p := range placed {
+		if p.Voters&(1<<3) != 0 {
+			want += 10
+		}
+	}
+	if want == 0 {
+		t.Fatal("no partition moved to node 3: 6 replicas over 4 nodes")
+	}
+	if got := waitStored(t, joiner, want); got != want {
+		t.Fatalf("node 3 holds %d messages, want %d (placement %v)", got, want, placed)
 	}
 	send(follower, 10)
 

@@ -73,6 +73,11 @@ type nodeTelemetry struct {
 	// peersLive is how many peers the node-level heartbeat hears; timers
 	// reads how many groups have a deadline (clock.go), once set.
 	peersLive atomic.Int64
+	// Leadership (placement.go): hand-overs this node started, the groups
+	// it leads, and those of them whose preferred primary is another node.
+	handOvers, leading, leadersAway atomic.Int64
+	// transferBytes counts the state-transfer chunk bytes served.
+	transferBytes atomic.Int64
 	timers    atomic.Pointer[func() int]
 	// memory is the partitions' memory budget (membudget.go), once set.
 	memory atomic.Pointer[memoryBudget]
@@ -281,6 +286,26 @@ func (t *nodeTelemetry) clusterGauges(m metric.Meter) {
 	_, _ = m.Int64ObservableGauge("iggy.cluster.peers.live", metric.WithDescription("peers the node-level heartbeat hears"),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			o.Observe(t.peersLive.Load())
+			return nil
+		}))
+	_, _ = m.Int64ObservableCounter("iggy.cluster.leader.handovers", metric.WithDescription("planned view changes this node started to give a partition to its preferred primary"),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(t.handOvers.Load())
+			return nil
+		}))
+	_, _ = m.Int64ObservableCounter("iggy.cluster.transfer.bytes", metric.WithUnit("By"), metric.WithDescription("state-transfer chunk bytes this node served (partition moves, replicas catching up; paced by cluster.transfer_bandwidth)"),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(t.transferBytes.Load())
+			return nil
+		}))
+	_, _ = m.Int64ObservableGauge("iggy.cluster.partitions.led", metric.WithDescription("partition groups this node leads"),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(t.leading.Load())
+			return nil
+		}))
+	_, _ = m.Int64ObservableGauge("iggy.cluster.partitions.led.away", metric.WithDescription("partition groups this node leads whose preferred primary is another node (the balancer hands them over)"),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(t.leadersAway.Load())
 			return nil
 		}))
 	budget := func(name, desc string, read func(*memoryBudget) int64) {

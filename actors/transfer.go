@@ -7,8 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"golang.org/x/time/rate"
+
+	"iggynode/config"
 
 	"iggynode/metadata"
 	"iggynode/partition"
@@ -237,7 +241,27 @@ func (t *transferShell) serveChunk(q wire.RequestStateChunkHeader) {
 		return
 	}
 	o.idle, o.served = 0, o.served || tail
-	t.n.send([]vsr.Envelope{{To: q.Replica, Head: head, Body: body}})
+	env := []vsr.Envelope{{To: q.Replica, Head: head, Body: body}}
+	t.n.refs.tel.transferBytes.Add(int64(len(body)))
+	if b := t.n.transferBudget; b != nil {
+		// Paced, not refused: the chunk goes when the budget has room
+		// (a move throttled by cluster.transfer_bandwidth still ends).
+		if wait := b.ReserveN(time.Now(), len(body)).Delay(); wait > 0 {
+			time.AfterFunc(wait, func() { t.n.send(env) })
+			return
+		}
+	}
+	t.n.send(env)
+}
+
+// transferBudgetOf is the pacer of cluster.transfer_bandwidth (bytes per
+// second; 0: none). Its burst holds the largest chunk, so every chunk
+// can be reserved.
+func transferBudgetOf(bw config.Size) *rate.Limiter {
+	if bw == 0 {
+		return nil
+	}
+	return rate.NewLimiter(rate.Limit(bw), max(int(bw), 256<<10+wire.HeaderSize))
 }
 
 // chunkMax is C of 7.6 step 4.
@@ -441,6 +465,7 @@ func (m *metadataActor) installMetadata(ctx actor.Context, tr *vsr.TransferSessi
 	}
 	m.n.refs.commit.Store(op)
 	m.followRoster()
+	m.pushPlacements(ctx)
 	m.followGroups(ctx)
 	return nil
 }

@@ -357,6 +357,15 @@ type Cluster struct {
 	// roster keeps serving repair and state transfer to the members still
 	// catching up before it stops.
 	RemovedDrainInterval Duration `toml:"removed_drain_interval"`
+	// LeaderBalanceInterval (ours, issue 23) is how often the leadership
+	// balancer looks for partitions this node leads whose preferred
+	// primary is another live node (0: never); LeaderBalanceMaxMoves how
+	// many it hands over per pass.
+	LeaderBalanceInterval Duration `toml:"leader_balance_interval"`
+	LeaderBalanceMaxMoves uint32   `toml:"leader_balance_max_moves"`
+	// TransferBandwidth (ours) caps the bytes per second this node serves
+	// in state transfers (partition moves, replicas catching up); 0: no cap.
+	TransferBandwidth Size `toml:"transfer_bandwidth"`
 }
 
 // ClusterTLS is cluster.tls (replica-plane.md 10.1). Without self_signed
@@ -424,7 +433,8 @@ func Default() Config {
 			PrepareRetransmitInterval: Duration(250e6), ViewChangeRetransmitInterval: Duration(500e6),
 			ViewChangeStatusTimeout: Duration(5e9), RequestStartViewRetransmitInterval: Duration(1e9),
 			ViewProbeAttemptsMax: 5, RepairRetryInterval: Duration(1e9), RepairChunkMax: 128,
-			SuperblockWedgedFatalTimeout: Duration(120e9), Quiescence: true, WakeBatch: 256, RemovedDrainInterval: Duration(60e9)},
+			SuperblockWedgedFatalTimeout: Duration(120e9), Quiescence: true, WakeBatch: 256, RemovedDrainInterval: Duration(60e9),
+			LeaderBalanceInterval: Duration(5e9), LeaderBalanceMaxMoves: 8},
 		Telemetry: defaultTelemetry(),
 		Login:     defaultLogin(),
 	}

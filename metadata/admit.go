@@ -1,6 +1,8 @@
 package metadata
 
 import (
+	"math/bits"
+
 	"iggynode/wire"
 )
 
@@ -186,6 +188,9 @@ func (s *State) admitCreateTopic(body []byte) (Prepare, *Denial) {
 	plan, code := PlanCreateTopic(x.Options, x.PartitionsCount)
 	if code != 0 {
 		return Prepare{}, deny(code)
+	}
+	if int(plan.Settings.ReplicationFactor) > max(1, bits.OnesCount32(s.ClusterVoters())) {
+		return Prepare{}, deny(wire.ErrInvalidReplicationFactor) // more copies than nodes
 	}
 	x.Options = plan.Explicit
 	out := wire.CreateTopicWithAssignments{

@@ -156,6 +156,7 @@ func (s *State) Apply(frame []byte) Result {
 		}
 		res.Code, res.Effects = code, c.effects
 		s.followPartitions(c.effects)
+		s.placePartitions(c.effects)
 		res.Reply = replyFrame(ph, ph.Op, body)
 		if table {
 			s.clients.CommitReply(ph.Client, res.Reply)

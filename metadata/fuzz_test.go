@@ -139,6 +139,9 @@ func FuzzRestoreBody(f *testing.F) {
 	s := fuzzState(f)
 	snap := s.Snapshot()
 	f.Add(snap[:len(snap)-8])
+	s.placement[7] = Placement{StartVoters: 0b111, StartView: 1, Voters: 0b1011, Leader: 3}
+	snap = s.Snapshot()
+	f.Add(snap[:len(snap)-8])
 	f.Fuzz(func(t *testing.T, body []byte) {
 		b := sealH64(body)
 		r, err := Restore(Config{}, b)

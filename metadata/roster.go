@@ -190,6 +190,9 @@ func (s *State) applyReconfigure(c *applyCtx) (wire.ErrorCode, []byte) {
 		}
 	}
 	s.roster = &r
+	if !r.Changing() {
+		s.rebalance(r.Voters)
+	}
 	return 0, nil
 }
 
@@ -208,8 +211,12 @@ func (s *State) followPartitions(e Effects) {
 }
 
 // PartitionVoters are the voters partition group started on (ok false
-// while no roster committed: the configured roster's).
+// while no roster committed and placement put it nowhere: the configured
+// roster's).
 func (s *State) PartitionVoters(group uint64) (uint32, bool) {
+	if p, ok := s.placement[group]; ok {
+		return p.StartVoters, true
+	}
 	v, ok := s.partVoters[group]
 	return v, ok
 }

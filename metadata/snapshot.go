@@ -25,6 +25,7 @@ const (
 	tagStreams     = 2
 	tagClientTable = 3
 	tagRoster      = 4 // only once an OpReconfigure committed (roster.go)
+	tagPlacement   = 5 // only in a cluster with placed partitions (placement.go)
 
 	tokenHashLen = 64
 )
@@ -47,7 +48,10 @@ func (s *State) Snapshot() []byte {
 	b = wire.AppendU64(b, s.appliedTimestamp)
 	sections := uint32(3)
 	if s.roster != nil {
-		sections = 4
+		sections++
+	}
+	if len(s.placement) > 0 {
+		sections++
 	}
 	b = wire.AppendU32(b, sections)
 	b = appendSection(b, tagUsers, s.appendUsers(nil))
@@ -57,6 +61,9 @@ func (s *State) Snapshot() []byte {
 		// An extension of 13.2: a cluster that never reconfigured writes
 		// the three sections it always wrote, byte for byte.
 		b = appendSection(b, tagRoster, s.appendRoster(nil))
+	}
+	if len(s.placement) > 0 {
+		b = appendSection(b, tagPlacement, s.appendPlacement(nil))
 	}
 	return wire.AppendU64(b, xxh3.Hash(b))
 }
@@ -192,12 +199,15 @@ func Restore(cfg Config, payload []byte) (*State, error) {
 		return nil, snapErr("unknown format version %d", version)
 	case reserved != 0:
 		return nil, snapErr("reserved bytes nonzero")
-	case sections != 3 && sections != 4:
-		return nil, snapErr("%d sections, want 3 (or 4 with a roster)", sections)
+	case sections < 3 || sections > 5:
+		return nil, snapErr("%d sections, want 3 to 5", sections)
 	}
-	decoders := []func(*State, []byte) error{(*State).decodeUsers, (*State).decodeStreams, (*State).decodeClientTable, (*State).decodeRoster}
-	decoders = decoders[:sections]
-	for i, decode := range decoders {
+	decoders := map[uint8]func(*State, []byte) error{tagUsers: (*State).decodeUsers, tagStreams: (*State).decodeStreams,
+		tagClientTable: (*State).decodeClientTable, tagRoster: (*State).decodeRoster, tagPlacement: (*State).decodePlacement}
+	// Tags 1-3 always, in order; then the optional roster and placement
+	// sections, each at most once and in tag order.
+	prev := uint8(0)
+	for i := uint32(0); i < sections; i++ {
 		tag := r.U8("section tag")
 		n := r.U32("section length")
 		if r.Err() == nil && uint64(n) > uint64(r.Len()) {
@@ -207,9 +217,11 @@ func Restore(cfg Config, payload []byte) (*State, error) {
 		if r.Err() != nil {
 			return nil, snapErr("sections: %v", r.Err())
 		}
-		if int(tag) != i+1 {
+		decode := decoders[tag]
+		if (i < 3 && uint32(tag) != i+1) || tag <= prev || decode == nil {
 			return nil, snapErr("section tag %d where %d belongs", tag, i+1)
 		}
+		prev = tag
 		if err := decode(s, sec); err != nil {
 			return nil, err
 		}

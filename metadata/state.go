@@ -29,6 +29,10 @@ type Config struct {
 	// MaxTokensPerUser is personal_access_token.max_tokens_per_user
 	// (default 100; server-behaviour.md 3.5). It only gates admission.
 	MaxTokensPerUser int
+	// Voters are the configured roster's voters, a bitmask over node ids
+	// (0 or one bit: a single node, which places nothing): what partitions
+	// are placed on until a roster change commits (placement.go).
+	Voters uint32
 }
 
 func (c Config) withDefaults() Config {
@@ -173,6 +177,9 @@ type State struct {
 	// group's first roster, which every replica (and a joiner installing
 	// this state) must start it on.
 	partVoters map[uint64]uint32
+	// placement is each partition group's replica set and preferred
+	// primary in a cluster (placement.go).
+	placement map[uint64]Placement
 
 	// Not replicated.
 	allocator uint64 // next creation id admission hands out (>= nextCreationID)
@@ -199,6 +206,7 @@ func New(cfg Config) *State {
 		tokenByHash:    make(map[string]*Token),
 		stats:          make(map[uint64]PartitionStats),
 		cursors:        make(map[uint64]uint32),
+		placement:      make(map[uint64]Placement),
 	}
 }
 

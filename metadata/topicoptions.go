@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"iggynode/internal/units"
+	"iggynode/vsr"
 	"iggynode/wire"
 )
 
@@ -45,6 +46,9 @@ type TopicSettings struct {
 	MessagesRequiredToSave       uint32
 	SizeOfMessagesRequiredToSave uint64 // bytes
 	PreallocateSegments          bool
+	// ReplicationFactor is the extension key's value (0: the default,
+	// placement.go); CreateTopic only, never in the derived block.
+	ReplicationFactor uint8
 }
 
 // DefaultTopicSettings are the build-time defaults (4.2.4).
@@ -62,6 +66,10 @@ var catalogOrder = []string{
 	wire.OptEnforceFsync, wire.OptMessagesRequiredToSave, wire.OptSizeOfMessagesRequiredToSave,
 	wire.OptPreallocateSegments,
 }
+
+// createKey reports the keys CreateTopic accepts: the catalog's and the
+// replication_factor extension.
+func createKey(key string) bool { return inCatalog(key) || key == wire.OptReplicationFactor }
 
 func inCatalog(key string) bool {
 	for _, k := range catalogOrder {
@@ -105,6 +113,8 @@ func parseOption(kv wire.KeyValue) (optionValue, bool) {
 		return parseBool(kv)
 	case wire.OptMessagesRequiredToSave:
 		return parseMessagesRequiredToSave(kv)
+	case wire.OptReplicationFactor:
+		return parseReplicationFactor(kv)
 	case wire.OptSizeOfMessagesRequiredToSave:
 		v, ok := parseByteSizeOption(kv)
 		if ok && !v.absent && v.num > maxSizeOfMessagesToSave {
@@ -247,6 +257,32 @@ func parseMessagesRequiredToSave(kv wire.KeyValue) (optionValue, bool) {
 	return optionValue{num: n}, true
 }
 
+// parseReplicationFactor takes Uint8, Uint32 or a decimal String; 0 is
+// the server default. The range (1..=vsr.MaxReplicas, and at most the
+// cluster's voters) is InvalidReplicationFactor, checked by the caller.
+func parseReplicationFactor(kv wire.KeyValue) (optionValue, bool) {
+	var n uint64
+	switch {
+	case kv.Kind == wire.KindUint8 && len(kv.Value) == 1:
+		n = uint64(kv.Value[0])
+	case kv.Kind == wire.KindUint32 && len(kv.Value) == 4:
+		n = uint64(binary.LittleEndian.Uint32(kv.Value))
+	case kv.Kind == wire.KindString:
+		s, ok := asString(kv)
+		if !ok {
+			return optionValue{}, false
+		}
+		v, err := strconv.ParseUint(s, 10, 32)
+		if err != nil {
+			return optionValue{}, false
+		}
+		n = v
+	default:
+		return optionValue{}, false
+	}
+	return optionValue{absent: n == 0, num: n}, true
+}
+
 // canonical encodes a present value in its key's canonical kind (4.1.6).
 func canonical(key string, v optionValue) wire.KeyValue {
 	switch key {
@@ -264,6 +300,8 @@ func canonical(key string, v optionValue) wire.KeyValue {
 		return wire.KeyValue{Key: key, Kind: wire.KindBool, Value: []byte{b}}
 	case wire.OptMessagesRequiredToSave:
 		return wire.KeyValue{Key: key, Kind: wire.KindUint32, Value: binary.LittleEndian.AppendUint32(nil, uint32(v.num))}
+	case wire.OptReplicationFactor:
+		return wire.KeyValue{Key: key, Kind: wire.KindUint8, Value: []byte{uint8(v.num)}}
 	}
 	return wire.KeyValue{Key: key, Kind: wire.KindUint64, Value: binary.LittleEndian.AppendUint64(nil, v.num)}
 }
@@ -287,6 +325,8 @@ func (st *TopicSettings) set(key string, v optionValue) {
 		st.SizeOfMessagesRequiredToSave = v.num
 	case wire.OptPreallocateSegments:
 		st.PreallocateSegments = v.flag
+	case wire.OptReplicationFactor:
+		st.ReplicationFactor = uint8(v.num)
 	}
 }
 
@@ -327,12 +367,13 @@ type TopicOptionsPlan struct {
 // below the effective segment size (1019). It returns 0 on success.
 func PlanCreateTopic(opts wire.Options, partitionsCount uint32) (TopicOptionsPlan, wire.ErrorCode) {
 	for _, kv := range opts {
-		if !inCatalog(kv.Key) {
+		if !createKey(kv.Key) {
 			return TopicOptionsPlan{}, wire.ErrUnsupportedOptionKey
 		}
 	}
 	plan := TopicOptionsPlan{Settings: DefaultTopicSettings()}
 	sent := make(map[string]bool, len(opts))
+	rf := uint64(0)
 	for _, kv := range opts {
 		v, ok := parseOption(kv)
 		if !ok {
@@ -340,6 +381,9 @@ func PlanCreateTopic(opts wire.Options, partitionsCount uint32) (TopicOptionsPla
 		}
 		if v.absent {
 			continue
+		}
+		if kv.Key == wire.OptReplicationFactor {
+			rf = v.num
 		}
 		sent[kv.Key] = true
 		plan.Settings.set(kv.Key, v)
@@ -354,6 +398,9 @@ func PlanCreateTopic(opts wire.Options, partitionsCount uint32) (TopicOptionsPla
 	}
 	if sent[wire.OptMaxTopicSize] && st.MaxTopicSize < st.SegmentSize {
 		return TopicOptionsPlan{}, wire.ErrInvalidTopicSize
+	}
+	if rf > vsr.MaxReplicas {
+		return TopicOptionsPlan{}, wire.ErrInvalidReplicationFactor
 	}
 	for _, key := range catalogOrder {
 		if !sent[key] {
@@ -408,7 +455,7 @@ func settingsOf(explicit, derived wire.Options) (TopicSettings, bool) {
 	st := DefaultTopicSettings()
 	for _, block := range []wire.Options{derived, explicit} {
 		for _, kv := range block {
-			if !inCatalog(kv.Key) {
+			if !createKey(kv.Key) {
 				return st, false
 			}
 			v, ok := parseOption(kv)

@@ -10,6 +10,12 @@ const (
 	OptMessagesRequiredToSave       = "messages_required_to_save"
 	OptSizeOfMessagesRequiredToSave = "size_of_messages_required_to_save"
 	OptPreallocateSegments          = "preallocate_segments"
+	// OptReplicationFactor is an extension key of CreateTopic (issue 23;
+	// metadata/placement.go): how many nodes hold each partition. It is
+	// not in the catalog DescribeOptions answers, nor in the derived block
+	// when absent, so a topic that does not send it reads back exactly as
+	// on the reference server.
+	OptReplicationFactor = "replication_factor"
 )
 
 // TopicOptionCatalog returns the topic catalog DescribeOptions answers for

@@ -1,0 +1,212 @@
+package actors
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"iggynode/client"
+	"iggynode/metadata"
+	"iggynode/vsr"
+	"iggynode/wire"
+)
+
+// groupView is one node's replica of one partition group.
+type groupView struct {
+	group   uint64
+	roster  vsr.Roster
+	leading bool
+	stored  uint64
+}
+
+func groupViews(t *testing.T, n *Node) map[uint64]groupView {
+	out := map[uint64]groupView{}
+	for _, v := range askPartitions(t, n, func(p *partitionActor) groupView {
+		return groupView{group: p.ref.Group, roster: p.core.Roster(), leading: p.core.Leading(), stored: p.plog.HighWatermark()}
+	}) {
+		out[v.group] = v
+	}
+	return out
+}
+
+// placementsOf reads node n's committed placement of every partition.
+func placementsOf(n *Node) map[uint64]metadata.Placement {
+	out := map[uint64]metadata.Placement{}
+	inspect(n, func(m *metadataActor) {
+		groups, ps := m.state.Placements()
+		for i, g := range groups {
+			out[g] = ps[i]
+		}
+	})
+	return out
+}
+
+// waitLeaders waits until every placed group is led by its preferred
+// primary, and returns how many groups each node leads.
+func waitLeaders(t *testing.T, nodes []*Node, within time.Duration) []int {
+	t.Helper()
+	var led []int
+	var last string
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		placed := placementsOf(nodes[0])
+		led, last = make([]int, len(nodes)), ""
+		total := 0
+		for i, n := range nodes {
+			for g, v := range groupViews(t, n) {
+				if !v.leading {
+					continue
+				}
+				led[i]++
+				total++
+				if p := placed[g]; p.Leader != uint8(i) {
+					last += fmt.Sprintf(" group %d led by %d, preferred %d;", g, i, p.Leader)
+				}
+			}
+		}
+		if last == "" && total == len(placed) && total > 0 {
+			return led
+		}
+		if total != len(placed) {
+			last += fmt.Sprintf(" %d groups led of %d placed;", total, len(placed))
+		}
+	}
+	t.Fatalf("leadership not on the preferred primaries:%s (led %v)", last, led)
+	return nil
+}
+
+// Issue 23 on five real nodes, R = 3: each partition group runs on the
+// three nodes of its placement only (the others hold no data and never
+// join it), the groups start led by their preferred primaries, spread
+// evenly, and a client on any node writes, polls and stores offsets on
+// every partition through the forwarding, and reads its statistics.
+func TestPlacementRunsGroupsOnTheirReplicaSets(t *testing.T) {
+	nodes := startCluster(t, 5)
+	ctx, c := rootClient(t, nodes[0])
+	s, err := c.CreateStream(ctx, "placed", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const partitions = 10
+	if _, err := c.CreateTopic(ctx, wire.ID(s.ID), "t", partitions, nil); err != nil {
+		t.Fatal(err)
+	}
+	led := waitLeaders(t, nodes, 30*time.Second)
+	for i, l := range led {
+		if l != 2 {
+			t.Fatalf("node %d leads %d partitions, want 2 of 10 (led %v)", i, l, led)
+		}
+	}
+	placed := placementsOf(nodes[0])
+	if len(placed) != partitions {
+		t.Fatalf("%d partitions placed", len(placed))
+	}
+	for i, n := range nodes {
+		if got := placementsOf(n); fmt.Sprint(got) != fmt.Sprint(placed) {
+			t.Fatalf("node %d placed differently: %v, node 0: %v", i, got, placed)
+		}
+	}
+	// Write 5 messages to each partition through node 0 (which holds
+	// only some of them).
+	for p := uint32(0); p < partitions; p++ {
+		for k := range 5 {
+			msg := client.NewMessage(fmt.Appendf(nil, "p%d-m%d", p, k))
+			if _, err := c.SendMessages(ctx, wire.ID(s.ID), wire.ID(0), wire.PartitionID(p), []wire.Message{msg}); err != nil {
+				t.Fatalf("send to partition %d: %v", p, err)
+			}
+		}
+	}
+	// Members hold the messages, the others nothing and no group.
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		bad := ""
+		for i, n := range nodes {
+			for g, v := range groupViews(t, n) {
+				member := placed[g].Voters&(1<<i) != 0
+				switch {
+				case member && (v.stored != 5 || v.roster.Voters != placed[g].Voters):
+					bad += fmt.Sprintf(" node %d group %d: member with %d messages, roster %v;", i, g, v.stored, v.roster)
+				case !member && (v.stored != 0 || v.roster.Voter(uint8(i))):
+					bad += fmt.Sprintf(" node %d group %d: not placed there, yet %d messages, roster %v;", i, g, v.stored, v.roster)
+				}
+			}
+		}
+		if bad == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(bad)
+		}
+	}
+	// Every node answers polls, offsets and statistics of every partition.
+	consumer := wire.SingleConsumer(wire.ID(7))
+	for i, n := range nodes {
+		ctx, ci := rootClient(t, n)
+		for p := uint32(0); p < partitions; p++ {
+			polled, err := ci.PollMessages(ctx, consumer, wire.ID(s.ID), wire.ID(0), wire.Partition(p), wire.OffsetStrategy(0), 10, false)
+			if err != nil || polled.MessagesCount != 5 || polled.PartitionID != p {
+				t.Fatalf("node %d poll of partition %d (placed on %b): %+v %v", i, p, placedOn(placed, s.ID, p), polled, err)
+			}
+			if err := ci.StoreConsumerOffset(ctx, consumer, wire.ID(s.ID), wire.ID(0), wire.Partition(p), uint64(i), wire.AckQuorum); err != nil {
+				t.Fatalf("node %d store offset on partition %d: %v", i, p, err)
+			}
+			// A backup applies the commit with the primary's next message
+			// (as in any cluster): the offset reads back within a heartbeat.
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				off, err := ci.GetConsumerOffset(ctx, consumer, wire.ID(s.ID), wire.ID(0), wire.Partition(p))
+				if err == nil && off != nil && off.StoredOffset == uint64(i) && off.CurrentOffset == 4 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("node %d offset of partition %d (placed on %b): %+v %v", i, p, placedOn(placed, s.ID, p), off, err)
+				}
+			}
+		}
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			d, err := ci.GetTopic(ctx, wire.ID(s.ID), wire.ID(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.MessagesCount == 5*partitions {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d reports %d messages in the topic, want %d: %+v", i, d.MessagesCount, 5*partitions, d.Partitions)
+			}
+		}
+	}
+}
+
+// placedOn is the replica set of partition p of topic 0 in stream.
+func placedOn(placed map[uint64]metadata.Placement, stream, p uint32) uint32 {
+	g, _ := wire.PartitionGroup(stream, 0, p)
+	return placed[g].Voters
+}
+
+// waitPlaced waits until every partition group runs on its placement's
+// voters, with no change in progress, on every node of nodes (indexed by
+// replica id), and returns the placement.
+func waitPlaced(t *testing.T, nodes []*Node) map[uint64]metadata.Placement {
+	t.Helper()
+	var last string
+	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		placed := placementsOf(nodes[0])
+		last = ""
+		for i, n := range nodes {
+			for g, v := range groupViews(t, n) {
+				p, ok := placed[g]
+				if !ok {
+					last += fmt.Sprintf(" group %d not placed;", g)
+					continue
+				}
+				voter := v.roster.Voter(uint8(i))
+				if want := p.Voters&(1<<i) != 0; voter != want || (voter && (v.roster.Voters != p.Voters || v.roster.Changing())) {
+					last += fmt.Sprintf(" node %d group %d: %v, placed on %b;", i, g, v.roster, p.Voters)
+				}
+			}
+		}
+		if last == "" {
+			return placed
+		}
+	}
+	t.Fatalf("partition groups not on their placement:%s", last)
+	return nil
+}
