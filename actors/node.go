@@ -109,13 +109,13 @@ type Node struct {
 	// learners), which the partition primaries tell their statistics
 	// when the partition does not live there (placement.go).
 	clusterNodes atomic.Uint32
-	refs           *nodeRefs
-	tcp            *clientplane.TCPListener
-	quic           *clientplane.QUICListener
-	ws             *clientplane.WSListener
-	http           *httpplane.Server
-	connID         atomic.Uint32
-	conns          *actor.RootContext
+	refs         *nodeRefs
+	tcp          *clientplane.TCPListener
+	quic         *clientplane.QUICListener
+	ws           *clientplane.WSListener
+	http         *httpplane.Server
+	connID       atomic.Uint32
+	conns        *actor.RootContext
 	// metadataCaughtUp: since boot, the metadata replica has once been in
 	// normal status with everything it knows committed applied. Until
 	// then partition groups stay out of consensus: the partitions a

@@ -78,7 +78,7 @@ type nodeTelemetry struct {
 	handOvers, leading, leadersAway atomic.Int64
 	// transferBytes counts the state-transfer chunk bytes served.
 	transferBytes atomic.Int64
-	timers    atomic.Pointer[func() int]
+	timers        atomic.Pointer[func() int]
 	// memory is the partitions' memory budget (membudget.go), once set.
 	memory atomic.Pointer[memoryBudget]
 
