@@ -119,7 +119,7 @@ func (p *partitionActor) onRouted(f *peerFrame) (*clientRequest, []byte, bool) {
 			reply = reply[9:]
 		}
 		if len(reply) >= wire.HeaderSize && wire.HeaderOf(reply).Reply().Status == uint32(wire.ErrTransientNotAccepted) && !p.servesLocally() {
-			p.placed.nextGuess(p.node.cluster.self) // that node cannot take it: ask the next
+			p.placed.nextGuess(p.node.cluster.self, p.node.peerLive.live) // that node cannot take it: ask the next
 		}
 		return fw.req, reply, true
 	}
@@ -174,7 +174,7 @@ func (p *partitionActor) expireForwarded() []*clientRequest {
 		}
 	}
 	if len(out) > 0 && !p.servesLocally() {
-		p.placed.nextGuess(p.node.cluster.self) // the guess did not answer: ask the next
+		p.placed.nextGuess(p.node.cluster.self, p.node.peerLive.live) // the guess did not answer: ask the next
 	}
 	return out
 }

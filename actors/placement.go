@@ -80,13 +80,16 @@ func (g *placedGroup) placedOn(id uint8) bool {
 	return id < vsr.MaxReplicas && g.placement.Voters&(1<<id) != 0
 }
 
-// nextGuess moves the guess to the next node of the replica set.
-func (g *placedGroup) nextGuess(self uint8) {
-	for i := 1; i <= vsr.MaxReplicas; i++ {
-		c := uint8((int(g.guess) + i) % vsr.MaxReplicas)
-		if g.placedOn(c) && c != self {
-			g.guess = c
-			return
+// nextGuess moves the guess to the next node of the replica set that
+// the node-level heartbeat hears (any next one when it hears none).
+func (g *placedGroup) nextGuess(self uint8, live func(uint8) bool) {
+	for _, needLive := range []bool{true, false} {
+		for i := 1; i <= vsr.MaxReplicas; i++ {
+			c := uint8((int(g.guess) + i) % vsr.MaxReplicas)
+			if g.placedOn(c) && c != self && (!needLive || live(c)) {
+				g.guess = c
+				return
+			}
 		}
 	}
 }
@@ -103,8 +106,14 @@ func (p *partitionActor) servesLocally() bool {
 func (p *partitionActor) forwardTarget(req *clientRequest) (uint8, bool) {
 	self := p.node.cluster.self
 	if !p.servesLocally() {
-		if req.relay != nil || !p.placed.placedOn(p.placed.guess) || p.placed.guess == self {
+		if req.relay != nil {
 			return 0, false // a stale guess of the origin: it tries the next
+		}
+		if g := p.placed.guess; !p.placed.placedOn(g) || g == self || !p.node.peerLive.live(g) {
+			p.placed.nextGuess(self, p.node.peerLive.live)
+		}
+		if g := p.placed.guess; !p.placed.placedOn(g) || g == self {
+			return 0, false
 		}
 		return p.placed.guess, true
 	}

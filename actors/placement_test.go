@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"iggynode/client"
+	"iggynode/config"
 	"iggynode/metadata"
 	"iggynode/vsr"
 	"iggynode/wire"
@@ -209,4 +210,76 @@ func waitPlaced(t *testing.T, nodes []*Node) map[uint64]metadata.Placement {
 	}
 	t.Fatalf("partition groups not on their placement:%s", last)
 	return nil
+}
+
+// Leadership balance (issue 23): a node that stops loses the groups it
+// led to the other members of their replica sets, writes go on, and once
+// it is back (live for a balancer pass) each group is handed back to its
+// preferred primary by a planned view change, with nothing acknowledged
+// lost.
+func TestLeadershipReturnsToThePreferredPrimary(t *testing.T) {
+	fast := func(o *Options) { o.Config.Cluster.LeaderBalanceInterval = config.Duration(time.Second) }
+	nodes := startClusterWith(t, 5, fast)
+	ctx, c := rootClient(t, nodes[0])
+	s, err := c.CreateStream(ctx, "balanced", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const partitions = 10
+	if _, err := c.CreateTopic(ctx, wire.ID(s.ID), "t", partitions, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitLeaders(t, nodes, 30*time.Second)
+	sent := map[uint32]int{}
+	sendAll := func(round int) {
+		t.Helper()
+		for p := uint32(0); p < partitions; p++ {
+			msg := client.NewMessage(fmt.Appendf(nil, "p%d-r%d", p, round))
+			var err error
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+				if _, err = c.SendMessages(ctx, wire.ID(s.ID), wire.ID(0), wire.PartitionID(p), []wire.Message{msg}); err == nil || time.Now().After(deadline) {
+					break
+				}
+			}
+			if err != nil {
+				t.Fatalf("round %d, partition %d: %v", round, p, err)
+			}
+			sent[p]++
+		}
+	}
+	sendAll(0)
+	const down = 2
+	dir, addr := nodes[down].opts.Config.System.Path, nodes[down].ReplicaAddr()
+	if err := nodes[down].Close(); err != nil {
+		t.Fatal(err)
+	}
+	sendAll(1) // its groups elect among their other members
+	opts := clusterNodeOptions(down, 5, dir)
+	opts.ReplicaListen = addr
+	fast(&opts)
+	nodes[down] = startNode(t, opts)
+	if err := nodes[down].SetReplicaRoster(replicaRoster(nodes)); err != nil {
+		t.Fatal(err)
+	}
+	sendAll(2)
+	led := waitLeaders(t, nodes, 60*time.Second)
+	for i, l := range led {
+		if l != 2 {
+			t.Fatalf("after the return node %d leads %d partitions, want 2 (led %v)", i, l, led)
+		}
+	}
+	handOvers := int64(0)
+	for _, n := range nodes {
+		handOvers += n.refs.tel.handOvers.Load()
+	}
+	if handOvers == 0 {
+		t.Fatal("leadership came back without a hand-over")
+	}
+	_, ci := rootClient(t, nodes[down])
+	for p := uint32(0); p < partitions; p++ {
+		polled, err := ci.PollMessages(ctx, wire.SingleConsumer(wire.ID(1)), wire.ID(s.ID), wire.ID(0), wire.Partition(p), wire.OffsetStrategy(0), 100, false)
+		if err != nil || int(polled.MessagesCount) != sent[p] {
+			t.Fatalf("partition %d: %d messages polled of %d sent: %v", p, polled.MessagesCount, sent[p], err)
+		}
+	}
 }

@@ -287,8 +287,9 @@ func (r *Replica) mayNapAgain() bool {
 // node (rule 5): a group it leads leaves Normal as a heartbeat timeout
 // would make it.
 func (r *Replica) PeerLost(peer uint8) {
-	if !r.roster.Member(peer) || peer == r.cfg.Replica || r.status != StatusNormal || r.Primary() != peer {
-		return
+	if !r.roster.Member(peer) || peer == r.cfg.Replica || r.status != StatusNormal || r.Primary() != peer ||
+		!r.roster.Member(r.cfg.Replica) || r.removed {
+		return // a replica outside the group never acts in it (a placement's other nodes, S6)
 	}
 	r.q.quiet = false
 	r.primaryGone()

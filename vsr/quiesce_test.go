@@ -274,3 +274,15 @@ func sameCommitsBetween(t *testing.T, c *cluster, a, b int) {
 		}
 	}
 }
+
+// A replica outside the group's roster (a node the partition is not
+// placed on, issue 23) does nothing when the group's primary is lost: it
+// neither probes nor elects.
+func TestPeerLostOutsideTheRosterIsIgnored(t *testing.T) {
+	ro := Roster{Voters: 0b11100, Target: 0b11100}
+	r := New(Config{Group: 5, Replica: 0, ReplicaCount: 5, Roster: &ro, Quiesce: true})
+	r.PeerLost(2)
+	if r.Status() != StatusNormal || r.HasReady() {
+		t.Fatalf("a non-member reacted to its group's primary being lost: status %v, ready %v", r.Status(), r.HasReady())
+	}
+}
