@@ -970,6 +970,7 @@ func (m *metadataActor) dropPartition(ctx actor.Context, group uint64) {
 	delete(m.partitions, group)
 	delete(m.pushedPlacement, group)
 	delete(m.balance.leading, group)
+	delete(m.balance.seen, group)
 	m.announceRoute(ctx, group, nil)
 	if m.dropping == nil {
 		m.dropping = map[uint64][]metadata.PartitionRef{}

@@ -65,6 +65,7 @@ type partitionActor struct {
 	// of this replica's leadership.
 	placed          placedGroup
 	reportedLeading bool
+	reportedSeen    seenGroup
 	// statsDirty: the statistics changed since statsSentAt, the last
 	// time they went to the nodes without the partition (gossipStats).
 	statsDirty  bool

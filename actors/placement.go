@@ -298,6 +298,23 @@ func (p *partitionActor) onStatsGossip(f *peerFrame) {
 	p.node.root().Send(p.parent, &partitionStats{group: p.ref.Group, stats: st})
 }
 
+// statusPartitions is ClusterStatus's placement section: every placed
+// partition, its replica set and preferred primary, and its roster and
+// primary as this node last heard from its replica here.
+func (m *metadataActor) statusPartitions() []wire.ClusterStatusPartition {
+	groups, ps := m.state.Placements()
+	out := make([]wire.ClusterStatusPartition, 0, len(groups))
+	for i, g := range groups {
+		st, tp, pa := wire.SplitPartitionGroup(g)
+		e := wire.ClusterStatusPartition{Stream: st, Topic: tp, Partition: pa, Replicas: ps[i].Voters, Preferred: ps[i].Leader, Primary: wire.NoPrimary}
+		if s, ok := m.balance.seen[g]; ok {
+			e.Voters, e.Primary = s.voters, s.primary
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
 // groupTarget is the voters the group follower takes group to: its
 // placement's, else the whole roster's.
 func (m *metadataActor) groupTarget(group uint64, r metadata.Roster) uint32 {
@@ -307,12 +324,20 @@ func (m *metadataActor) groupTarget(group uint64, r metadata.Roster) uint32 {
 	return r.Voters
 }
 
-// partitionLeads is a partition actor's report that it started or
-// stopped leading its group (the balancer's index of what this node
-// leads).
+// partitionLeads is a partition actor's report of its group as this
+// replica sees it, sent when it changes: whether it leads (the balancer's
+// index of what this node leads), the group's voters (0: not a member)
+// and its primary (wire.NoPrimary: not known), for ClusterStatus.
 type partitionLeads struct {
 	group   uint64
 	leading bool
+	seen    seenGroup
+}
+
+// seenGroup is a group's roster and primary as a replica last saw them.
+type seenGroup struct {
+	voters  uint32
+	primary uint8
 }
 
 // handOverTo asks a partition actor to hand its primaryship to a node.
@@ -321,13 +346,35 @@ type handOverTo struct{ to uint8 }
 // reportLeading tells the metadata actor when this replica's leadership
 // of its group changed.
 func (p *partitionActor) reportLeading(ctx actor.Context) {
-	if l := p.core.Leading(); l != p.reportedLeading && p.parent != nil {
-		p.reportedLeading = l
-		ctx.Send(p.parent, &partitionLeads{group: p.ref.Group, leading: l})
-		if l && p.plog.Stats().MessagesCount > 0 {
-			p.gossipStats(true) // the nodes without it learn the new primary
-		}
+	if p.parent == nil {
+		return
 	}
+	l, seen := p.core.Leading(), p.seen()
+	if l == p.reportedLeading && seen == p.reportedSeen {
+		return
+	}
+	became := l && !p.reportedLeading
+	p.reportedLeading, p.reportedSeen = l, seen
+	ctx.Send(p.parent, &partitionLeads{group: p.ref.Group, leading: l, seen: seen})
+	if became {
+		p.gossipStats(true) // the nodes without it learn the new primary
+	}
+}
+
+// seen is the group as this replica knows it: a voter knows its roster
+// and, in normal status, the primary; another node its guess.
+func (p *partitionActor) seen() seenGroup {
+	if !p.servesLocally() {
+		if p.placed.placed {
+			return seenGroup{primary: p.placed.guess}
+		}
+		return seenGroup{primary: wire.NoPrimary}
+	}
+	s := seenGroup{voters: p.core.Roster().Voters, primary: wire.NoPrimary}
+	if p.core.Status() == vsr.StatusNormal {
+		s.primary = p.core.Primary()
+	}
+	return s
 }
 
 func (p *partitionActor) onHandOver(ctx actor.Context, m *handOverTo) {
@@ -348,6 +395,7 @@ func (p *partitionActor) onHandOver(ctx actor.Context, m *handOverTo) {
 // which peers were live at the last pass.
 type balancer struct {
 	leading   map[uint64]bool
+	seen      map[uint64]seenGroup // each local group's last report
 	liveAt    uint32 // peers live at the previous pass
 	scheduled bool
 }
@@ -356,8 +404,9 @@ type balanceTick struct{}
 
 func (m *metadataActor) onPartitionLeads(ctx actor.Context, msg *partitionLeads) {
 	if m.balance.leading == nil {
-		m.balance.leading = map[uint64]bool{}
+		m.balance.leading, m.balance.seen = map[uint64]bool{}, map[uint64]seenGroup{}
 	}
+	m.balance.seen[msg.group] = msg.seen
 	if msg.leading {
 		m.balance.leading[msg.group] = true
 	} else {

@@ -484,6 +484,7 @@ func (m *metadataActor) clusterStatus() wire.ClusterStatusReply {
 		}
 		st.Nodes = append(st.Nodes, e)
 	}
+	st.Partitions = m.statusPartitions()
 	return st
 }
 

@@ -152,6 +152,35 @@ func statusReplyWant() wire.ClusterStatusReply {
 	}
 }
 
+// The optional placement section (issue 23).
+func TestGolden_ClusterStatusReplyPlaced(t *testing.T) {
+	vec := loadGolden(t, "cluster_status_reply_placed.hex")
+	want := wire.ClusterStatusReply{Voters: 0b11111, Target: 0b11111, View: 7, Partitions: []wire.ClusterStatusPartition{
+		{Stream: 1, Topic: 2, Partition: 0, Replicas: 0b111, Voters: 0b111, Preferred: 1, Primary: 1},
+		{Stream: 1, Topic: 2, Partition: 1, Replicas: 0b11100, Voters: 0b1110, Preferred: 4, Primary: wire.NoPrimary},
+	}}
+	var got wire.ClusterStatusReply
+	if err := got.Decode(vec); err != nil {
+		t.Fatalf("ClusterStatusReply.Decode: %v", err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("decoded %+v\nwant    %+v", got, want)
+	}
+	assertBytes(t, "ClusterStatusReply.AppendTo", want.AppendTo(nil), vec)
+	if got.Partitions[0].Moving() || !got.Partitions[1].Moving() {
+		t.Errorf("moving: %v %v, want false true", got.Partitions[0].Moving(), got.Partitions[1].Moving())
+	}
+	assertRefused(t, "ClusterStatusReply", vec, new(wire.ClusterStatusReply).Decode, mutations{
+		"partitions_count 0":        func(b []byte) []byte { b[0x20] = 0; return b },
+		"partitions_count 3":        func(b []byte) []byte { b[0x20] = 3; return b },
+		"a trailing byte":           func(b []byte) []byte { return append(b, 0) },
+		"an entry cut short":        func(b []byte) []byte { return b[:len(b)-1] },
+		"empty replica set":         func(b []byte) []byte { b[0x30] = 0; return b },
+		"preferred outside its set": func(b []byte) []byte { b[0x38] = 3; return b },
+		"primary 32":                func(b []byte) []byte { b[0x39] = 32; return b },
+	})
+}
+
 func TestGolden_ClusterStatusReply(t *testing.T) {
 	vec := loadGolden(t, "cluster_status_reply.hex")
 	want := statusReplyWant()

@@ -57,7 +57,38 @@ type ClusterStatusReply struct {
 	EpochOp  uint64 // op of the R that opened the epoch; 0 in epoch 0
 	View     uint32 // the answering node's metadata view
 	Nodes    []ClusterStatusNode
+	// Partitions is the optional placement section (issue 23): present
+	// only when the cluster places partitions.
+	Partitions []ClusterStatusPartition
 }
+
+// ClusterStatusPartition is one partition's placement, as the answering
+// node knows it:
+//
+//	[stream u32][topic u32][partition u32][replicas u32][voters u32][preferred u8][primary u8]
+//
+// Replicas is the replica set the metadata group placed it on, Voters the
+// group's roster the answering node last saw (they differ while the
+// partition moves; 0: unknown), Preferred its preferred primary and
+// Primary the primary the answering node knows (NoPrimary: unknown).
+type ClusterStatusPartition struct {
+	Stream, Topic, Partition uint32
+	Replicas, Voters         uint32
+	Preferred, Primary       uint8
+}
+
+// NoPrimary is a ClusterStatusPartition.Primary that is not known.
+const NoPrimary uint8 = 0xFF
+
+// Moving reports a partition whose group is not on its replica set yet.
+func (p ClusterStatusPartition) Moving() bool { return p.Voters != 0 && p.Voters != p.Replicas }
+
+const (
+	clusterStatusPartitionSize = 22
+	// MaxStatusPartitions bounds partitions_count (a node carries at most
+	// this many partitions per reply).
+	MaxStatusPartitions = 1 << 20
+)
 
 // MaxStatusNodes bounds nodes_count: one entry per id 0..31.
 const MaxStatusNodes = MaxNodeID + 1
@@ -75,6 +106,18 @@ func (s ClusterStatusReply) AppendTo(b []byte) []byte {
 	b = AppendU32(b, uint32(len(s.Nodes)))
 	for _, n := range s.Nodes {
 		b = n.appendTo(b)
+	}
+	if len(s.Partitions) == 0 {
+		return b
+	}
+	b = AppendU32(b, uint32(len(s.Partitions)))
+	for _, p := range s.Partitions {
+		b = AppendU32(b, p.Stream)
+		b = AppendU32(b, p.Topic)
+		b = AppendU32(b, p.Partition)
+		b = AppendU32(b, p.Replicas)
+		b = AppendU32(b, p.Voters)
+		b = append(b, p.Preferred, p.Primary)
 	}
 	return b
 }
@@ -101,6 +144,37 @@ func (s *ClusterStatusReply) read(r *Reader) {
 			r.Fail("node id", fmt.Sprintf("%d after %d: ids must ascend", s.Nodes[i].Spec.ID, s.Nodes[i-1].Spec.ID))
 		}
 	}
+	if r.err != nil || r.Len() == 0 {
+		return
+	}
+	// The optional placement section: a count, then exactly that many
+	// entries, none empty and none naming an id above 31.
+	n = r.U32("partitions_count")
+	if r.err == nil && (n == 0 || n > MaxStatusPartitions || uint64(n)*clusterStatusPartitionSize != uint64(r.Len())) {
+		r.Fail("partitions_count", fmt.Sprintf("%d entries in %d bytes", n, r.Len()))
+		return
+	}
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		p := ClusterStatusPartition{Stream: r.U32("stream"), Topic: r.U32("topic"), Partition: r.U32("partition"),
+			Replicas: r.U32("replicas"), Voters: r.U32("voters"), Preferred: r.U8("preferred"), Primary: r.U8("primary")}
+		if err := p.Validate(); err != nil && r.err == nil {
+			r.Fail("partition", err.Error())
+		}
+		s.Partitions = append(s.Partitions, p)
+	}
+}
+
+// Validate checks what the decoder refuses of one partition entry.
+func (p ClusterStatusPartition) Validate() error {
+	switch {
+	case p.Replicas == 0:
+		return decodeErr("replicas", "an empty replica set")
+	case p.Preferred > MaxNodeID || p.Replicas&(1<<p.Preferred) == 0:
+		return decodeErr("preferred", fmt.Sprintf("%d is not in the replica set %b", p.Preferred, p.Replicas))
+	case p.Primary != NoPrimary && p.Primary > MaxNodeID:
+		return decodeErr("primary", fmt.Sprintf("%d is neither a node id nor 0xff", p.Primary))
+	}
+	return nil
 }
 
 // Validate checks what the decoder would refuse: node count, ascending ids
@@ -115,6 +189,14 @@ func (s ClusterStatusReply) Validate() error {
 		}
 		if i > 0 && n.Spec.ID <= s.Nodes[i-1].Spec.ID {
 			return decodeErr("node id", "ids must ascend")
+		}
+	}
+	if len(s.Partitions) > MaxStatusPartitions {
+		return decodeErr("partitions_count", fmt.Sprintf("%d exceeds %d", len(s.Partitions), MaxStatusPartitions))
+	}
+	for _, p := range s.Partitions {
+		if err := p.Validate(); err != nil {
+			return err
 		}
 	}
 	return nil

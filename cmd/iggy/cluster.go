@@ -59,7 +59,7 @@ func lastHeardText(us uint64, now time.Time) string {
 }
 
 func (a *app) clusterStatusCommand() *cobra.Command {
-	return a.listing(a.clientVerb("status", "Show the metadata roster (ClusterStatus, 9004): epoch, voters, learners, a change in progress, each member's role, liveness and commit", 0, 0,
+	cmd := a.listing(a.clientVerb("status", "Show the metadata roster (ClusterStatus, 9004): epoch, voters, learners, a change in progress, each member's role, liveness and commit, and where partitions live and who leads them", 0, 0,
 		func(c *client.Client, _ []wire.Identifier, _ []string) error {
 			a.errHint = clusterHint(wire.CodeClusterStatus)
 			r, err := c.ClusterStatus(a.ctx)
@@ -68,6 +68,8 @@ func (a *app) clusterStatusCommand() *cobra.Command {
 			}
 			return a.printClusterStatus(r, "")
 		}))
+	cmd.Flags().BoolVar(&a.statusPartitions, "partitions", false, "also list every partition: its replica set, the group's voters, preferred and current primary, and whether it is moving")
+	return cmd
 }
 
 // specFlags are the NodeSpec fields add and replace take as flags.
@@ -239,6 +241,20 @@ type clusterStatusJSON struct {
 	EpochOp  uint64            `json:"epoch_op"`
 	View     uint32            `json:"view"`
 	Nodes    []clusterNodeJSON `json:"nodes"`
+	// Partitions is the placement (issue 23), [] on a cluster that places
+	// none.
+	Partitions []clusterPartitionJSON `json:"partitions"`
+}
+
+type clusterPartitionJSON struct {
+	StreamID    uint32 `json:"stream_id"`
+	TopicID     uint32 `json:"topic_id"`
+	PartitionID uint32 `json:"partition_id"`
+	Replicas    []int  `json:"replicas"`
+	Voters      []int  `json:"voters"`
+	Preferred   uint8  `json:"preferred_primary"`
+	Primary     *uint8 `json:"primary"` // null: not known here
+	Moving      bool   `json:"moving"`
 }
 
 type clusterNodeJSON struct {
@@ -247,6 +263,8 @@ type clusterNodeJSON struct {
 	Primary        bool   `json:"primary"`
 	Status         string `json:"status"`
 	Commit         uint64 `json:"commit"`
+	Replicas       int    `json:"partition_replicas"`
+	Leads          int    `json:"partitions_led"`
 	ReplicaAddress string `json:"replica_address"`
 	Name           string `json:"name"`
 	IP             string `json:"ip"`
@@ -258,14 +276,40 @@ type clusterNodeJSON struct {
 
 func clusterStatusView(r wire.ClusterStatusReply) clusterStatusJSON {
 	v := clusterStatusJSON{Epoch: r.Epoch, Voters: maskIDs(r.Voters), Learners: maskIDs(r.Learners), Target: maskIDs(r.Target),
-		EpochOp: r.EpochOp, View: r.View, Nodes: make([]clusterNodeJSON, 0, len(r.Nodes))}
+		EpochOp: r.EpochOp, View: r.View, Nodes: make([]clusterNodeJSON, 0, len(r.Nodes)), Partitions: []clusterPartitionJSON{}}
+	replicas, leads := placementCounts(r)
 	for _, n := range r.Nodes {
 		s := n.Spec
 		v.Nodes = append(v.Nodes, clusterNodeJSON{ID: s.ID, Role: n.Role.String(), Primary: n.Primary, Status: n.Status.String(),
-			Commit: n.Commit, ReplicaAddress: s.ReplicaAddress, Name: s.Name, IP: s.IP,
+			Commit: n.Commit, Replicas: replicas[s.ID], Leads: leads[s.ID], ReplicaAddress: s.ReplicaAddress, Name: s.Name, IP: s.IP,
 			TCPPort: s.TCPPort, QUICPort: s.QUICPort, HTTPPort: s.HTTPPort, WebSocketPort: s.WebSocketPort})
 	}
+	for _, p := range r.Partitions {
+		e := clusterPartitionJSON{StreamID: p.Stream, TopicID: p.Topic, PartitionID: p.Partition, Replicas: maskIDs(p.Replicas),
+			Voters: maskIDs(p.Voters), Preferred: p.Preferred, Moving: p.Moving()}
+		if p.Primary != wire.NoPrimary {
+			primary := p.Primary
+			e.Primary = &primary
+		}
+		v.Partitions = append(v.Partitions, e)
+	}
 	return v
+}
+
+// placementCounts are the partition replicas each node holds and the
+// partitions it leads (as far as the answering node knows).
+func placementCounts(r wire.ClusterStatusReply) (replicas, leads [wire.MaxNodeID + 1]int) {
+	for _, p := range r.Partitions {
+		for id := range replicas {
+			if p.Replicas&(1<<id) != 0 {
+				replicas[id]++
+			}
+		}
+		if p.Primary != wire.NoPrimary {
+			leads[p.Primary]++
+		}
+	}
+	return replicas, leads
 }
 
 // maskIDs lists the ids of a roster bitmask in ascending order; never nil,
@@ -328,16 +372,42 @@ func (a *app) printClusterStatus(r wire.ClusterStatusReply, note string) error {
 		return err
 	}
 	fmt.Fprintln(a.out)
-	return a.print(nil, func(t *table) {
-		t.row("ID", "ROLE", "PRIMARY", "STATUS", "COMMIT", "REPLICA ADDRESS", "NAME", "IP", "TCP", "QUIC", "HTTP", "WS")
+	replicas, leads := placementCounts(r)
+	placed := len(r.Partitions) > 0
+	if err := a.print(nil, func(t *table) {
+		head := []any{"ID", "ROLE", "PRIMARY", "STATUS", "COMMIT"}
+		if placed {
+			head = append(head, "REPLICAS", "LEADS")
+		}
+		t.row(append(head, "REPLICA ADDRESS", "NAME", "IP", "TCP", "QUIC", "HTTP", "WS")...)
 		for _, n := range r.Nodes {
 			s := n.Spec
 			primary := "no"
 			if n.Primary {
 				primary = "yes"
 			}
-			t.row(s.ID, n.Role, primary, n.Status, n.Commit, s.ReplicaAddress, orDash(s.Name), orDash(s.IP),
-				portText(s.TCPPort), portText(s.QUICPort), portText(s.HTTPPort), portText(s.WebSocketPort))
+			row := []any{s.ID, n.Role, primary, n.Status, n.Commit}
+			if placed {
+				row = append(row, replicas[s.ID], leads[s.ID])
+			}
+			t.row(append(row, s.ReplicaAddress, orDash(s.Name), orDash(s.IP),
+				portText(s.TCPPort), portText(s.QUICPort), portText(s.HTTPPort), portText(s.WebSocketPort))...)
+		}
+	}); err != nil || !placed || !a.statusPartitions {
+		return err
+	}
+	fmt.Fprintln(a.out)
+	return a.print(nil, func(t *table) {
+		t.row("STREAM", "TOPIC", "PARTITION", "REPLICAS", "VOTERS", "PREFERRED", "PRIMARY", "MOVING")
+		for _, p := range r.Partitions {
+			primary, moving := "-", "no"
+			if p.Primary != wire.NoPrimary {
+				primary = strconv.Itoa(int(p.Primary))
+			}
+			if p.Moving() {
+				moving = "yes"
+			}
+			t.row(p.Stream, p.Topic, p.Partition, idsText(p.Replicas), idsText(p.Voters), p.Preferred, primary, moving)
 		}
 	})
 }

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"iggynode/wire"
 )
 
 // The cluster admin commands (docs/reconfiguration.md, "Admin surface")
@@ -185,10 +187,10 @@ const (
 		"0   voter    yes      live         1050    n0:8070          node-0  10.0.0.1  8090  8080  3000  8092\n" +
 		"3   learner  no       unreachable  0       n3:8070          -       -         8090  -     -     -\n"
 	statusJSON = `{"epoch":1,"voters":[0],"learners":[3],"target":[0,3],"epoch_op":1042,"view":16777218,"nodes":[` +
-		`{"id":0,"role":"voter","primary":true,"status":"live","commit":1050,"replica_address":"n0:8070",` +
+		`{"id":0,"role":"voter","primary":true,"status":"live","commit":1050,"partition_replicas":0,"partitions_led":0,"replica_address":"n0:8070",` +
 		`"name":"node-0","ip":"10.0.0.1","tcp_port":8090,"quic_port":8080,"http_port":3000,"websocket_port":8092},` +
-		`{"id":3,"role":"learner","primary":false,"status":"unreachable","commit":0,"replica_address":"n3:8070",` +
-		`"name":"","ip":"","tcp_port":8090,"quic_port":0,"http_port":0,"websocket_port":0}]}`
+		`{"id":3,"role":"learner","primary":false,"status":"unreachable","commit":0,"partition_replicas":0,"partitions_led":0,"replica_address":"n3:8070",` +
+		`"name":"","ip":"","tcp_port":8090,"quic_port":0,"http_port":0,"websocket_port":0}],"partitions":[]}`
 )
 
 // runAgainst runs the CLI against addr as iggy/iggy with private config.
@@ -347,5 +349,53 @@ func TestClusterCommandsCheckArguments(t *testing.T) {
 				t.Fatalf("%d admin requests sent", n)
 			}
 		})
+	}
+}
+
+// Issue 23: with a placement section the node table counts each node's
+// partition replicas and leads, and --partitions lists every partition
+// (text and JSON from the same reply).
+func TestClusterStatusPrintsPlacement(t *testing.T) {
+	r := wire.ClusterStatusReply{Voters: 0b111, Target: 0b111, View: 4, Nodes: []wire.ClusterStatusNode{
+		{Spec: wire.NodeSpec{ID: 0, ReplicaAddress: "n0:8070"}, Primary: true},
+		{Spec: wire.NodeSpec{ID: 1, ReplicaAddress: "n1:8070"}},
+		{Spec: wire.NodeSpec{ID: 2, ReplicaAddress: "n2:8070"}},
+	}, Partitions: []wire.ClusterStatusPartition{
+		{Stream: 1, Topic: 1, Partition: 0, Replicas: 0b011, Voters: 0b011, Preferred: 0, Primary: 0},
+		{Stream: 1, Topic: 1, Partition: 1, Replicas: 0b110, Voters: 0b101, Preferred: 2, Primary: wire.NoPrimary},
+	}}
+	var out bytes.Buffer
+	a := &app{out: &out, statusPartitions: true, listMode: "table"}
+	if err := a.printClusterStatus(r, ""); err != nil {
+		t.Fatal(err)
+	}
+	want := "" +
+		"EPOCH  VIEW  EPOCH OP  VOTERS  LEARNERS  TARGET  CHANGE\n" +
+		"0      4     0         0,1,2   -         0,1,2   none\n" +
+		"\n" +
+		"ID  ROLE   PRIMARY  STATUS  COMMIT  REPLICAS  LEADS  REPLICA ADDRESS  NAME  IP  TCP  QUIC  HTTP  WS\n" +
+		"0   voter  yes      live    0       1         1      n0:8070          -     -   -    -     -     -\n" +
+		"1   voter  no       live    0       2         0      n1:8070          -     -   -    -     -     -\n" +
+		"2   voter  no       live    0       1         0      n2:8070          -     -   -    -     -     -\n" +
+		"\n" +
+		"STREAM  TOPIC  PARTITION  REPLICAS  VOTERS  PREFERRED  PRIMARY  MOVING\n" +
+		"1       1      0          0,1       0,1     0          0        no\n" +
+		"1       1      1          1,2       0,2     2          -        yes\n"
+	if out.String() != want {
+		t.Fatalf("got:\n%s\nwant:\n%s", out.String(), want)
+	}
+	out.Reset()
+	a.output = "json"
+	if err := a.printClusterStatus(r, ""); err != nil {
+		t.Fatal(err)
+	}
+	var got clusterStatusJSON
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	p1 := got.Partitions[1]
+	if got.Nodes[1].Replicas != 2 || got.Nodes[0].Leads != 1 || len(got.Partitions) != 2 || p1.Primary != nil || !p1.Moving ||
+		fmt.Sprint(p1.Replicas, p1.Voters) != "[1 2] [0 2]" || p1.Preferred != 2 || !strings.Contains(out.String(), `"primary": null`) {
+		t.Fatalf("JSON %s", out.String())
 	}
 }

@@ -125,6 +125,8 @@ type app struct {
 	tokenName   string
 	context     string // --context: a named context instead of the active one
 	listMode    string
+	// statusPartitions: cluster status lists every partition (--partitions).
+	statusPartitions bool
 	// sessionToken is the stored session whose token this run logs in
 	// with (for the hint when the server refuses it).
 	sessionToken *session
