@@ -219,6 +219,8 @@ func (m *metadataActor) receive(ctx actor.Context) {
 		m.onPartitionLeads(ctx, msg)
 	case *balanceTick:
 		m.balanceLeaders(ctx)
+	case *partitionLeft:
+		m.onPartitionLeft(ctx, msg)
 	case *inspectMetadata:
 		msg.fn(m)
 		close(msg.done)

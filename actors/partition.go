@@ -64,6 +64,7 @@ type partitionActor struct {
 	// (placement.go); reportedLeading what the metadata actor last heard
 	// of this replica's leadership.
 	placed          placedGroup
+	leaveScheduled  bool
 	reportedLeading bool
 	reportedSeen    seenGroup
 	// statsDirty: the statistics changed since statsSentAt, the last
@@ -182,7 +183,12 @@ type (
 	partitionTruncate struct{ upTo uint64 }
 	// partitionDrop: the partition was deleted; the actor removes its
 	// data, reports partitionDropped to its parent and stops.
-	partitionDrop     struct{}
+	partitionDrop struct {
+		// left: the replica was moved out of its group (placement.go):
+		// its data goes, its roster record (removed) stays, and the
+		// partition starts again as a non-member.
+		left bool
+	}
 	partitionDropped  struct{ group uint64 }
 	partitionPurge    struct{}
 	partitionSegments struct {
@@ -297,6 +303,7 @@ func (p *partitionActor) afterTurn(ctx actor.Context) {
 	}
 	p.reportMemory()
 	p.reportLeading(ctx)
+	p.scheduleLeave(ctx)
 	k, armed := p.core.IdleTicks()
 	if len(p.parked) > 0 || p.transfers.busy() {
 		k, armed = 1, true // their counters run per tick
@@ -398,9 +405,15 @@ func (p *partitionActor) receive(ctx actor.Context) {
 	case *partitionPurge:
 		p.purge()
 	case *partitionDrop:
-		p.node.dropPartitionData(p.ref.Group, p.log)
+		if m.left {
+			p.node.dropMovedOutData(p.ref.Group, p.log)
+		} else {
+			p.node.dropPartitionData(p.ref.Group, p.log)
+		}
 		ctx.Send(ctx.Parent(), &partitionDropped{group: p.ref.Group})
 		ctx.Stop(ctx.Self())
+	case *partitionLeaveCheck:
+		p.onLeaveCheck(ctx)
 	case *partitionSegments:
 		upTo, ok := p.plog.DeleteSegmentsUpTo(m.count)
 		m.reply <- segmentsAnswer{upTo, ok}
@@ -572,6 +585,13 @@ func (p *partitionActor) boot() error {
 		cfg.Roster = &vsr.Roster{Voters: v, Target: v} // placed, or created after a reconfiguration
 	}
 	cfg.StartView = p.startView
+	outside, err := p.outsideAtBoot(len(infos) > 0)
+	if err != nil {
+		return err
+	}
+	if rec, ok, err := p.node.loadRoster(p.ref.Group); err == nil && ok && outside {
+		cfg.Roster, cfg.StartView = &rec.roster, 0 // moved out: a non-member of the epoch it knew last
+	}
 	p.core = vsr.New(cfg)
 	p.transfers = newTransferShell(p.node, p.log, p.ref.Group, p.core)
 	p.tr.close() // a restarted actor boots again
@@ -587,6 +607,9 @@ func (p *partitionActor) boot() error {
 		return fmt.Errorf("partition superblock: %w", err)
 	}
 	switch {
+	case outside:
+		// Not a replica of this group (placement.go): nothing to recover;
+		// the core is a non-member of the roster it last knew.
 	case cfg.ReplicaCount > 1 && (hasState || len(infos) > 0):
 		// Prior life (9.4 rule 5): the journal was memory; the segments
 		// stand in for the log below the commit point, repair and the

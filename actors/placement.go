@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"log/slog"
 	"math/bits"
 	"time"
 
@@ -313,6 +314,83 @@ func (m *metadataActor) statusPartitions() []wire.ClusterStatusPartition {
 		out = append(out, e)
 	}
 	return out
+}
+
+// outsideAtBoot reports a replica with nothing of its group to recover:
+// placed elsewhere, holding no batches, and either never named by the
+// group (its start voters and roster record leave it out) or moved out of
+// it (its roster record says removed).
+func (p *partitionActor) outsideAtBoot(hasBatches bool) (bool, error) {
+	self := p.node.cluster.self
+	if !p.placed.placed || p.placed.placedOn(self) || hasBatches {
+		return false, nil
+	}
+	rec, ok, err := p.node.loadRoster(p.ref.Group)
+	if err != nil {
+		return false, err
+	}
+	if ok {
+		return rec.removed || !rec.roster.Member(self), nil
+	}
+	return p.startVoters&(1<<self) == 0, nil
+}
+
+// partitionLeaveCheck: a replica moved out of its group may drop its
+// data now, if it still is out.
+type partitionLeaveCheck struct{}
+
+// scheduleLeave runs once this replica is removed from its group and the
+// placement leaves it out: after cluster.removed_drain_interval (the
+// members that catch up may still ask it for repair or a transfer) the
+// data goes (onLeaveCheck).
+func (p *partitionActor) scheduleLeave(ctx actor.Context) {
+	if p.leaveScheduled || !p.core.Removed() || !p.placed.placed || p.placed.placedOn(p.node.cluster.self) {
+		return
+	}
+	p.leaveScheduled = true
+	self, root := ctx.Self(), p.node.root()
+	time.AfterFunc(p.node.opts.Config.Cluster.RemovedDrainInterval.D(), func() { root.Send(self, &partitionLeaveCheck{}) })
+}
+
+func (p *partitionActor) onLeaveCheck(ctx actor.Context) {
+	p.leaveScheduled = false
+	if !p.core.Removed() || !p.placed.placed || p.placed.placedOn(p.node.cluster.self) || p.transfers.busy() || p.parent == nil {
+		return
+	}
+	p.log.Info("moved out of the partition's group: dropping its data", "roster", p.core.Roster().String(), "messages", p.plog.Stats().MessagesCount)
+	ctx.Send(p.parent, &partitionLeft{group: p.ref.Group})
+}
+
+// partitionLeft asks the metadata actor to restart a moved-out partition
+// without its data.
+type partitionLeft struct{ group uint64 }
+
+func (m *metadataActor) onPartitionLeft(ctx actor.Context, msg *partitionLeft) {
+	pid := m.partitions[msg.group]
+	ref, ok := m.state.Partition(msg.group)
+	if pid == nil || !ok {
+		return
+	}
+	ctx.Send(pid, &partitionDrop{left: true})
+	delete(m.partitions, msg.group)
+	delete(m.pushedPlacement, msg.group)
+	m.announceRoute(ctx, msg.group, nil)
+	if m.dropping == nil {
+		m.dropping = map[uint64][]metadata.PartitionRef{}
+	}
+	m.dropping[msg.group] = []metadata.PartitionRef{ref} // starts again once the data is gone
+}
+
+// dropMovedOutData deletes a moved-out replica's batches, offsets and
+// recovery keys, and keeps its roster record (removed): a restart knows
+// it is outside the group.
+func (n *Node) dropMovedOutData(group uint64, log *slog.Logger) {
+	if err := n.store.DeletePartition(group); err != nil {
+		log.Error("delete moved-out partition data", "group", group, "err", err)
+	}
+	for _, k := range []string{watermarkKey(group), appliedKey(group), viewHeadKey(group), installKey(group), journalHeadKey(group), tailKey(group)} {
+		_ = n.store.Delete(k)
+	}
 }
 
 // groupTarget is the voters the group follower takes group to: its

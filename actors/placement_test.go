@@ -8,6 +8,7 @@ import (
 	"iggynode/client"
 	"iggynode/config"
 	"iggynode/metadata"
+	replicaplane "iggynode/plane/replica"
 	"iggynode/vsr"
 	"iggynode/wire"
 )
@@ -282,4 +283,131 @@ func TestLeadershipReturnsToThePreferredPrimary(t *testing.T) {
 			t.Fatalf("partition %d: %d messages polled of %d sent: %v", p, polled.MessagesCount, sent[p], err)
 		}
 	}
+}
+
+// A partition move (issue 23): growing 3 -> 4 moves replicas of some
+// partitions from an old node to the new one (learner, transfer,
+// promotion, removal); once cluster.removed_drain_interval passed the
+// moved-out replica drops the partition's data, answers its reads by
+// forwarding, and stays outside the group across a restart.
+func TestMovedOutReplicaDropsItsDataAndForwards(t *testing.T) {
+	drain := func(o *Options) { o.Config.Cluster.RemovedDrainInterval = config.Duration(time.Second) }
+	nodes := startClusterWith(t, 3, drain)
+	advertiseClientPorts(nodes)
+	ctx, c := rootClient(t, nodes[0])
+	s, err := c.CreateStream(ctx, "moves", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const partitions = 3
+	if _, err := c.CreateTopic(ctx, wire.ID(s.ID), "t", partitions, nil); err != nil {
+		t.Fatal(err)
+	}
+	for p := uint32(0); p < partitions; p++ {
+		for k := range 5 {
+			if _, err := c.SendMessages(ctx, wire.ID(s.ID), wire.ID(0), wire.PartitionID(p), []wire.Message{client.NewMessage(fmt.Appendf(nil, "m%d", k))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	opts := joinerOptions(t, 3, nodes, t.TempDir())
+	drain(&opts)
+	joiner := startNode(t, opts)
+	if err := joiner.SetReplicaRoster(replicaRoster(nodes)); err != nil {
+		t.Fatal(err)
+	}
+	c0 := rootOn(t, nodes[0])
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		st, err := c0.ClusterStatus(ctx)
+		if err == nil {
+			if p, ok := primaryOfStatus(st); ok {
+				if _, err = rootOn(t, nodes[p]).ClusterAdd(ctx, wire.NodeSpec{ID: 3, ReplicaAddress: joiner.ReplicaAddr(), IP: "127.0.0.1", TCPPort: tcpPort(t, joiner)}); err == nil {
+					break
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ClusterAdd: %v", err)
+		}
+	}
+	waitStatus(t, c0, "node 3 a voter", func(s wire.ClusterStatusReply) bool { return s.Voters == 0b1111 && s.Learners == 0 })
+	all := append(nodes[:3:3], joiner)
+	placed := waitPlaced(t, all)
+	moved := map[int][]uint64{} // old node -> groups it left
+	for g, p := range placed {
+		for i := range 3 {
+			if p.Voters&(1<<i) == 0 {
+				moved[i] = append(moved[i], g)
+			}
+		}
+	}
+	if len(moved) == 0 {
+		t.Fatalf("no replica moved growing 3 -> 4: %v", placed)
+	}
+	for i, groups := range moved {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			views, left := groupViews(t, all[i]), 0
+			for _, g := range groups {
+				if v := views[g]; v.stored == 0 && !v.roster.Voter(uint8(i)) {
+					left++
+				}
+			}
+			if left == len(groups) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d still holds the data of groups it left %v: %+v", i, groups, views)
+			}
+		}
+	}
+	// Reads through a node that left still see every message, before and
+	// after it restarts.
+	check := func(n *Node, what string) {
+		t.Helper()
+		_, ci := rootClient(t, n)
+		for p := uint32(0); p < partitions; p++ {
+			var polled *wire.PolledMessages
+			var err error
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+				polled, err = ci.PollMessages(ctx, wire.SingleConsumer(wire.ID(1)), wire.ID(s.ID), wire.ID(0), wire.Partition(p), wire.OffsetStrategy(0), 10, false)
+				if (err == nil && polled.MessagesCount == 5) || time.Now().After(deadline) {
+					break
+				}
+			}
+			if err != nil || polled.MessagesCount != 5 {
+				t.Fatalf("%s: partition %d: %+v %v", what, p, polled, err)
+			}
+		}
+	}
+	var out int
+	for i := range moved {
+		out = i
+	}
+	check(all[out], "the node that left, running")
+	dir, addr := all[out].opts.Config.System.Path, all[out].ReplicaAddr()
+	if err := all[out].Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro := clusterNodeOptions(out, 3, dir)
+	ro.ReplicaListen = addr
+	drain(&ro)
+	all[out] = startNode(t, ro)
+	if err := all[out].SetReplicaRoster(append(replicaRoster(nodes[:3]), replicaplane.Peer{ID: 3, Addr: joiner.ReplicaAddr()})); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range moved[out] {
+		if v := groupViews(t, all[out])[g]; v.stored != 0 || v.roster.Voter(uint8(out)) {
+			t.Fatalf("restarted, node %d is back in group %d it left: %+v", out, g, v)
+		}
+	}
+	check(all[out], "the node that left, restarted")
+}
+
+func primaryOfStatus(s wire.ClusterStatusReply) (int, bool) {
+	for _, n := range s.Nodes {
+		if n.Primary {
+			return int(n.Spec.ID), true
+		}
+	}
+	return 0, false
 }
