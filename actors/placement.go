@@ -474,7 +474,7 @@ func (p *partitionActor) onHandOver(ctx actor.Context, m *handOverTo) {
 type balancer struct {
 	leading   map[uint64]bool
 	seen      map[uint64]seenGroup // each local group's last report
-	liveAt    uint32 // peers live at the previous pass
+	liveAt    uint32               // peers live at the previous pass
 	scheduled bool
 }
 
