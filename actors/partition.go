@@ -375,6 +375,7 @@ func (p *partitionActor) receive(ctx actor.Context) {
 			}
 		} else {
 			p.core.PeerLost(m.peer)
+			p.forwardsLost(ctx, m.peer)
 		}
 		p.drive(ctx)
 	case *partitionSend:

@@ -45,6 +45,7 @@ const forwardTimeoutTicks = 500
 type forwarded struct {
 	req  *clientRequest
 	left int
+	to   uint8 // the node it went to
 	// poll is set for a forwarded poll (placement.go): the relayed reply
 	// reports the consumer group's progress here.
 	poll *partitionPoll
@@ -84,7 +85,7 @@ func (p *partitionActor) forward(req *clientRequest, frame []byte) bool {
 	if p.parked == nil {
 		p.parked = make(map[uint64]*forwarded)
 	}
-	p.parked[p.nonce] = &forwarded{req: req, left: forwardTimeoutTicks}
+	p.parked[p.nonce] = &forwarded{req: req, left: forwardTimeoutTicks, to: to}
 	p.node.send([]vsr.Envelope{{To: to, Head: out[:wire.HeaderSize], Body: out[wire.HeaderSize:]}})
 	return true
 }
@@ -177,6 +178,21 @@ func (p *partitionActor) expireForwarded() []*clientRequest {
 		p.placed.nextGuess(p.node.cluster.self, p.node.peerLive.live) // the guess did not answer: ask the next
 	}
 	return out
+}
+
+// forwardsLost answers 58 at once to the requests forwarded to a peer
+// the node-level heartbeat lost (the client retries elsewhere rather
+// than wait out forwardTimeoutTicks), and moves the guess off it.
+func (p *partitionActor) forwardsLost(ctx actor.Context, peer uint8) {
+	for nonce, fw := range p.parked {
+		if fw.to == peer {
+			delete(p.parked, nonce)
+			p.replyTo(ctx, fw.req, denyReply(&fw.req.hdr, fw.req.connID, 0, wire.ErrTransientNotAccepted))
+		}
+	}
+	if p.placed.guess == peer && !p.servesLocally() {
+		p.placed.nextGuess(p.node.cluster.self, p.node.peerLive.live)
+	}
 }
 
 // onRoutedFrame completes a forwarded write here, or answers the client of
