@@ -68,6 +68,9 @@ func run(args []string, out io.Writer) error {
 	if len(args) > 0 && args[0] == "scale" {
 		return runScale(args[1:], out)
 	}
+	if len(args) > 0 && args[0] == "placement" {
+		return runPlacement(args[1:], out)
+	}
 	if len(args) > 0 && args[0] == "ceilings" {
 		return runCeilings(args[1:], out)
 	}

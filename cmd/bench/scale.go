@@ -72,6 +72,56 @@ func runScale(args []string, out io.Writer) error {
 	return writeJSON(*jsonPath, res)
 }
 
+// runPlacement is "bench placement": a cluster whose partitions live on 3
+// of its nodes against a 3-node cluster holding every partition on every
+// node (bench/scale.RunPlacement, issue 23).
+//
+//	go run ./cmd/bench placement --nodes 5 --partitions 30
+func runPlacement(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("bench placement", flag.ContinueOnError)
+	var cfg scale.PlacementConfig
+	fs.IntVar(&cfg.Nodes, "nodes", 5, "nodes of the placed cluster (R = 3)")
+	fs.IntVar(&cfg.RefNodes, "reference-nodes", 3, "nodes of the reference cluster (every partition on every node)")
+	fs.IntVar(&cfg.Partitions, "partitions", 30, "partitions of the one topic")
+	fs.IntVar(&cfg.Producers, "producers", 10, "producers sending Balanced over the partitions, split over the nodes")
+	fs.IntVar(&cfg.Batches, "batches", 40, "batches per producer and round")
+	fs.IntVar(&cfg.MessagesPerBatch, "messages-per-batch", 1000, "messages per batch")
+	fs.IntVar(&cfg.MessageSize, "message-size", 1000, "payload bytes per message")
+	fs.IntVar(&cfg.Rounds, "rounds", 3, "send rounds per cluster, alternating")
+	fs.StringVar(&cfg.Source, "source", ".", "repository root to build ./cmd/node from")
+	fs.StringVar(&cfg.Dir, "dir", "", "keep the nodes' data and logs here instead of a temporary directory")
+	env := fs.String("env", "", "extra IGGY_* settings for every node, comma-separated KEY=VALUE")
+	jsonPath := fs.String("json", "", "write the result as JSON to this file")
+	timeout := fs.Duration("timeout", 20*time.Minute, "bound on the whole run")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *env != "" {
+		cfg.Env = strings.Split(*env, ",")
+	}
+	cfg.Log = os.Stderr
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	res, err := scale.RunPlacement(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%d nodes, R = 3, %d partitions: leads per node %v, replicas per node %v\n", res.Nodes, cfg.Partitions, res.Leads, res.Replicas)
+	fmt.Fprintf(out, "bytes stored per node / payload sent: %v (reference %d nodes: %v)\n", rounded2(res.Share), res.RefNodes, rounded2(res.RefShare))
+	fmt.Fprintf(out, "send %.0f MB/s, reference %.0f MB/s, ratio %.2f (medians of %d rounds each, alternating)\n", res.SendMBps, res.RefMBps, res.SendMBps/res.RefMBps, len(res.Rounds))
+	return writeJSON(*jsonPath, res)
+}
+
+func rounded2(v []float64) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(int(x*100+0.5)) / 100
+	}
+	return out
+}
+
 func rounded(v []float64) []float64 {
 	out := make([]float64, len(v))
 	for i, x := range v {

@@ -166,11 +166,13 @@ type topicSettings struct {
 	replication uint8
 }
 
-func (ts *topicSettings) register(cmd *cobra.Command) {
+func (ts *topicSettings) register(cmd *cobra.Command, create bool) {
 	cmd.Flags().StringVarP(&ts.maxSize, "max-topic-size", "m", "", "max topic size, e.g. 10GB or unlimited")
-	// Every partition is replicated by every node of the cluster (VSR): the
-	// factor is accepted for upstream's scripts and not used.
-	cmd.Flags().Uint8VarP(&ts.replication, "replication-factor", "r", 0, "accepted for compatibility; every node replicates every partition")
+	if create {
+		// The replication_factor extension option (metadata/placement.go):
+		// how many nodes hold each partition; fixed at creation.
+		cmd.Flags().Uint8VarP(&ts.replication, "replication-factor", "r", 0, "nodes holding each partition (0: the server's default, min(3, nodes))")
+	}
 }
 
 // options appends the positional compression and expiry words (args) and
@@ -185,6 +187,9 @@ func (ts *topicSettings) options(opts []wire.KeyValue, args []string) []wire.Key
 	}
 	if ts.maxSize != "" {
 		opts = append(opts, str(wire.OptMaxTopicSize, ts.maxSize))
+	}
+	if ts.replication > 0 {
+		opts = append(opts, wire.KeyValue{Key: wire.OptReplicationFactor, Kind: wire.KindUint8, Value: []byte{ts.replication}})
 	}
 	return opts
 }
@@ -211,7 +216,7 @@ func (a *app) topicCommand() *cobra.Command {
 		})
 	create.Args = cobra.MinimumNArgs(2)
 	create.Flags().Uint32VarP(&partitions, "partitions", "p", 1, "number of partitions (or the third argument)")
-	createSettings.register(create)
+	createSettings.register(create, true)
 	update := a.optionsVerb("update STREAM TOPIC NAME [COMPRESSION [EXPIRY...]]", "Rename a topic or change its options", 3, 2, "topic option key=value (repeatable)",
 		func(c *client.Client, id []wire.Identifier, args []string, opts []wire.KeyValue) error {
 			if err := c.UpdateTopic(a.ctx, id[0], id[1], args[2], updateSettings.options(opts, args[3:])); err != nil {
@@ -220,7 +225,7 @@ func (a *app) topicCommand() *cobra.Command {
 			return a.printDone("topic updated", map[string]any{"stream": args[0], "topic": args[1]})
 		})
 	update.Args = cobra.MinimumNArgs(3)
-	updateSettings.register(update)
+	updateSettings.register(update, false)
 	return alias(noun("topic", "Manage topics",
 		alias(create, "c"), alias(update, "u"),
 		alias(a.clientVerb("get STREAM TOPIC", "Show a topic and its partitions", 2, 2, func(c *client.Client, id []wire.Identifier, _ []string) error {

@@ -33,6 +33,8 @@ func TestUpstreamStreamTopicPartitionForms(t *testing.T) {
 		t.Fatalf("positional topic create: %d partitions, compression %q, expiry %d µs, max size %d",
 			len(tp.Partitions), tp.CompressionAlgorithm, tp.MessageExpiry, tp.MaxTopicSize)
 	}
+	// -r is the replication_factor option: a single node holds one copy.
+	contains(t, "t c -r 2 on one node", e.fails("t", "c", "orders", "twice", "1", "-r", "2"), "InvalidReplicationFactor")
 	tp = jsonmodel.TopicDetails{}
 	e.okJSON(&tp, "topic", "create", "orders", "plain", "1", "none", "unlimited")
 	if tp.CompressionAlgorithm != "none" || tp.MessageExpiry != ^uint64(0) {

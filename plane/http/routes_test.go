@@ -225,6 +225,10 @@ func TestGoldenSequence(t *testing.T) {
 		{row: "16", method: "DELETE", path: "/streams/999", status: 404, want: e1009},
 		{row: "17", method: "POST", path: "/streams/0/topics", body: `{"name":"topic1","partitions_count":1,"compression_algorithm":"none","max_topic_size":0,"message_expiry":0}`,
 			status: 200, want: topicRow17},
+		// The replication_factor field (issue 23): more copies than this
+		// single node holds is typed 2018; 0 is "not set".
+		{row: "17b", method: "POST", path: "/streams/0/topics", body: `{"name":"twice","partitions_count":1,"replication_factor":2}`, status: 400,
+			want: `{"id":2018,"code":"invalid_replication_factor","reason":"Bad replication factor","field":null}`},
 		{row: "18", method: "GET", path: "/streams/0/topics", status: 200,
 			want: `[{"id":0,"created_at":"<ts>","name":"topic1","size":"0 B","message_expiry":18446744073709551615,"compression_algorithm":"none",` +
 				`"max_topic_size":18446744073709551615,"messages_count":0,"partitions_count":1,"options":` + topicOptions + `}]`},

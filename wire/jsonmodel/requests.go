@@ -38,12 +38,16 @@ type UpdateStream struct {
 }
 
 type CreateTopic struct {
-	Name                 *string           `json:"name"`
-	PartitionsCount      *uint32           `json:"partitions_count"`
-	CompressionAlgorithm *string           `json:"compression_algorithm"`
-	MessageExpiry        *uint64           `json:"message_expiry"`
-	MaxTopicSize         *uint64           `json:"max_topic_size"`
-	Options              map[string]string `json:"options,omitempty"`
+	Name                 *string `json:"name"`
+	PartitionsCount      *uint32 `json:"partitions_count"`
+	CompressionAlgorithm *string `json:"compression_algorithm"`
+	MessageExpiry        *uint64 `json:"message_expiry"`
+	MaxTopicSize         *uint64 `json:"max_topic_size"`
+	// ReplicationFactor is the field older Iggy servers took (and the Rust
+	// SDK still sends, 0 when unset): the replication_factor extension
+	// option (metadata/placement.go) when above 0.
+	ReplicationFactor *uint8            `json:"replication_factor,omitempty"`
+	Options           map[string]string `json:"options,omitempty"`
 }
 
 type UpdateTopic struct {
@@ -426,8 +430,11 @@ func (x *CreateTopic) ToWire(stream wire.Identifier) wire.CreateTopic {
 	if x.PartitionsCount != nil {
 		count = *x.PartitionsCount
 	}
-	return wire.CreateTopic{Stream: stream, PartitionsCount: count, Name: *x.Name,
-		Options: topicOptions(x.CompressionAlgorithm, x.MessageExpiry, x.MaxTopicSize, x.Options)}
+	o := topicOptions(x.CompressionAlgorithm, x.MessageExpiry, x.MaxTopicSize, x.Options)
+	if x.ReplicationFactor != nil && *x.ReplicationFactor > 0 {
+		o = setOption(o, wire.OptReplicationFactor, wire.KindUint8, []byte{*x.ReplicationFactor})
+	}
+	return wire.CreateTopic{Stream: stream, PartitionsCount: count, Name: *x.Name, Options: o}
 }
 
 // ToWire builds the binary UpdateTopic.
