@@ -299,6 +299,18 @@ func (p *partitionActor) onStatsGossip(f *peerFrame) {
 	p.node.root().Send(p.parent, &partitionStats{group: p.ref.Group, stats: st})
 }
 
+// countMoving publishes how many local groups this node is a member of
+// run on voters other than their placement's (a move in progress).
+func (m *metadataActor) countMoving() {
+	n := 0
+	for g, s := range m.balance.seen {
+		if p, ok := m.state.Placement(g); ok && s.voters != 0 && s.voters != p.Voters {
+			n++
+		}
+	}
+	m.n.refs.tel.moving.Store(int64(n))
+}
+
 // statusPartitions is ClusterStatus's placement section: every placed
 // partition, its replica set and preferred primary, and its roster and
 // primary as this node last heard from its replica here.
@@ -485,11 +497,13 @@ func (m *metadataActor) onPartitionLeads(ctx actor.Context, msg *partitionLeads)
 		m.balance.leading, m.balance.seen = map[uint64]bool{}, map[uint64]seenGroup{}
 	}
 	m.balance.seen[msg.group] = msg.seen
+	m.countMoving()
 	if msg.leading {
 		m.balance.leading[msg.group] = true
 	} else {
 		delete(m.balance.leading, msg.group)
 	}
+	m.n.refs.tel.leading.Store(int64(len(m.balance.leading)))
 	m.scheduleBalance(ctx)
 }
 
@@ -532,7 +546,6 @@ func (m *metadataActor) balanceLeaders(ctx actor.Context) {
 		}
 	}
 	m.n.refs.tel.leadersAway.Store(int64(pending))
-	m.n.refs.tel.leading.Store(int64(len(m.balance.leading)))
 	if pending > 0 {
 		m.scheduleBalance(ctx)
 	}

@@ -103,6 +103,13 @@ func TestPlacementRunsGroupsOnTheirReplicaSets(t *testing.T) {
 		t.Fatalf("%d partitions placed", len(placed))
 	}
 	for i, n := range nodes {
+		for deadline := time.Now().Add(5 * time.Second); n.refs.tel.leading.Load() != 2; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d's iggy.cluster.partitions.led gauge says %d, want 2", i, n.refs.tel.leading.Load())
+			}
+		}
+	}
+	for i, n := range nodes {
 		if got := placementsOf(n); fmt.Sprint(got) != fmt.Sprint(placed) {
 			t.Fatalf("node %d placed differently: %v, node 0: %v", i, got, placed)
 		}
@@ -383,6 +390,14 @@ func TestMovedOutReplicaDropsItsDataAndForwards(t *testing.T) {
 	for i := range moved {
 		out = i
 	}
+	served, moving := int64(0), int64(0)
+	for _, n := range all {
+		served += n.refs.tel.transferBytes.Load()
+		moving += n.refs.tel.moving.Load()
+	}
+	if served == 0 || moving != 0 {
+		t.Fatalf("after the moves: %d transfer bytes served, %d groups still moving (gauges)", served, moving)
+	}
 	check(all[out], "the node that left, running")
 	dir, addr := all[out].opts.Config.System.Path, all[out].ReplicaAddr()
 	if err := all[out].Close(); err != nil {
@@ -410,4 +425,26 @@ func primaryOfStatus(s wire.ClusterStatusReply) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// cluster.transfer_bandwidth paces the chunks a node serves: at 1 MiB/s,
+// eight 256 KiB chunks asked at one instant go out over a second (the
+// first MiB is the burst), and 0 paces nothing.
+func TestTransferBandwidthPacesChunks(t *testing.T) {
+	if transferBudgetOf(0) != nil {
+		t.Fatal("transfer_bandwidth 0 must not pace")
+	}
+	b := transferBudgetOf(config.Size(1 << 20))
+	now := time.Now()
+	var last time.Duration
+	for range 8 {
+		r := b.ReserveN(now, 256<<10)
+		if !r.OK() {
+			t.Fatal("a chunk larger than the burst")
+		}
+		last = r.DelayFrom(now)
+	}
+	if last < 900*time.Millisecond || last > 1100*time.Millisecond {
+		t.Fatalf("the eighth chunk waits %v, want about 1 s at 1 MiB/s", last)
+	}
 }

@@ -235,6 +235,7 @@ func (m *metadataActor) rosterCommitted(ctx actor.Context) {
 	m.scheduleDrainCheck(ctx)
 	m.answerReconfigs(ctx)
 	m.pushPlacements(ctx)
+	m.countMoving()
 	m.followGroups(ctx)
 }
 

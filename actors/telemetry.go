@@ -76,6 +76,8 @@ type nodeTelemetry struct {
 	// Leadership (placement.go): hand-overs this node started, the groups
 	// it leads, and those of them whose preferred primary is another node.
 	handOvers, leading, leadersAway atomic.Int64
+	// moving counts the local groups not on their placement yet.
+	moving atomic.Int64
 	// transferBytes counts the state-transfer chunk bytes served.
 	transferBytes atomic.Int64
 	timers        atomic.Pointer[func() int]
@@ -296,6 +298,11 @@ func (t *nodeTelemetry) clusterGauges(m metric.Meter) {
 	_, _ = m.Int64ObservableCounter("iggy.cluster.transfer.bytes", metric.WithUnit("By"), metric.WithDescription("state-transfer chunk bytes this node served (partition moves, replicas catching up; paced by cluster.transfer_bandwidth)"),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			o.Observe(t.transferBytes.Load())
+			return nil
+		}))
+	_, _ = m.Int64ObservableGauge("iggy.cluster.partitions.moving", metric.WithDescription("partition groups this node is a member of that run on other voters than their placement (a move in progress)"),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(t.moving.Load())
 			return nil
 		}))
 	_, _ = m.Int64ObservableGauge("iggy.cluster.partitions.led", metric.WithDescription("partition groups this node leads"),
