@@ -478,6 +478,7 @@ func (r *Replica) Recover(rc Recovery) {
 		r.sequencer, r.lastChecksum = ph.Op, ph.Checksum
 		r.lastTimestamp = max(r.lastTimestamp, ph.Timestamp)
 	}
+	r.reconcileRecovered() // viewchange.go: a restart forgets what a failed view change repaired
 	if r.removed {
 		return
 	}
