@@ -1,0 +1,55 @@
+package vsr
+
+import (
+	"testing"
+
+	"iggynode/wire"
+)
+
+// Core bugs the simulator's placement runs found (cmd/sim --placement 3
+// --replicas 5 --groups 6 --handover 0.01: partition groups on 3 of 5
+// nodes, moving replicas between nodes, under every fault).
+
+// A backup holds a committed op it repaired, proven for an older view's
+// log only, and adopts a view whose StartView has a blank there (the new
+// primary restarted from its segments and kept no frame of that op) and
+// ends at it: nothing can prove the entry, no op above comes while the
+// group is idle, and the commit walk stays below commit_max for good (a
+// learner that never caught up, so its move never finished: simulator
+// seed 7019). maybeRepair drops it and asks the primary again.
+func TestCommittedRepairedOpNothingCanProveIsAskedAgain(t *testing.T) {
+	c := newCluster(3)
+	for op := uint64(1); op <= 3; op++ {
+		submit(t, c.reps[0], "op", 100+op, op)
+		c.settle()
+	}
+	two, three := c.committed[0][1].Frame, c.committed[0][2].Frame
+	p2, p3 := wire.HeaderOf(two).Prepare(), wire.HeaderOf(three).Prepare()
+	r := New(Config{Group: 5, Replica: 2, ReplicaCount: 3, Seed: 3})
+	r.Recover(Recovery{View: 4, LogView: 4, CommitMax: 3, Commit: 2, CommitChecksum: p2.Checksum, CommitTimestamp: p2.Timestamp})
+	r.status, r.ceded = StatusNormal, false // view 4 adopted, its StartView naming no op (a blank at 3)
+	r.log[3] = &entry{frame: append([]byte(nil), three...), hdr: p3, journaled: true, repaired: true, emitted: true, proven: true, provenView: 3}
+	r.sequencer, r.lastChecksum, r.knownHead = 3, p3.Checksum, 3
+	r.Ready()
+	var asked *wire.RequestPreparesHeader
+	truncated := uint64(0)
+	for range r.cfg.RepairRetryTicks + 1 {
+		r.Tick()
+		rd := r.Ready()
+		if rd.Truncate != 0 {
+			truncated = rd.Truncate
+		}
+		for _, e := range rd.Send {
+			if h := wire.HeaderOf(e.Head); h.Command() == wire.CmdRequestPrepares {
+				q, _ := wire.DecodeRequestPreparesHeader(h)
+				asked = &q
+			}
+		}
+		for _, f := range rd.Journal {
+			r.Journaled(wire.HeaderOf(f).Prepare().Op, nil)
+		}
+	}
+	if asked == nil || asked.FromOp != 3 || truncated != 3 {
+		t.Fatalf("commit %d of %d: truncated from %d, asked %+v", r.CommitMin(), r.CommitMax(), truncated, asked)
+	}
+}
