@@ -10,6 +10,44 @@ import (
 // --replicas 5 --groups 6 --handover 0.01: partition groups on 3 of 5
 // nodes, moving replicas between nodes, under every fault).
 
+// A quiet backup that is away (a paused process, its node still live)
+// while a move removes it misses the R and S4's last heartbeat, and
+// comes back a quiet backup of the old epoch whose primary's node is
+// alive: nothing else ever reaches it. The new epoch's primary hints it
+// (reconfig.go, hintDeparted) until it answers from the new epoch, so it
+// transfers, says it is removed, and the group goes quiet again
+// (simulator seed 1851 of --placement 3 --replicas 5 --groups 6
+// --handover 0.01).
+func TestRemovedWhileAwayLearnsItIsRemoved(t *testing.T) {
+	ro := DefaultRoster(3)
+	c := newClusterWith(4, func(cfg *Config) {
+		cfg.ReplicaCount, cfg.Roster, cfg.Metadata, cfg.Quiesce = 3, &ro, true, true
+	})
+	submitOps(t, c, 2)
+	tickUntilQuiet(t, c, 2000)
+	c.down = map[uint8]bool{2: true} // paused with its memory
+	if err := c.reps[0].Reconfigure(0b1011, 2); err != nil {
+		t.Fatal(err)
+	}
+	c.settle()
+	c.run(600)
+	if got := c.reps[c.leaderIndex()].Roster(); got.Voters != 0b1011 || got.Changing() {
+		t.Fatalf("setup: the move did not finish: %v", got)
+	}
+	if r := c.reps[2]; r.Epoch() != 0 || !r.Quiet() {
+		t.Fatalf("setup: replica 2 in epoch %d, quiet %v", r.Epoch(), r.Quiet())
+	}
+	delete(c.down, 2)
+	c.run(600)
+	if r := c.reps[2]; !r.Removed() || r.Epoch() != 2 {
+		t.Fatalf("replica 2 back: epoch %d, removed %v, %s, quiet %v", r.Epoch(), r.Removed(), r.Status(), r.Quiet())
+	}
+	l := c.leaderIndex()
+	if l < 0 || !c.reps[l].Quiet() || c.reps[l].departed != 0 {
+		t.Fatalf("the primary (replica %d) is not quiet again", l)
+	}
+}
+
 // A backup holds a committed op it repaired, proven for an older view's
 // log only, and adopts a view whose StartView has a blank there (the new
 // primary restarted from its segments and kept no frame of that op) and
