@@ -356,10 +356,13 @@ func TestReconfigRegressionSeeds(t *testing.T) {
 // move removed it, stayed a member of the old epoch forever
 // (vsr/reconfig.go, hintDeparted); 314, 839 and 1085, moves that
 // whole-cluster crashes held up past the faults outran the liveness
-// phase (moveTicks).
+// phase (moveTicks); 7019, a learner stuck below commit_max on a
+// repaired op nothing could prove (vsr/repair.go, unprovable); 3515,
+// every merge deadlocked on the zero parent of an op built after a
+// state transfer (vsr/merge.go, linked).
 func TestPlacementSeeds(t *testing.T) {
 	moves, handOvers, epochs := 0, 0, 0
-	for _, seed := range append(seq(1, 30), 314, 839, 1085, 1851) {
+	for _, seed := range append(seq(1, 30), 314, 839, 1085, 1851, 7019, 3515) {
 		cfg := PlacementFaultsFor(seed)
 		cfg.HandOverProbability = 0.01
 		res := Run(cfg)
@@ -372,7 +375,7 @@ func TestPlacementSeeds(t *testing.T) {
 		moves, handOvers, epochs = moves+res.Moves, handOvers+res.HandOvers, epochs+res.Epochs
 	}
 	if moves < 100 || handOvers < 100 {
-		t.Fatalf("%d moves and %d hand-overs over 34 seeds", moves, handOvers)
+		t.Fatalf("%d moves and %d hand-overs over 36 seeds", moves, handOvers)
 	}
 	cfg := PlacementFaultsFor(7)
 	cfg.HandOverProbability = 0.01

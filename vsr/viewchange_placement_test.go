@@ -91,3 +91,23 @@ func TestCommittedRepairedOpNothingCanProveIsAskedAgain(t *testing.T) {
 		t.Fatalf("commit %d of %d: truncated from %d, asked %+v", r.CommitMin(), r.CommitMax(), truncated, asked)
 	}
 }
+
+// 6.7 step 5 with 2.5 rule 3: a primary whose head came by state
+// transfer (its identity unknown) builds the next op on a zero parent,
+// the unsealed link. The merge's chain check took that for a broken
+// chain below a committed op a DVC still names, so every merge of the
+// group deadlocked (simulator seed 3515).
+func TestMergeAcceptsTheUnsealedLinkOfAZeroParent(t *testing.T) {
+	l := newLog(1, 3)
+	l[4] = sealPrepare(4, wire.U128{}, 2_000_000, 3, 1)
+	m, out := merge([]*dvcRecord{
+		dvc(0, 5, 4, 3, l.without(3)),
+		dvc(2, 5, 4, 3, l),
+	}, 3)
+	if out != mergeReady || m.opHead != 4 {
+		t.Fatalf("merge %v (%+v)", out, m)
+	}
+	if h := m.headers[4]; h.Checksum() != l.id(4) {
+		t.Fatal("op 4 is not the canonical header")
+	}
+}
