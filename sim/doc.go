@@ -73,6 +73,26 @@
 // no change in progress and every other node reporting Removed. Runs
 // without the flag are the runs they were.
 //
+// With Config.Placement (cmd/sim --placement 3 --replicas 5; issue 23's
+// scale-out) every partition group runs on 3 of the 5 nodes, drawn from
+// the seed, its first primary spread by vsr.Config.StartView, the other
+// nodes hosting a joiner, with quiescence and the node-level heartbeat
+// as Groups > 1 runs; at seed-drawn ticks a group moves one replica (its
+// leader is asked to Reconfigure to its voters minus one plus a node
+// outside them: learner, transfer, promotion, the old member removed),
+// several groups at once, a node leaving a group and coming back to it,
+// under every fault above and planned hand-overs. Checked per group,
+// besides every rule above (reconfig.go, one place per rule): one leading
+// primary per view across old and new members, no replica sending a
+// view-scoped frame or applying an op of an epoch whose roster does not
+// name it, crashes never beyond what a voter set in use tolerates
+// (counting replicas restarted without their journal), and at the end
+// every op any replica applied held at its op by every final member, the
+// plan's last roster on every member with no change in progress, every
+// other node that was ever a member Removed, and one that never was
+// untouched. The liveness phase gets moveTicks more per move a plan has
+// left when the faults end.
+//
 // State transfer runs as the protocol it is (transfer.go): a replica whose
 // repair cannot reach what it lacks fetches an offer from the caught-up
 // primary over the simulated network and installs it, so every run must

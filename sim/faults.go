@@ -38,3 +38,12 @@ func ManyGroupsFaultsFor(seed uint64) Config {
 	c.Groups = 64
 	return c
 }
+
+// PlacementFaultsFor is FaultsFor with six partition groups, each on 3
+// of 5 nodes and moving replicas between them (cmd/sim --placement;
+// Config.Placement).
+func PlacementFaultsFor(seed uint64) Config {
+	c := FaultsFor(seed)
+	c.Replicas, c.Placement, c.Groups = 5, 3, 6
+	return c
+}

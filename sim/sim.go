@@ -64,6 +64,10 @@ type Config struct {
 	// offsetAhead makes the leader admit offsets one past what it
 	// committed (tests of the high-watermark check).
 	offsetAhead bool
+	// misplace gives the nodes outside group 0's set, with Placement, a
+	// roster that names them a learner, and no quiescence, so they probe
+	// (tests of the "never acts outside its roster" check).
+	misplace bool
 	// Groups is how many partition groups every replica (node) hosts
 	// (default 1). With more than one the run is on the partition plane,
 	// with quiescence and the node-level heartbeat (vsr.Liveness) on, as
@@ -91,6 +95,15 @@ type Config struct {
 	// quiescence and deadlines, as the node's partition groups follow the
 	// metadata roster (actors/reconfig.go), instead of the metadata group.
 	ReconfigPartitions bool
+	// Placement, when above zero, runs every partition group on that many
+	// of the Replicas nodes (issue 23, "Scale out"; reconfig.go): each
+	// group's voters a subset drawn from the seed, its first primary
+	// spread (vsr.Config.StartView), the other nodes hosting a joiner,
+	// and at seed-drawn ticks a group moves one replica to a node outside
+	// its set. It implies the partition plane with quiescence, the
+	// node-level heartbeat and deadlines, as Groups > 1 does; Replicas
+	// must be above it. Reconfig, if set, wins.
+	Placement int
 	// atTick, if set, runs at the start of every step (scripted faults in
 	// tests).
 	atTick func(r *run)
@@ -139,11 +152,15 @@ type Result struct {
 	Transfers int
 	// HandOvers counts planned view changes started (HandOverProbability).
 	HandOvers int
+	// Moves counts the targets of plans reached (Reconfig's steps,
+	// Placement's moves), over all groups.
+	Moves int
 	// Naps counts the times a replica of a group went quiet.
 	Naps uint64
 	// JournalFailures counts injected journal append failures.
 	JournalFailures int
-	// Epochs is the final epoch of a reconfiguring run; the faults that
+	// Epochs is the final epoch of a reconfiguring run, summed over its
+	// groups (Placement); the faults that
 	// met a change in progress: crashes of its primary, crashes of a
 	// replica during its state transfer, and partitions that cut an old
 	// voter from a new member.
@@ -263,7 +280,10 @@ type run struct {
 	res     Result
 	trace   *tracer // nil unless Config.Trace; it follows group 0
 	byID    map[uint64]*group
-	plan    *reconfigPlan // Config.Reconfig
+	planned bool // some group has a plan (Config.Reconfig, Config.Placement)
+	// settleIn is the liveness phase's length: LivenessTicks, and more
+	// for the moves plans still have when the faults end.
+	settleIn int
 }
 
 // node is one simulated node: its replicas of every group share its fate
@@ -288,25 +308,36 @@ type group struct {
 	firstOp  map[requestKey]uint64
 	distinct uint64
 	offers   map[offerKey]*simOffer
+	plan     *reconfigPlan // Config.Reconfig, Config.Placement
 }
 
 // Run simulates one seed and returns what happened. It never panics on a
 // violation: violations are collected, and the run stops at the first.
 func Run(cfg Config) (res Result) {
 	var plan *reconfigPlan
-	if cfg.Reconfig {
+	switch {
+	case cfg.Reconfig:
 		plan = planFor(cfg.Seed)
-		cfg.PartitionPlane, cfg.Groups, cfg.Quiesce, cfg.Deadlines, cfg.Replicas = false, 1, false, false, plan.nodes
+		cfg.PartitionPlane, cfg.Groups, cfg.Quiesce, cfg.Deadlines, cfg.Replicas, cfg.Placement = false, 1, false, false, plan.nodes, 0
 		if cfg.ReconfigPartitions {
 			cfg.PartitionPlane, cfg.Quiesce, cfg.Deadlines = true, true, true
 		}
+	case cfg.Placement > 0:
+		cfg.PartitionPlane, cfg.Quiesce, cfg.Deadlines = true, true, true
+		if cfg.Replicas <= cfg.Placement {
+			return Result{Seed: cfg.Seed, Violations: []string{fmt.Sprintf("config: placement on %d of %d nodes leaves none to move to", cfg.Placement, cfg.Replicas)}}
+		}
 	}
 	cfg.setDefaults()
-	r := &run{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), byID: map[uint64]*group{}, plan: plan}
+	r := &run{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), byID: map[uint64]*group{}}
 	r.res.Seed = cfg.Seed
 	for k := range cfg.Groups {
 		g := &group{r: r, idx: k, id: groupID(cfg, k), canon: make(map[uint64][]byte), position: make(map[uint64]uint64),
-			firstOp: make(map[requestKey]uint64), offers: make(map[offerKey]*simOffer)}
+			firstOp: make(map[requestKey]uint64), offers: make(map[offerKey]*simOffer), plan: plan}
+		if cfg.Placement > 0 {
+			g.plan = placementPlan(cfg.Seed, k, cfg.Replicas, cfg.Placement)
+		}
+		r.planned = r.planned || g.plan != nil
 		r.groups = append(r.groups, g)
 		r.byID[g.id] = g
 	}
@@ -344,7 +375,8 @@ func Run(cfg Config) (res Result) {
 			r.bringUpNode(i, false)
 		}
 	}
-	end := cfg.FaultTicks + cfg.LivenessTicks
+	r.settleIn = cfg.LivenessTicks + r.movesLeft()*moveTicks
+	end := cfg.FaultTicks + r.settleIn
 	for ; r.now <= end && !r.res.Failed(); r.now++ {
 		r.step()
 		if r.quiet() {
@@ -463,8 +495,8 @@ func (r *run) step() {
 		}
 	}
 	r.submit()
-	if r.plan != nil {
-		r.groups[0].reconfigure()
+	for _, g := range r.groups {
+		g.reconfigure()
 	}
 	for i, n := range r.nodes {
 		if !n.down && n.live != nil {
@@ -592,6 +624,9 @@ func (r *run) crashOrRestart() {
 				rp.core.Op() >= rp.headAtCrash {
 				rp.amnesiac = false
 				r.event(i, "%scaught up after its restart", g.name())
+			} else if rp.amnesiac && g.plan != nil && !rp.core.Member() {
+				rp.amnesiac = false // removed since: what it forgot is no member's
+				r.event(i, "%sremoved, no longer faulty", g.name())
 			}
 			amnesiac = amnesiac || rp.amnesiac
 		}
@@ -615,7 +650,7 @@ func (r *run) crashOrRestart() {
 		return
 	}
 	maxFaulty := r.cfg.Replicas - vsr.QuorumReplication(r.cfg.Replicas)
-	if r.plan != nil {
+	if r.planned {
 		// Any node may go down, a joiner mid-transfer too, as long as no
 		// voter set in use loses its quorum.
 		if len(live) > 0 && r.rng.Float64() < r.cfg.CrashProbability {
@@ -718,6 +753,7 @@ func (g *group) bringUp(i int, restart bool) {
 		g.reschedule(i)
 		return
 	}
+	wasMember := rp.core.Member() // a joiner or a removed replica forgets nothing a member needs
 	rp.core, rp.transfer = vsr.New(g.coreConfig(i)), nil
 	rc := vsr.Recovery{View: rp.state.View, LogView: rp.state.LogView, CommitMax: rp.state.CommitMax, ViewHead: rp.state.ViewHead, ViewHeaders: rp.state.ViewHeaders,
 		Incarnation: wire.U128{Lo: r.rng.Uint64(), Hi: r.rng.Uint64()}} // fresh at every boot (6.12 rule 2)
@@ -741,7 +777,7 @@ func (g *group) bringUp(i int, restart bool) {
 				rc.Retained = append(rc.Retained, a.frame)
 			}
 		}
-		rp.amnesiac = true
+		rp.amnesiac = g.plan == nil || wasMember
 		for _, o := range g.reps {
 			rp.catchUpTo = max(rp.catchUpTo, o.core.CommitMin())
 		}
@@ -761,7 +797,7 @@ func (g *group) bringUp(i int, restart bool) {
 			g.apply(i, vsr.Committed{Op: op, Frame: rp.journal[op]})
 		}
 		rc.Commit = w
-		if r.plan != nil {
+		if g.plan != nil {
 			// The state machine holds the roster its replay applied: newer
 			// than the superblock's when the R's commit was learned from
 			// the journal's headers.
@@ -799,9 +835,16 @@ func (g *group) coreConfig(i int) vsr.Config {
 	c := vsr.Config{Cluster: wire.U128{Lo: 0x51}, Group: g.id, Replica: uint8(i),
 		ReplicaCount: r.cfg.Replicas, Metadata: !r.cfg.PartitionPlane, PeerQueueCapacity: r.cfg.Net.Capacity,
 		Seed: r.cfg.Seed + uint64(i)*7919 + 1 + uint64(g.idx)*104729, RetainOps: r.cfg.RetainOps, Quiesce: r.cfg.Quiesce}
-	if r.plan != nil {
-		ro := initialRoster
-		c.ReplicaCount, c.Roster = 3, &ro
+	if p := g.plan; p != nil {
+		ro := p.initial
+		c.ReplicaCount, c.Roster = ro.N(), &ro
+		if r.cfg.Placement > 0 {
+			c.StartView = uint32(g.idx % r.cfg.Placement) // the first primaries spread over the voters
+		}
+		if r.cfg.misplace && g.idx == 0 && !ro.Member(uint8(i)) {
+			ro.Learners |= 1 << i
+			c.Quiesce = false
+		}
 	}
 	if r.cfg.Quiesce {
 		c.Live = func(rep uint8) bool { return r.nodes[i].live.Alive(rep) }
@@ -810,7 +853,7 @@ func (g *group) coreConfig(i int) vsr.Config {
 		// The metadata journal is durable and read back, as the node does.
 		c.ReadJournal = func(op uint64) []byte { return g.reps[i].journal[op] }
 		c.JournalFloor = func() uint64 { return 1 }
-		if r.plan != nil {
+		if g.plan != nil {
 			// The node's floor (7.3 rules 3-6): snapshot_op + 1. Laggards
 			// of an epoch install states and then lead; serving from a
 			// floor of 1 they would answer a learner's repair with
@@ -954,6 +997,7 @@ func (g *group) drive(i int) {
 			rp.journalHead = rp.core.JournalHeadAfter(op) // recorded before the sends below acknowledge it
 		}
 		for _, e := range rd.Send {
+			g.checkActs(i, e.Head)
 			if r.cfg.dropRepairRequests && wire.HeaderOf(e.Head).Command() == wire.CmdRequestPrepares {
 				continue
 			}
@@ -994,6 +1038,7 @@ func (g *group) apply(i int, c vsr.Committed) {
 		}
 		return
 	}
+	g.checkApplier(i, c.Op)
 	if want := uint64(len(rp.applied)) + 1; c.Op != want {
 		r.violate(fmt.Sprintf("%sreplica %d applied op %d after %d ops", g.name(), i, c.Op, want-1))
 		return
@@ -1093,8 +1138,8 @@ func (g *group) checkAcknowledgedKept() {
 			return
 		}
 		for i, rp := range g.reps {
-			if r.plan != nil && !rp.core.Member() {
-				continue // removed: it applied up to its removal
+			if g.plan != nil && !rp.core.Member() {
+				continue // removed (it applied up to its removal), or never a member
 			}
 			if uint64(len(rp.applied)) < op {
 				r.violate(fmt.Sprintf("%sreplica %d lacks acknowledged op %d", g.name(), i, op))
@@ -1180,24 +1225,8 @@ func (r *run) quiet() bool {
 		}
 	}
 	for _, g := range r.groups {
-		l := g.leader()
-		if l < 0 {
+		if !g.settled() {
 			return false
-		}
-		if r.plan != nil {
-			if !g.settledMembers(l) {
-				return false
-			}
-			continue
-		}
-		lead := g.reps[l].core
-		for _, rp := range g.reps {
-			if rp.core.CommitMin() != lead.CommitMin() || rp.core.View() != lead.View() || rp.core.Status() != vsr.StatusNormal {
-				return false
-			}
-			if r.cfg.Quiesce && !rp.core.Quiet() {
-				return false
-			}
 		}
 	}
 	return true
@@ -1205,7 +1234,7 @@ func (r *run) quiet() bool {
 
 func (r *run) livenessReport() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "liveness: not quiet %d ticks after healing:", r.cfg.LivenessTicks)
+	fmt.Fprintf(&b, "liveness: not quiet %d ticks after healing:", r.settleIn)
 	for _, g := range r.groups {
 		if len(r.groups) > 1 && g.settled() {
 			continue
@@ -1213,7 +1242,7 @@ func (r *run) livenessReport() string {
 		b.WriteString(" " + g.name())
 		for i, rp := range g.reps {
 			fmt.Fprintf(&b, " r%d %s view %d commit %d/%d op %d", i, rp.core.Status(), rp.core.View(), rp.core.CommitMin(), rp.core.CommitMax(), rp.core.Op())
-			if r.plan != nil {
+			if g.plan != nil {
 				fmt.Fprintf(&b, " %v removed %v", rp.core.Roster(), rp.core.Removed())
 			}
 			if r.cfg.Quiesce {
@@ -1237,11 +1266,16 @@ func (r *run) livenessReport() string {
 	return b.String()
 }
 
-// settled reports whether g meets quiet()'s per-group condition.
+// settled reports whether g meets quiet()'s per-group condition: one
+// leader, and every replica normal in its view at its commit point, and
+// quiet where groups quiesce (settledMembers with a plan).
 func (g *group) settled() bool {
 	l := g.leader()
 	if l < 0 {
 		return false
+	}
+	if g.plan != nil {
+		return g.settledMembers(l)
 	}
 	lead := g.reps[l].core
 	for _, rp := range g.reps {

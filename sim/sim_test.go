@@ -292,26 +292,38 @@ func TestReconfigPartitionSeeds(t *testing.T) {
 // Planned hand-overs (vsr.Replica.HandOver, issue 23) under every fault,
 // on one group of 3 and 5 replicas and on eight quiescing groups, and
 // during membership changes of a partition group: every invariant holds.
-// Seed 4249 of --handover 0.01 still fails (docs/benchmarks.md): a
-// primary-elect whose view change failed announces the merged log's ops
-// under its adopted view's; the node does not hand over yet.
+// Seed 4249 (of --handover 0.01): a primary-elect repaired the merged
+// log's op 8 into its journal, its view change failed, and after a
+// restart it took that op for one of its log_view's, under the view
+// headers of an older op 8 and ops 9 and 10; its DoViewChange did not
+// decode (vsr/viewchange.go, reconcileRecovered).
+// Hand-overs start only while a group has a leader, which a seed of
+// whole-cluster crashes may seldom have: every kind of run must start
+// several per seed on average, not every seed one.
 func TestHandOverSeeds(t *testing.T) {
-	for seed := uint64(1); seed <= 20; seed++ {
-		for _, mk := range []func() Config{
-			func() Config { return FaultsFor(seed) },
-			func() Config { c := FaultsFor(seed); c.Replicas = 5; return c },
-			func() Config { c := ManyGroupsFaultsFor(seed); c.Groups = 8; return c },
-			func() Config { c := FaultsFor(seed); c.Reconfig, c.ReconfigPartitions = true, true; return c },
-		} {
-			cfg := mk()
+	seeds := append(seq(1, 20), 4249)
+	for k, mk := range []func(seed uint64) Config{
+		func(seed uint64) Config { return FaultsFor(seed) },
+		func(seed uint64) Config { c := FaultsFor(seed); c.Replicas = 5; return c },
+		func(seed uint64) Config { c := ManyGroupsFaultsFor(seed); c.Groups = 8; return c },
+		func(seed uint64) Config {
+			c := FaultsFor(seed)
+			c.Reconfig, c.ReconfigPartitions = true, true
+			return c
+		},
+	} {
+		handOvers := 0
+		for _, seed := range seeds {
+			cfg := mk(seed)
 			cfg.HandOverProbability = 0.01
 			res := Run(cfg)
 			if res.Failed() {
 				t.Fatalf("seed %d (%d replicas, %d groups, reconfig %v): %s", seed, cfg.Replicas, cfg.Groups, cfg.Reconfig, res.Violations[0])
 			}
-			if res.HandOvers == 0 {
-				t.Fatalf("seed %d: no hand-over started", seed)
-			}
+			handOvers += res.HandOvers
+		}
+		if handOvers < 2*len(seeds) {
+			t.Fatalf("kind %d of run: %d hand-overs started over %d seeds", k, handOvers, len(seeds))
 		}
 	}
 }
@@ -332,6 +344,56 @@ func TestReconfigRegressionSeeds(t *testing.T) {
 		cfg.Reconfig = true
 		if res := Run(cfg); res.Failed() {
 			t.Errorf("seed %d: %s", seed, res.Violations[0])
+		}
+	}
+}
+
+// Issue 23's scale-out (Config.Placement, reconfig.go): six partition
+// groups, each on 3 of 5 nodes, moving replicas between nodes under
+// every fault and planned hand-overs, with quiescence and the node-level
+// heartbeat. Moves and hand-overs must happen, and every invariant hold
+// per group. Seeds that found bugs: 1851, a quiet backup paused while a
+// move removed it, stayed a member of the old epoch forever
+// (vsr/reconfig.go, hintDeparted); 314, 839 and 1085, moves that
+// whole-cluster crashes held up past the faults outran the liveness
+// phase (moveTicks); 7019, a learner stuck below commit_max on a
+// repaired op nothing could prove (vsr/repair.go, unprovable); 3515,
+// every merge deadlocked on the zero parent of an op built after a
+// state transfer (vsr/merge.go, linked).
+func TestPlacementSeeds(t *testing.T) {
+	moves, handOvers, epochs := 0, 0, 0
+	for _, seed := range append(seq(1, 30), 314, 839, 1085, 1851, 7019, 3515) {
+		cfg := PlacementFaultsFor(seed)
+		cfg.HandOverProbability = 0.01
+		res := Run(cfg)
+		if res.Failed() {
+			t.Fatalf("seed %d: %s\n  replay: go run ./cmd/sim --placement 3 --replicas 5 --groups 6 --handover 0.01 --seed %d --timeline", seed, res.Violations[0], seed)
+		}
+		if res.Epochs != 2*res.Moves {
+			t.Fatalf("seed %d: %d epochs for %d moves (each move is R1 and R2)", seed, res.Epochs, res.Moves)
+		}
+		moves, handOvers, epochs = moves+res.Moves, handOvers+res.HandOvers, epochs+res.Epochs
+	}
+	if moves < 100 || handOvers < 100 {
+		t.Fatalf("%d moves and %d hand-overs over 36 seeds", moves, handOvers)
+	}
+	cfg := PlacementFaultsFor(7)
+	cfg.HandOverProbability = 0.01
+	if a, b := Run(cfg), Run(cfg); a.Digest != b.Digest {
+		t.Fatal("seed 7 ran twice differently")
+	}
+	t.Logf("%d moves, %d epochs, %d hand-overs", moves, epochs, handOvers)
+}
+
+// The placement check can fail: nodes outside group 0's set that believe
+// they are voters (a roster naming them) act in it, and are caught.
+func TestActingOutsideTheRosterIsCaught(t *testing.T) {
+	for seed := uint64(1); seed <= 5; seed++ {
+		cfg := PlacementFaultsFor(seed)
+		cfg.misplace = true
+		res := Run(cfg)
+		if !res.Failed() || !strings.Contains(res.Violations[0], "does not name it") {
+			t.Fatalf("seed %d: violations %v", seed, res.Violations)
 		}
 	}
 }

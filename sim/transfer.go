@@ -161,11 +161,14 @@ func (g *group) transferProgress(i int, next *vsr.Envelope) {
 		return
 	}
 	o := g.offers[offerKey{int(s.Peer), i, s.Nonce}]
-	ro := initialRoster
-	if o != nil {
-		ro = rosterAt(o.applied, initialRoster)
+	var ro vsr.Roster
+	if g.plan != nil {
+		ro = g.plan.initial
+		if o != nil {
+			ro = rosterAt(o.applied, ro)
+		}
 	}
-	if r.plan == nil && !rp.core.InstallAllowed(s.CommitOp) || r.plan != nil && !rp.core.InstallAllowedEpoch(s.CommitOp, ro) {
+	if g.plan == nil && !rp.core.InstallAllowed(s.CommitOp) || g.plan != nil && !rp.core.InstallAllowedEpoch(s.CommitOp, ro) {
 		g.abandonTransfer(i, fmt.Errorf("not installable now (%s, commit %d)", rp.core.Status(), rp.core.CommitMin()))
 		return
 	}
@@ -174,7 +177,7 @@ func (g *group) transferProgress(i int, next *vsr.Envelope) {
 		return
 	}
 	rp.transfer = nil
-	if r.plan != nil {
+	if g.plan != nil {
 		rp.core.InstalledEpoch(s.CommitOp, s.CommitMax, ro)
 	} else {
 		rp.core.Installed(s.CommitOp, s.CommitMax)

@@ -128,9 +128,10 @@ func (r *Replica) othersMask() uint32 {
 
 // idle is rule 1's condition for a primary. A primary in a roster
 // change is never idle: its heartbeat nudges the learners and promotes
-// them (reconfig.go S5), which a quiet group would never do.
+// them (reconfig.go S5), which a quiet group would never do; nor is one
+// still hinting a removed replica that it is (reconfig.go, hintDeparted).
 func (r *Replica) idle() bool {
-	return r.cfg.Quiesce && r.Leading() && r.PipelineLen() == 0 && len(r.queue) == 0 && !r.roster.Changing() &&
+	return r.cfg.Quiesce && r.Leading() && r.PipelineLen() == 0 && len(r.queue) == 0 && !r.roster.Changing() && !r.hintingDeparted() &&
 		!r.transferring && r.stateBackoff == 0 && r.stateFailures == 0 && !r.stateChanged() &&
 		r.observedNewerView <= r.view
 }
@@ -298,6 +299,12 @@ func (r *Replica) PeerLost(peer uint8) {
 // PeerFound reports that peer's node is heard again after PeerLost
 // (rule 6).
 func (r *Replica) PeerFound(peer uint8) {
+	if peer < MaxReplicas && r.departed&(1<<peer) != 0 {
+		r.departedHints[peer] = 0 // hint it again (reconfig.go, hintDeparted)
+		if r.Leading() {
+			r.wake()
+		}
+	}
 	if !r.roster.Member(peer) || peer == r.cfg.Replica || !r.Leading() {
 		return
 	}

@@ -489,6 +489,7 @@ func (r *Replica) enterEpoch(ro Roster, op uint64, trailer []byte) {
 	if r.Leading() {
 		r.finalHeartbeat(op)
 	}
+	old := r.roster.Members()
 	for o := range r.log {
 		if o > op {
 			r.drop("ops above a committed reconfiguration")
@@ -497,6 +498,15 @@ func (r *Replica) enterEpoch(ro Roster, op uint64, trailer []byte) {
 		}
 	}
 	r.switchRoster(ro, op)
+	if r.cfg.Quiesce && ro.Member(r.cfg.Replica) {
+		gone := old &^ ro.Members()
+		r.departed |= gone
+		for id := range r.departedHints {
+			if gone&(1<<id) != 0 {
+				r.departedHints[id] = 0
+			}
+		}
+	}
 	r.rosterTrailer = append([]byte(nil), trailer...)
 	r.EpochsEntered++
 	if !r.Member() {
@@ -517,6 +527,7 @@ func (r *Replica) switchRoster(ro Roster, op uint64) {
 	r.recoveryBarrier, r.primaryBeat, r.ceded, r.observedNewerView = 0, 0, false, 0
 	r.probeAttempts, r.probing, r.probingViewMax, r.escalations = 0, 0, 0, 0
 	r.learnerAck = [MaxReplicas]uint64{}
+	r.departed &^= ro.Members()
 	wasMember := r.removed || r.roster.Member(r.cfg.Replica)
 	r.roster, r.epochOp = ro, op
 	r.removed = false
@@ -529,6 +540,7 @@ func (r *Replica) switchRoster(ro Roster, op uint64) {
 		// A joiner installing a state from before its epoch stays a
 		// joiner; a member leaves for good (until a roster names it again).
 		r.removed = wasMember
+		r.departed = 0
 		r.heartbeatTimer.stop()
 		r.commitTimer.stop()
 		r.view, r.logView = FirstView(ro.Epoch), FirstView(ro.Epoch)
@@ -576,7 +588,63 @@ func (r *Replica) fence(h *wire.Header) bool {
 		}
 		return false
 	}
+	if r.removed && from != r.cfg.Replica && r.roster.Member(from) && isHint(h) {
+		r.epochHint(from) // hintDeparted's answer: this replica knows it is removed
+	}
 	return r.Member()
+}
+
+// isHint reports whether h is the Commit of epochHint (counter 0).
+func isHint(h *wire.Header) bool {
+	if h.Command() != wire.CmdCommit {
+		return false
+	}
+	c, err := wire.DecodeCommitHeader(h)
+	return err == nil && c.TimestampMonotonic == 0
+}
+
+// hintDeparted is S4's last heartbeat again, under quiescence, for the
+// replicas an R this replica applied removed: one that was away when the
+// R committed (a paused process) missed the last heartbeat, and if it is
+// a quiet backup of the old epoch nothing else ever reaches it (its
+// primary's node is alive, and the new roster sends it nothing). The
+// leading primary sends each live one the S3 hint at every commit
+// heartbeat and is not idle meanwhile (quiesce.go); the replica
+// transfers the newer state, is removed, and answers a hint of its own
+// epoch with one of its own, which ends it. At most departedHintsMax
+// hints per replica since its node was last found (PeerFound): a pause
+// longer than the node-level timeout loses the node and finds it again,
+// a shorter one ends while hints still come, and a replica whose shell
+// dropped the group, which never answers, does not keep the group awake.
+// Not durable: a restarted primary, or one that installed its epoch,
+// hints nobody. Only when to send, never what anyone accepts: S3's
+// fence decides what a hint does.
+func (r *Replica) hintDeparted() {
+	for id := uint8(0); id < MaxReplicas; id++ {
+		if r.hinting(id) {
+			r.departedHints[id]++
+			r.epochHint(id)
+		}
+	}
+}
+
+// departedHintsMax bounds hintDeparted: twenty commit heartbeats (10 s
+// by default) cover twice the node-level timeout.
+const departedHintsMax = 20
+
+// hinting reports whether hintDeparted still hints replica id.
+func (r *Replica) hinting(id uint8) bool {
+	return r.departed&(1<<id) != 0 && r.departedHints[id] < departedHintsMax && r.live(id)
+}
+
+// hintingDeparted reports whether a departed replica is still hinted.
+func (r *Replica) hintingDeparted() bool {
+	for id := uint8(0); id < MaxReplicas; id++ {
+		if r.hinting(id) {
+			return true
+		}
+	}
+	return false
 }
 
 // epochHint answers a frame of an older epoch with a Commit heartbeat of

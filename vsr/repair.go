@@ -137,6 +137,10 @@ func (r *Replica) maybeRepair() {
 	target := max(r.commitMax, r.knownHead)
 	r.emitRepaired()  // entries held from a closed session are journaled first
 	r.commitJournal() // the periodic backstop of 5.9
+	if op := r.commitMin + 1; r.sequencer >= target && op <= r.commitMax && r.unprovable(op) {
+		r.drop("committed repaired op nothing can prove: asked again")
+		r.truncateFrom(op)
+	}
 	if r.sequencer >= target || r.log[r.sequencer+1] != nil {
 		return // nothing missing, or the next op is on its way to the journal
 	}
@@ -382,6 +386,36 @@ func (r *Replica) markProven(e *entry) {
 		return
 	}
 	e.proven, e.provenView = true, r.logView
+}
+
+// unprovable reports whether the repaired entry at op, which the commit
+// walk stops at, can never be proven where it is: no header of the view
+// names it or an op above it, and the entries above it up to the first
+// missing one are repaired ones nothing proved either. A backup that
+// holds everything its view's primary announced is then stuck below
+// commit_max for good (the StartView's suffix has a blank there when the
+// primary, restarted from its segments, kept no frame of that committed
+// op, and no op above comes while the group is idle: a learner never
+// caught up, and its move never finished, simulator seed 7019 of
+// --placement 3 --replicas 5 --groups 6 --handover 0.01). maybeRepair
+// drops it and asks the primary again, which serves it proven, or
+// reports it evicted (the floor rule, then state transfer).
+func (r *Replica) unprovable(op uint64) bool {
+	if e := r.log[op]; e == nil || !e.repaired || !e.journaled || r.proven(op) {
+		return false
+	}
+	for o := op; ; o++ {
+		if _, ok := r.viewHeader(o); ok {
+			return false
+		}
+		e := r.log[o]
+		if e == nil {
+			return true
+		}
+		if o > op && (!e.repaired || r.proven(o)) {
+			return false
+		}
+	}
 }
 
 // refuted reports whether the repaired entry at op is proven not to be

@@ -386,6 +386,11 @@ type Replica struct {
 	rosterTrailer []byte
 	removed       bool
 	learnerAck    [MaxReplicas]uint64
+	// departed: replicas an R this one applied removed, not yet heard
+	// saying they know (reconfig.go, hintDeparted; quiescing groups);
+	// departedHints the hints sent to each since it was last found.
+	departed      uint32
+	departedHints [MaxReplicas]uint8
 
 	ready Ready
 	// Dropped counts peer frames dropped, by reason (13.5).
@@ -478,6 +483,7 @@ func (r *Replica) Recover(rc Recovery) {
 		r.sequencer, r.lastChecksum = ph.Op, ph.Checksum
 		r.lastTimestamp = max(r.lastTimestamp, ph.Timestamp)
 	}
+	r.reconcileRecovered() // viewchange.go: a restart forgets what a failed view change repaired
 	if r.removed {
 		return
 	}
@@ -1160,6 +1166,10 @@ func (r *Replica) onCommit(c wire.CommitHeader) {
 	if c.Group != r.cfg.Group {
 		return
 	}
+	if c.TimestampMonotonic == 0 && !r.roster.Member(c.Replica) {
+		r.departed &^= 1 << c.Replica // a departed replica's answer: it knows it is removed (reconfig.go)
+		return
+	}
 	if r.IsPrimary() {
 		switch {
 		case c.View > r.view:
@@ -1280,6 +1290,7 @@ func (r *Replica) onCommitTimeout() {
 	r.commitTimer.start()
 	r.heartbeat++
 	r.nudgeLearners()
+	r.hintDeparted()
 	r.maybePromote()
 	for rep := 0; rep < MaxReplicas; rep++ {
 		if uint8(rep) == r.cfg.Replica || !r.roster.Member(uint8(rep)) {

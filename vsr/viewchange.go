@@ -210,6 +210,7 @@ func (r *Replica) suffix(commit uint64) wire.BuiltSuffix {
 func (r *Replica) top() uint64 { return max(r.sequencer, r.adoptedTop, r.faultyHead) }
 
 func (r *Replica) ownDVC() (wire.DoViewChangeHeader, wire.BuiltSuffix) {
+	r.dropRefutedViewHeaders()
 	op := r.top()
 	commit := min(r.commitMax, op)
 	s := r.suffix(commit)
@@ -534,6 +535,78 @@ func (r *Replica) adoptSuffix(head uint64, body []byte) {
 		}
 	}
 	r.adoptedTop, r.adoptedSuffix = head, body
+}
+
+// The adopted view headers and the journal of a primary-elect whose view
+// change failed (simulator seed 4249 of --handover 0.01). A primary-elect
+// makes the merged log of the view it elects local (6.8) while its
+// log_view, and the headers it adopted from that log_view's StartView,
+// still describe the older log (6.7: log_view is not raised before the
+// view starts). Where the two logs differ, only memory told them apart:
+// a repaired entry carries the proof of the merged log, not of log_view
+// (repair.go, proven), so the replica's DoViewChange announced log_view's
+// header there, and one log. Two ways lost that, and the DoViewChange
+// then stitched the newer log's op below the older log's headers above
+// it, a suffix that does not decode (the own-suffix assertion):
+//
+//   - a restart: the journal comes back without the repaired marks, so
+//     the merged log's op at k looked acknowledged in log_view, under the
+//     adopted headers of ops k+1.. of the older log. reconcileRecovered
+//     truncates every journaled entry the durable view headers contradict
+//     (and what was built on it): in its log_view a replica journals at
+//     those ops only what the headers name (onPrepare, onRepairPrepare and
+//     the StartView's reconcile refuse the rest), so such an entry was
+//     never acknowledged there; it came from the failed view change.
+//   - a commit: the merged log's ops up to its commit_max are committed,
+//     and the primary-elect applies them before it starts the view. An
+//     adopted header that the committed op at commit_min contradicts
+//     belongs to ops a later view discarded, as does every header above
+//     it (they chain onto it): dropRefutedViewHeaders forgets them
+//     (durably, State.ViewHeaders) before a DoViewChange announces them.
+//
+// Raising log_view to the elected view as the merge decides (TigerBeetle
+// does) would keep one log as well, but departs from 6.7 and changes what
+// every later merge is given; this keeps the spec's log_view and makes
+// the durable state, not memory, say which log the journal holds.
+
+// reconcileRecovered is the restart half of the above: run by Recover on
+// the recovered journal, view headers and commit point.
+func (r *Replica) reconcileRecovered() {
+	for op := r.commitMin + 1; op <= min(r.sequencer, r.adoptedTop); op++ {
+		h, ok := r.adopted[op]
+		if !ok {
+			continue
+		}
+		e := r.log[op]
+		if c := h.Prepare().Checksum; !c.IsZero() && !e.hdr.Checksum.IsZero() && c != e.hdr.Checksum {
+			r.drop("recovered journal entry the view headers contradict")
+			r.truncateFrom(op)
+			break
+		}
+	}
+	r.dropRefutedViewHeaders()
+}
+
+// dropRefutedViewHeaders forgets the adopted view headers when the op
+// committed at commit_min contradicts them: its header there names
+// another identity, or the header above names another parent.
+func (r *Replica) dropRefutedViewHeaders() {
+	c := r.committedChecksum
+	if r.adopted == nil || c.IsZero() {
+		return
+	}
+	refuted := false
+	if h, ok := r.adopted[r.commitMin]; ok {
+		id := h.Prepare().Checksum
+		refuted = !id.IsZero() && id != c
+	} else if h, ok := r.adopted[r.commitMin+1]; ok {
+		parent := h.Prepare().Parent
+		refuted = !parent.IsZero() && parent != c
+	}
+	if refuted {
+		r.drop("adopted view headers a commit refutes")
+		r.adopted, r.adoptedTop, r.adoptedSuffix = nil, 0, nil
+	}
 }
 
 func (r *Replica) adoptedHeader(op uint64) (wire.PrepareHeader, bool) {

@@ -45,20 +45,38 @@ func main() {
 		reconfig           = flag.Bool("reconfig", false, "run membership changes (issue 22): voters {0,1,2} grow, shrink or are replaced under every fault, on the metadata group; --replicas is ignored")
 		reconfigPartitions = flag.Bool("reconfig-partitions", false, "with --reconfig: run the plans on a partition group with quiescence and deadlines instead of the metadata group")
 		handOver           = flag.Float64("handover", 0, "per-tick probability (fault phase) a group's primary hands over to a random other voter: planned view changes (issue 23)")
-		groups             = flag.Int("groups", 1, "partition groups per node; above 1, with quiescence and the node-level heartbeat (sim.ManyGroupsFaultsFor)")
+		groups             = flag.Int("groups", 1, "partition groups per node; above 1, with quiescence and the node-level heartbeat (sim.ManyGroupsFaultsFor); with --placement, 6 unless given")
+		placement          = flag.Int("placement", 0, "run each partition group on this many of the --replicas nodes, moving replicas between nodes under every fault (issue 23, sim.PlacementFaultsFor); needs --replicas above it")
 	)
 	showVersion := version.Flag(flag.CommandLine)
 	flag.Parse()
 	if version.Handled(showVersion, "sim", os.Stdout) {
 		return
 	}
+	groupsGiven := false
+	flag.Visit(func(f *flag.Flag) { groupsGiven = groupsGiven || f.Name == "groups" })
+	switch {
+	case *placement > 0 && *replicas <= *placement:
+		fmt.Fprintf(os.Stderr, "sim: --placement %d needs --replicas above it (a node to move to)\n", *placement)
+		os.Exit(2)
+	case *placement > 0 && *reconfig:
+		fmt.Fprintln(os.Stderr, "sim: --placement and --reconfig are different runs; pick one")
+		os.Exit(2)
+	}
 	start := time.Now()
 	failed, journalFailures := 0, 0
 	var ops, repairs, highestView uint64
-	viewChanged, transfers, epochs, primaryCrashes, transferCrashes, splits, handOvers := 0, 0, 0, 0, 0, 0, 0
+	viewChanged, transfers, epochs, primaryCrashes, transferCrashes, splits, handOvers, moves := 0, 0, 0, 0, 0, 0, 0, 0
 	for s := *seed; s < *seed+uint64(*seeds); s++ {
 		cfg := sim.FaultsFor(s)
-		if *groups > 1 {
+		switch {
+		case *placement > 0:
+			cfg = sim.PlacementFaultsFor(s)
+			cfg.Placement = *placement
+			if groupsGiven {
+				cfg.Groups = *groups
+			}
+		case *groups > 1:
 			cfg = sim.ManyGroupsFaultsFor(s)
 			cfg.Groups = *groups
 		}
@@ -95,6 +113,7 @@ func main() {
 		transferCrashes += res.TransferCrashes
 		splits += res.OldNewSplits
 		handOvers += res.HandOvers
+		moves += res.Moves
 		highestView = max(highestView, res.ViewChanges)
 		journalFailures += res.JournalFailures
 		if *timeline || *seeds == 1 {
@@ -119,9 +138,9 @@ func main() {
 	if *handOver > 0 {
 		fmt.Printf("%d planned hand-overs started\n", handOvers)
 	}
-	if *reconfig {
-		fmt.Printf("%d epochs entered over all seeds; during a change: %d primary crashes, %d crashes mid-transfer, %d partitions between old and new members\n",
-			epochs, primaryCrashes, transferCrashes, splits)
+	if *reconfig || *placement > 0 {
+		fmt.Printf("%d epochs entered over all seeds (%d plan steps or moves reached); during a change: %d primary crashes, %d crashes mid-transfer, %d partitions between old and new members\n",
+			epochs, moves, primaryCrashes, transferCrashes, splits)
 	}
 	if failed > 0 {
 		os.Exit(1)
