@@ -41,15 +41,21 @@ type PlacementConfig struct {
 
 // PlacementResult is a whole placement run.
 type PlacementResult struct {
-	Nodes    int       `json:"nodes"`
-	RefNodes int       `json:"reference_nodes"`
-	Leads    []int     `json:"partitions_led_per_node"`
-	Replicas []int     `json:"partition_replicas_per_node"`
-	Share    []float64 `json:"bytes_share_per_node"` // bytes stored / payload sent, per node
-	RefShare []float64 `json:"reference_bytes_share_per_node"`
-	SendMBps float64   `json:"send_mb_per_s"` // medians over the rounds
-	RefMBps  float64   `json:"reference_send_mb_per_s"`
-	Rounds   [][2]float64
+	Nodes    int   `json:"nodes"`
+	RefNodes int   `json:"reference_nodes"`
+	Leads    []int `json:"partitions_led_per_node"`
+	// LeadsBefore are the leads right after creation (before any send);
+	// Leads after the rounds, once every partition had a known primary
+	// and the spread settled (SettleSeconds after the last round; 0: at
+	// once).
+	LeadsBefore   []int     `json:"partitions_led_per_node_before"`
+	SettleSeconds float64   `json:"settle_seconds"`
+	Replicas      []int     `json:"partition_replicas_per_node"`
+	Share         []float64 `json:"bytes_share_per_node"` // bytes stored / payload sent, per node
+	RefShare      []float64 `json:"reference_bytes_share_per_node"`
+	SendMBps      float64   `json:"send_mb_per_s"` // medians over the rounds
+	RefMBps       float64   `json:"reference_send_mb_per_s"`
+	Rounds        [][2]float64
 }
 
 func (c *PlacementConfig) defaults() {
@@ -125,6 +131,10 @@ func RunPlacement(ctx context.Context, cfg PlacementConfig) (PlacementResult, er
 		}
 	}
 	time.Sleep(3 * time.Second) // the fresh groups settle and go quiet
+	var err error
+	if res.LeadsBefore, _, err = placed.leadership(ctx, cfg.Partitions); err != nil {
+		return res, err
+	}
 	var mine, theirs []float64
 	var sent, refSent uint64
 	before, refBefore := placed.diskBytes(), ref.diskBytes()
@@ -148,9 +158,26 @@ func RunPlacement(ctx context.Context, cfg PlacementConfig) (PlacementResult, er
 	res.SendMBps, res.RefMBps = median(mine), median(theirs)
 	res.Share = shares(before, placed.diskBytes(), sent)
 	res.RefShare = shares(refBefore, ref.diskBytes(), refSent)
-	var err error
-	res.Leads, res.Replicas, err = placed.leadership(ctx, cfg.Partitions)
-	return res, err
+	// Leadership after the load: view changes under it may have moved
+	// primaries; the balancer brings them back (cluster.leader_balance_interval).
+	end := time.Now()
+	for {
+		res.Leads, res.Replicas, err = placed.leadership(ctx, cfg.Partitions)
+		if err != nil {
+			return res, err
+		}
+		known, lo, hi := 0, cfg.Partitions, 0
+		for _, l := range res.Leads {
+			known += l
+			lo, hi = min(lo, l), max(hi, l)
+		}
+		if (known == cfg.Partitions && hi-lo <= 2) || time.Since(end) > time.Minute {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	res.SettleSeconds = time.Since(end).Seconds()
+	return res, nil
 }
 
 // sendSpread runs the producers, split over the cluster's nodes, all at

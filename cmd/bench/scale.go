@@ -108,7 +108,8 @@ func runPlacement(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%d nodes, R = 3, %d partitions: leads per node %v, replicas per node %v\n", res.Nodes, cfg.Partitions, res.Leads, res.Replicas)
+	fmt.Fprintf(out, "%d nodes, R = 3, %d partitions: leads per node %v at creation, %v after the rounds (%.0f s to settle), replicas per node %v\n",
+		res.Nodes, cfg.Partitions, res.LeadsBefore, res.Leads, res.SettleSeconds, res.Replicas)
 	fmt.Fprintf(out, "bytes stored per node / payload sent: %v (reference %d nodes: %v)\n", rounded2(res.Share), res.RefNodes, rounded2(res.RefShare))
 	fmt.Fprintf(out, "send %.0f MB/s, reference %.0f MB/s, ratio %.2f (medians of %d rounds each, alternating)\n", res.SendMBps, res.RefMBps, res.SendMBps/res.RefMBps, len(res.Rounds))
 	return writeJSON(*jsonPath, res)
