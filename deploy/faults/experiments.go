@@ -28,6 +28,9 @@ type Experiment struct {
 	// Partitions is the workload topic's partition count (0: one,
 	// written by faultcheck's writer; more: one writer per partition).
 	Partitions int
+	// Timeout bounds the whole experiment in TestExperiments (0: 4
+	// minutes); cmd/faults bounds each by its --timeout (5 minutes).
+	Timeout time.Duration
 	// Pending names known node bugs that make the experiment fail; its
 	// report says FAILED all the same, but TestExperiments (CI) skips it
 	// instead of failing while no acknowledged write is lost and none is

@@ -23,7 +23,11 @@ func TestExperiments(t *testing.T) {
 	}
 	for _, e := range Experiments {
 		t.Run(e.Name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+			within := 4 * time.Minute
+			if e.Timeout > 0 {
+				within = e.Timeout
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), within)
 			defer cancel()
 			rep := RunExperiment(ctx, NewCluster(root, "iggyfaults", t.Logf), e)
 			if err := rep.Write(filepath.Join(root, "deploy", "reports")); err != nil {

@@ -34,6 +34,10 @@ import (
 // dataPath is system.path in deploy/docker/cluster.toml.
 const dataPath = "/data"
 
+// StorageWithin bounds the storage check's retries: it runs after every
+// member's copy was read whole, so only a last commit may be in flight.
+const StorageWithin = 20 * time.Second
+
 // stored is one group's batch files on one node: how many, their bytes,
 // and a digest of each stamped batch in log order (files by name, that
 // is by base offset, then batches by batch_length).
@@ -145,12 +149,12 @@ func (c *Cluster) StoredPartitions(ctx context.Context, svc string) (map[uint64]
 // sameStorage checks, from each node's own files, that the members of
 // each workload partition's replica set hold the same batches, byte for
 // byte, and that every other node holds none of them or a stale prefix
-// (see the top of the file); it retries up to Failover (a backup that
-// has not applied the last commit yet) and returns the bytes each node
+// (see the top of the file); it retries up to StorageWithin (a backup
+// that has not written the last commit yet) and returns the bytes each node
 // stores of the partitions it is a member of, and of those it is not,
 // by service.
 func sameStorage(ctx context.Context, c *Cluster, wl workloadTopic, place map[uint32]wire.ClusterStatusPartition) (held, stale map[string]int64, err error) {
-	deadline := time.Now().Add(Failover)
+	deadline := time.Now().Add(StorageWithin)
 	for {
 		var problems []string
 		held, stale, problems, err = storageOnce(ctx, c, wl, place)

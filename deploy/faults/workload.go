@@ -245,13 +245,14 @@ type partitionCopies struct {
 }
 
 // readAll reads every partition's copy on each member of its replica set,
-// waiting (up to Failover) until each member holds at least as many
+// waiting (up to Failover for all) until each member holds at least as many
 // messages as the most complete one, so a replica still catching up is
 // not read half way; then it reads each partition once through each node
 // outside the set, which forwards the polls to a member.
 func readAll(ctx context.Context, c *Cluster, wl workloadTopic, hs []faultcheck.History,
 	place map[uint32]wire.ClusterStatusPartition) []partitionCopies {
 	out := make([]partitionCopies, len(wl.partitions))
+	deadline := time.Now().Add(Failover) // for all of them
 	for k, pid := range wl.partitions {
 		in, outside := members(c, place, pid)
 		pc := partitionCopies{pid: pid}
@@ -259,7 +260,6 @@ func readAll(ctx context.Context, c *Cluster, wl workloadTopic, hs []faultcheck.
 			pc.names = append(pc.names, c.Nodes[i].Service)
 		}
 		pc.copies = make([][][]byte, len(in))
-		deadline := time.Now().Add(Failover)
 		for {
 			most := len(hs[k].Order) * faultcheck.MessagesPerSend
 			var errs []error
@@ -275,7 +275,7 @@ func readAll(ctx context.Context, c *Cluster, wl workloadTopic, hs []faultcheck.
 			for _, cp := range pc.copies {
 				complete = complete && len(cp) == most
 			}
-			if complete || time.Now().After(deadline) {
+			if complete || time.Now().After(deadline) || ctx.Err() != nil {
 				for _, err := range errs {
 					c.Logf("read partition %d: %v", pid, err)
 				}
