@@ -49,7 +49,7 @@ func TestExperiments(t *testing.T) {
 			t.Logf("%d sends acknowledged, %d lost, %d duplicates; no write for %s; %s",
 				rep.AckedSends, rep.Lost, rep.Duplicates, rep.TimeWithoutLeader, caughtUp)
 			if rb := rep.Rebalance; rb != nil {
-				t.Logf("rebalance: %d replicas moved in %d partitions, on their placement %s after the heal; leadership spread %s after that",
+				t.Logf("rebalance: %d replicas moved in %d partitions, on their placement %s after the heal; leadership spread %s after the heal",
 					rb.ReplicaMoves, rb.PartitionsMoved, rb.Settled, rb.LeadersBalanced)
 			}
 		})

@@ -80,10 +80,11 @@ type Rebalance struct {
 	// change.
 	Settled           Millis `json:"settled_ms"`
 	SettledSinceFault Millis `json:"settled_since_first_change_ms"`
-	// LeadersBalanced is the time from Settled until each node led its
-	// share of the partitions, +-1 (ClusterStatus Primary, as the members
-	// of each group report it); LeadersPreferred until each partition was
-	// led by its preferred primary (-1: not within LeadersWithin).
+	// LeadersBalanced is the time from the heal until each node led its
+	// share of the partitions, +-1, for good (ClusterStatus Primary, as
+	// the voters of each group report it: from the last time it became
+	// so); LeadersPreferred until each partition was led by its preferred
+	// primary (-1: not by LeadersWithin after Settled).
 	LeadersBalanced  Millis `json:"leaders_balanced_ms"`
 	LeadersPreferred Millis `json:"leaders_preferred_ms"`
 	// Progress is how many partitions ran on their placement, when.
@@ -115,7 +116,7 @@ func (rb *Rebalance) Text() string {
 	fmt.Fprintf(&b, "rebalance             %d partitions, R = %d: %d replicas moved in %d partitions\n", rb.Partitions,
 		rb.ReplicationFactor, rb.ReplicaMoves, rb.PartitionsMoved)
 	fmt.Fprintf(&b, "  every group on its placement %s after the heal (%s after the first change)\n", rb.Settled, rb.SettledSinceFault)
-	fmt.Fprintf(&b, "  leadership spread (+-1) %s after that; every partition led by its preferred primary %s after it\n",
+	fmt.Fprintf(&b, "  leadership spread (+-1) %s after the heal, for good; every partition led by its preferred primary %s after it\n",
 		rb.LeadersBalanced, rb.LeadersPreferred)
 	var steps []string
 	for _, s := range rb.Progress {
@@ -159,83 +160,90 @@ func growRebalance(ctx context.Context, r *Run) error {
 	return nil
 }
 
-// watchRebalance waits until every group runs on its placement, then
-// until leadership is spread, and checks the shares.
+// watchRebalance polls every node's status until every group runs on
+// its placement, and then (up to LeadersWithin) until every partition is
+// led by its preferred primary, timing both and the leadership's spread
+// from the heal; then it checks the shares.
 func (r *Run) watchRebalance(ctx context.Context, poll *statusPoller, before map[uint32]wire.ClusterStatusPartition,
 	leadsBefore map[uint8]int) error {
 	c, wl := r.C, r.wl
-	rb := &Rebalance{Partitions: len(wl.partitions), Settled: -1, SettledSinceFault: -1, LeadersBalanced: -1, LeadersPreferred: -1}
+	total := len(wl.partitions)
+	rb := &Rebalance{Partitions: total, Settled: -1, SettledSinceFault: -1, LeadersBalanced: -1, LeadersPreferred: -1}
 	r.rebalance = rb
-	var after map[uint32]wire.ClusterStatusPartition
-	var sts []wire.ClusterStatusReply
 	var problems []string
-	lastPlaced, lastWhy := -1, ""
-	for deadline := r.healAt.Add(RebalanceWithin); ; time.Sleep(500 * time.Millisecond) {
-		var err error
-		sts, err = poll.all(ctx)
+	var after map[uint32]wire.ClusterStatusPartition
+	var ls map[uint8]int
+	var settledAt, balancedSince, preferredSince time.Time
+	lastPlaced, lastWhy, known := -1, "", 0
+	for {
+		sts, err := poll.all(ctx)
+		now := time.Now()
 		if err == nil {
 			var placed int
-			var why string
-			after, placed, why, err = onPlacement(c, wl, sts)
+			after, placed, lastWhy, _ = onPlacement(c, wl, sts)
 			if placed != lastPlaced {
 				lastPlaced = placed
-				rb.Progress = append(rb.Progress, RebalanceStep{At: Millis(time.Since(r.healAt)), Placed: placed})
-				c.Logf("rebalance: %d of %d partitions on their placement (%s)", placed, len(wl.partitions), why)
+				rb.Progress = append(rb.Progress, RebalanceStep{At: Millis(now.Sub(r.healAt)), Placed: placed})
+				c.Logf("rebalance: %d of %d partitions on their placement (%s)", placed, total, lastWhy)
 			}
-			lastWhy = why
+			if placed == total && settledAt.IsZero() {
+				settledAt = now
+				rb.Settled, rb.SettledSinceFault = Millis(now.Sub(r.healAt)), Millis(now.Sub(r.faultAt))
+				c.Logf("rebalance done %s after the heal: %s", rb.Settled, shares(c.Nodes, after))
+			}
+			// The leadership counts from when it last became spread
+			// (or led by the preferred primaries) and stayed so.
+			ls, known = leads(c, wl, sts)
+			if known == total && spread(c.Nodes, ls, total, 1) {
+				if balancedSince.IsZero() {
+					balancedSince = now
+				}
+			} else {
+				balancedSince = time.Time{}
+			}
+			if onPreferred(c, wl, sts) {
+				if preferredSince.IsZero() {
+					preferredSince = now
+				}
+			} else {
+				preferredSince = time.Time{}
+			}
 		}
-		if err == nil && lastPlaced == len(wl.partitions) {
+		settled := !settledAt.IsZero()
+		if settled && !preferredSince.IsZero() || settled && now.After(settledAt.Add(LeadersWithin)) {
 			break
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			// The leadership is still measured, for the report: the
+		if !settled && (now.After(r.healAt.Add(RebalanceWithin)) || ctx.Err() != nil) {
+			// The leadership is still reported as it stands: the
 			// partitions that did not move are led where they are.
 			problems = append(problems, fmt.Sprintf("%d of %d partitions on their placement %v after the heal (%s; last error %v)",
-				lastPlaced, len(wl.partitions), RebalanceWithin, lastWhy, err))
+				lastPlaced, total, RebalanceWithin, lastWhy, err))
 			break
 		}
+		if ctx.Err() != nil {
+			problems = append(problems, "cut short: "+ctx.Err().Error())
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
-	settled := time.Now()
-	if len(problems) == 0 {
-		rb.Settled, rb.SettledSinceFault = Millis(settled.Sub(r.healAt)), Millis(settled.Sub(r.faultAt))
-		c.Logf("rebalance done %s after the heal: %s", rb.Settled, shares(c.Nodes, after))
+	if !balancedSince.IsZero() {
+		rb.LeadersBalanced = Millis(balancedSince.Sub(r.healAt))
+		c.Logf("leadership spread (+-1) since %s after the heal: leads %v", rb.LeadersBalanced, ls)
+	} else {
+		problems = append(problems, fmt.Sprintf("leadership not spread at the end: leads %v (%d partitions with a known primary)", ls, known))
+	}
+	if !preferredSince.IsZero() {
+		rb.LeadersPreferred = Millis(preferredSince.Sub(r.healAt))
+		c.Logf("every partition led by its preferred primary since %s after the heal", rb.LeadersPreferred)
+	} else {
+		c.Logf("not every partition is led by its preferred primary at the end: leads %v", ls)
 	}
 	for pid, p := range after {
-		b := before[pid]
-		if moved := popcount(p.Replicas &^ b.Replicas); moved > 0 {
+		if moved := popcount(p.Replicas &^ before[pid].Replicas); moved > 0 {
 			rb.ReplicaMoves += moved
 			rb.PartitionsMoved++
 		}
 		rb.ReplicationFactor = max(rb.ReplicationFactor, popcount(p.Replicas))
-	}
-
-	// Leadership: each node its share +-1, then (not required) every
-	// partition on its preferred primary.
-	var ls map[uint8]int
-	var err error
-	for deadline := settled.Add(LeadersWithin); ; time.Sleep(500 * time.Millisecond) {
-		sts, err = poll.all(ctx)
-		var known int
-		if err == nil {
-			ls, known = leads(c, wl, sts)
-			if rb.LeadersBalanced < 0 && known == len(wl.partitions) && spread(c.Nodes, ls, len(wl.partitions), 1) {
-				rb.LeadersBalanced = Millis(time.Since(settled))
-				c.Logf("leadership spread %s after the rebalance: %v", rb.LeadersBalanced, ls)
-			}
-			if rb.LeadersBalanced >= 0 && onPreferred(c, wl, sts) {
-				rb.LeadersPreferred = Millis(time.Since(settled))
-				c.Logf("every partition led by its preferred primary %s after the rebalance", rb.LeadersPreferred)
-				break
-			}
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			if rb.LeadersBalanced < 0 {
-				problems = append(problems, fmt.Sprintf("leadership not spread %v after the rebalance: leads %v (%d partitions with a known primary; err %v)",
-					LeadersWithin, ls, known, err))
-			}
-			c.Logf("not every partition is led by its preferred primary %v after the rebalance: leads %v", LeadersWithin, ls)
-			break
-		}
 	}
 
 	// The shares: R replicas per partition spread +-1, the new nodes
@@ -246,12 +254,11 @@ func (r *Run) watchRebalance(ctx context.Context, poll *statusPoller, before map
 		rb.Nodes = append(rb.Nodes, RebalanceNode{Node: n.Service, ReplicasBefore: repsBefore[n.ID], Replicas: reps[n.ID],
 			PreferredBefore: prefsBefore[n.ID], Preferred: prefs[n.ID], LeadsBefore: leadsBefore[n.ID], Leads: ls[n.ID]})
 	}
-	if !spread(c.Nodes, reps, rb.ReplicationFactor*len(wl.partitions), 1) {
-		problems = append(problems, fmt.Sprintf("replicas per node %v, want %d*%d/%d +-1", reps, rb.ReplicationFactor,
-			len(wl.partitions), len(c.Nodes)))
+	if !spread(c.Nodes, reps, rb.ReplicationFactor*total, 1) {
+		problems = append(problems, fmt.Sprintf("replicas per node %v, want %d*%d/%d +-1", reps, rb.ReplicationFactor, total, len(c.Nodes)))
 	}
-	if !spread(c.Nodes, prefs, len(wl.partitions), 1) {
-		problems = append(problems, fmt.Sprintf("preferred primaries per node %v, want %d/%d +-1", prefs, len(wl.partitions), len(c.Nodes)))
+	if !spread(c.Nodes, prefs, total, 1) {
+		problems = append(problems, fmt.Sprintf("preferred primaries per node %v, want %d/%d +-1", prefs, total, len(c.Nodes)))
 	}
 	for _, svc := range []string{"node3", "node4"} {
 		if i := r.index(svc); i >= 0 && reps[c.Nodes[i].ID] == 0 {
