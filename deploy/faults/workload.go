@@ -12,6 +12,7 @@ package faults
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/bits"
 	"slices"
@@ -206,6 +207,27 @@ func placementOf(ctx context.Context, c *Cluster, n Node, wl workloadTopic) (map
 		return nil, fmt.Errorf("placement from %s: %w", n.Service, err)
 	}
 	return workloadPartitions(st, wl), nil
+}
+
+// placementAny reads the placement from the first member that answers,
+// again for up to Failover (a node just healed may not answer yet; the
+// placement is metadata state, the same on all: sameRoster checks it).
+func placementAny(ctx context.Context, c *Cluster, wl workloadTopic) (map[uint32]wire.ClusterStatusPartition, error) {
+	deadline := time.Now().Add(Failover)
+	for {
+		var errs []error
+		for _, n := range c.Nodes {
+			place, err := placementOf(ctx, c, n, wl)
+			if err == nil {
+				return place, nil
+			}
+			errs = append(errs, err)
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, errors.Join(errs...)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }
 
 // workloadPartitions picks the workload topic's entries of a status.
