@@ -8,8 +8,13 @@ package faults
 // waits, bounded, until ClusterStatus shows it done. The fault mark is
 // the start of the first change, the heal the moment the last one is
 // done; Cluster.Nodes ends as the final roster, which the common checks
-// then read (every acknowledged write on every member, identical copies,
-// identical metadata, the same roster on every member).
+// then read (workload.go, storage.go: every acknowledged write on every
+// member of the partition's replica set, identical copies there, the
+// same through the other members, which forward reads, and none or a
+// stale prefix in their storage; identical metadata; the same roster and
+// placement on every member). With one partition of R = 3, grow-3-to-5
+// moves nothing (a spread of one replica is even) and shrink-5-to-3
+// moves the partition onto the nodes that stay.
 
 import (
 	"context"
