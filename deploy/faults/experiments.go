@@ -25,6 +25,17 @@ type Experiment struct {
 	Name        string
 	Description string
 	Inject      func(ctx context.Context, r *Run) error
+	// Partitions is the workload topic's partition count (0: one,
+	// written by faultcheck's writer; more: one writer per partition).
+	Partitions int
+	// Timeout bounds the whole experiment in TestExperiments (0: 4
+	// minutes); cmd/faults bounds each by its --timeout (5 minutes).
+	Timeout time.Duration
+	// Pending names known node bugs that make the experiment fail; its
+	// report says FAILED all the same, but TestExperiments (CI) skips it
+	// instead of failing while no acknowledged write is lost and none is
+	// stored out of order. Empty it once they are fixed.
+	Pending string
 }
 
 // Failover is how long an experiment waits for the cluster to serve
@@ -33,16 +44,17 @@ type Experiment struct {
 const Failover = 60 * time.Second
 
 // Experiments are the fault experiments of the deploy issue, in order,
-// then the reconfiguration experiments of issue 22 (reconfig.go).
+// then the reconfiguration experiments of issue 22 (reconfig.go) and the
+// rebalance of issue 23 (rebalance.go).
 var Experiments = append([]Experiment{
-	{"kill-primary", "SIGKILL the leader's container under load, wait for a new leader to take writes, start it again on its volume",
-		leaderOut((*Cluster).Kill, (*Cluster).Start)},
-	{"pause-primary", "docker pause the leader past the heartbeat timeout (5 s): the others elect a new leader that takes writes; then unpause it",
-		leaderOut((*Cluster).Pause, (*Cluster).Unpause)},
-	{"partition-primary", "disconnect the leader from the compose network (peers and clients) until another leader takes writes, then reconnect it",
-		leaderOut((*Cluster).Disconnect, (*Cluster).Connect)},
-	{"restart-all", "restart every container (SIGTERM, SIGKILL after 5 s) under load; the cluster recovers from its volumes",
-		func(ctx context.Context, r *Run) error {
+	{Name: "kill-primary", Description: "SIGKILL the leader's container under load, wait for a new leader to take writes, start it again on its volume",
+		Inject: leaderOut((*Cluster).Kill, (*Cluster).Start)},
+	{Name: "pause-primary", Description: "docker pause the leader past the heartbeat timeout (5 s): the others elect a new leader that takes writes; then unpause it",
+		Inject: leaderOut((*Cluster).Pause, (*Cluster).Unpause)},
+	{Name: "partition-primary", Description: "disconnect the leader from the compose network (peers and clients) until another leader takes writes, then reconnect it",
+		Inject: leaderOut((*Cluster).Disconnect, (*Cluster).Connect)},
+	{Name: "restart-all", Description: "restart every container (SIGTERM, SIGKILL after 5 s) under load; the cluster recovers from its volumes",
+		Inject: func(ctx context.Context, r *Run) error {
 			r.Target(0, 1, 2)
 			r.Fault()
 			err := r.C.RestartAll(ctx)
@@ -54,8 +66,8 @@ var Experiments = append([]Experiment{
 			}
 			return err
 		}},
-	{"wipe-backup", "remove a follower's container and volume under load and start it empty; it catches up from the others",
-		func(ctx context.Context, r *Run) error {
+	{Name: "wipe-backup", Description: "remove a follower's container and volume under load and start it empty; it catches up from the others",
+		Inject: func(ctx context.Context, r *Run) error {
 			victim := (r.Leader + 1) % len(r.C.Nodes)
 			r.Target(victim)
 			r.Fault()
@@ -63,7 +75,7 @@ var Experiments = append([]Experiment{
 			r.Heal()
 			return err
 		}},
-}, reconfigExperiments...)
+}, append(reconfigExperiments, rebalanceExperiment)...)
 
 // leaderOut takes the leader out with cut, waits until the others elect
 // another that takes writes, and brings it back with mend (always, so a
@@ -113,10 +125,24 @@ func (m Millis) String() string {
 	return time.Duration(m).Round(time.Millisecond).String()
 }
 
-// ReplicaFigure is one node's state at the end of an experiment.
+// ReplicaFigure is one node's state at the end of an experiment: the
+// workload partitions it holds a replica of, their messages (read on the
+// node) and the bytes of their batch files in its storage.
 type ReplicaFigure struct {
-	Node     string `json:"node"`
-	Messages int    `json:"messages"`
+	Node        string `json:"node"`
+	Partitions  int    `json:"partitions"`
+	Messages    int    `json:"messages"`
+	StoredBytes int64  `json:"stored_bytes"`
+	// StaleBytes are batch bytes it keeps of partitions it is no longer a
+	// replica of (storage.go: not dropped yet).
+	StaleBytes int64 `json:"stale_bytes"`
+}
+
+// PendingSkip reports whether a failed experiment's failure may be its
+// known node bugs (Experiment.Pending): the safety checks held (writes
+// were acknowledged, none lost, none out of order).
+func (r *Report) PendingSkip() bool {
+	return !r.Passed && r.Pending != "" && r.AckedSends > 0 && r.Lost == 0 && r.OutOfOrder == 0
 }
 
 // Report is the outcome and the figures of one experiment.
@@ -128,10 +154,18 @@ type Report struct {
 	LeaderAtStart string    `json:"leader_at_start"`
 	LeaderAtEnd   string    `json:"leader_at_end"`
 	Targets       []string  `json:"targets"`
+	Pending       string    `json:"pending,omitempty"`
+	// Partitions is the workload topic's partition count.
+	Partitions int `json:"partitions"`
 	faultcheck.Verdict
 	// TimeWithoutLeader is the longest stretch without an acknowledged
 	// write from the fault until the end of the workload.
 	TimeWithoutLeader Millis `json:"time_without_leader_ms"`
+	// LongestPartitionGap is, with more than one partition, the longest
+	// such stretch on any one partition (a partition whose group moves
+	// may stall while the others take writes), and which.
+	LongestPartitionGap Millis `json:"longest_partition_gap_ms,omitempty"`
+	GapPartition        uint32 `json:"gap_partition,omitempty"`
 	// LeaderElected is the time from the fault until the nodes the fault
 	// spared named one leader (the metadata group's, in their rosters;
 	// polled, each poll a login per node, so it trails by up to a second;
@@ -145,16 +179,21 @@ type Report struct {
 	TimeToCatchUp     Millis `json:"time_to_catch_up_ms"`
 	ServesAgain       bool   `json:"serves_again"`
 	MetadataIdentical bool   `json:"metadata_identical"`
+	// StorageIdentical: the members of each partition's replica set store
+	// the same batch bytes, the other nodes none (storage.go).
+	StorageIdentical bool `json:"storage_identical"`
 	// Roster is the cluster's roster at the end (ClusterStatus), the same
 	// on every member, whose voters are the members read above.
 	Roster          string `json:"roster_at_end"`
 	RosterIdentical bool   `json:"roster_identical"`
 	// Changes are the cluster changes a reconfiguration experiment made.
-	Changes  []Change        `json:"changes,omitempty"`
-	Replicas []ReplicaFigure `json:"replicas"`
-	Passed   bool            `json:"passed"`
-	Errors   []string        `json:"errors,omitempty"`
-	Log      []string        `json:"log"`
+	Changes []Change `json:"changes,omitempty"`
+	// Rebalance is how the partitions moved after a change (rebalance.go).
+	Rebalance *Rebalance      `json:"rebalance,omitempty"`
+	Replicas  []ReplicaFigure `json:"replicas"`
+	Passed    bool            `json:"passed"`
+	Errors    []string        `json:"errors,omitempty"`
+	Log       []string        `json:"log"`
 	// NodeLogs is every node's log of the run (docker-compose logs), kept
 	// beside the report as <experiment>.nodes.log.
 	NodeLogs string `json:"-"`
@@ -162,9 +201,11 @@ type Report struct {
 
 // Run is the state of one experiment in progress, handed to Inject.
 type Run struct {
-	C           *Cluster
-	W           *faultcheck.Writer
-	Leader      int
+	C      *Cluster
+	W      Workload
+	Leader int
+	// wl is the workload's topic.
+	wl          workloadTopic
 	targets     []int
 	faultAt     time.Time
 	healAt      time.Time
@@ -176,6 +217,7 @@ type Run struct {
 	// removed node left the roster.
 	changes   []Change
 	removedAt map[string]time.Time
+	rebalance *Rebalance
 	// after are checks of what the fault set off that take their time
 	// (a removed node's exit): they run once the cluster serves again,
 	// under the workload, not inside Inject, which would delay the
@@ -239,7 +281,7 @@ const (
 // report, Passed only when every check held.
 func RunExperiment(ctx context.Context, c *Cluster, e Experiment) *Report {
 	rep := &Report{Experiment: e.Name, Description: e.Description, Started: time.Now(), TimeToCatchUp: -1, FirstAckAfterFault: -1,
-		LeaderElected: -1}
+		LeaderElected: -1, Pending: e.Pending}
 	var logMu sync.Mutex
 	userLog := c.Logf
 	c.Logf = func(format string, args ...any) {
@@ -259,7 +301,7 @@ func RunExperiment(ctx context.Context, c *Cluster, e Experiment) *Report {
 	defer func() {
 		rep.Duration = Millis(time.Since(rep.Started))
 		rep.Passed = len(rep.Errors) == 0 && rep.Verdict.OK() && rep.ServesAgain && rep.MetadataIdentical && rep.RosterIdentical &&
-			rep.AckedSends > 0
+			rep.StorageIdentical && rep.AckedSends > 0
 		rep.NodeLogs = c.Logs(context.Background())
 		if err := c.Down(context.Background()); err != nil {
 			rep.Log = append(rep.Log, "down: "+err.Error())
@@ -273,13 +315,21 @@ func RunExperiment(ctx context.Context, c *Cluster, e Experiment) *Report {
 	}
 	rep.LeaderAtStart = c.Nodes[leader].Service
 	c.Logf("leader %s", rep.LeaderAtStart)
-	if err := createWorkloadTopic(ctx, c); err != nil {
+	wl, err := createWorkloadTopic(ctx, c, max(e.Partitions, 1))
+	if err != nil {
 		fail(err)
 		return rep
 	}
-	w := faultcheck.StartWriter(ctx, c.Options(leader), wire.Named(streamName), wire.Named(topicName), 2*time.Millisecond)
+	rep.Partitions = len(wl.partitions)
+	var w Workload
+	if len(wl.partitions) == 1 {
+		w = oneWriter{faultcheck.StartWriter(ctx, c.Options(leader), wire.Named(streamName), wire.Named(topicName), 2*time.Millisecond)}
+	} else {
+		w = startSpreadWriter(ctx, c.Options(leader), wl, SpreadPause)
+		c.Logf("%d writers, one per partition, each pausing %v after an acknowledged send", len(wl.partitions), SpreadPause)
+	}
 	defer w.Stop()
-	r := &Run{C: c, W: w, Leader: leader, removedAt: map[string]time.Time{}}
+	r := &Run{C: c, W: w, Leader: leader, wl: wl, removedAt: map[string]time.Time{}}
 	if err := w.WaitAcked(ctx, 100, Failover); err != nil {
 		fail(fmt.Errorf("before the fault: %w", err))
 		return rep
@@ -290,6 +340,19 @@ func RunExperiment(ctx context.Context, c *Cluster, e Experiment) *Report {
 	rep.Changes = r.changes
 	if r.healAt.IsZero() {
 		r.Heal()
+	}
+	// A node outside the first partition's replica set holds none of it:
+	// nothing to catch up (the catch-up is timed on that partition).
+	if place, err := placementAny(ctx, c, wl); err == nil {
+		in, _ := members(c, place, wl.partitions[0])
+		kept := slices.DeleteFunc(slices.Clone(r.targets), func(t int) bool { return !slices.Contains(in, t) })
+		if len(kept) < len(r.targets) {
+			c.Logf("catch-up timed on %d of the %d targets: the others are outside partition %d's replica set %s",
+				len(kept), len(r.targets), wl.partitions[0], ids(place[wl.partitions[0]].Replicas))
+		}
+		r.targets = kept
+	} else {
+		c.Logf("catch-up timed on every target: no placement read (%v)", err)
 	}
 	for _, t := range r.targets {
 		rep.Targets = append(rep.Targets, c.Nodes[t].Service)
@@ -307,14 +370,23 @@ func RunExperiment(ctx context.Context, c *Cluster, e Experiment) *Report {
 			fail(err)
 		}
 	}
+	rep.Rebalance = r.rebalance
 	w.Stop()
 	end := time.Now()
-	h := w.History()
+	hs := w.Histories()
+	h := merged(hs)
 	if len(h.AckTimes) > 0 {
 		c.Logf("write rate: %s before the fault, %s from the fault to the heal, %s after the heal",
 			ackRate(h, h.AckTimes[0], r.faultAt), ackRate(h, r.faultAt, r.healAt), ackRate(h, r.healAt, end))
 	}
 	rep.TimeWithoutLeader = Millis(h.LongestGap(r.faultAt, end))
+	if len(hs) > 1 {
+		for k, ph := range hs {
+			if g := Millis(ph.LongestGap(r.faultAt, end)); g > rep.LongestPartitionGap {
+				rep.LongestPartitionGap, rep.GapPartition = g, wl.partitions[k]
+			}
+		}
+	}
 	rep.FirstAckAfterFault = Millis(h.FirstAckAfter(r.faultAt))
 	if !r.elected.IsZero() {
 		rep.LeaderElected = Millis(r.elected.Sub(r.faultAt))
@@ -325,20 +397,37 @@ func RunExperiment(ctx context.Context, c *Cluster, e Experiment) *Report {
 		fail(fmt.Errorf("at the end: %w", err))
 	}
 
-	names, copies := readAll(ctx, c, h)
-	rep.Verdict = faultcheck.Check(h, names, copies)
-	for i, cp := range copies {
-		rep.Replicas = append(rep.Replicas, ReplicaFigure{Node: names[i], Messages: len(cp)})
+	// The placement at the end names the replica sets the copies are
+	// read on (sameRoster checks that every member reports the same).
+	place, err := placementAny(ctx, c, wl)
+	if err != nil {
+		fail(err)
 	}
-	if len(copies) > 0 {
-		rep.TimeToCatchUp = catchUp(lastAckedOffset(h, copies[0], r.ackedAtHeal), r.healAt)
+	pcs := readAll(ctx, c, wl, hs, place)
+	rep.Verdict = verdict(hs, pcs)
+	rep.Replicas = replicaFigures(c, pcs)
+	switch first := pcs[0]; {
+	case len(r.targets) == 0 || len(first.copies) == 0:
+		catchUp(0, r.healAt) // nothing to time: this stops the sampling
+	default:
+		// Targets are timed on one partition: the only one, whose writer's
+		// count the heal took.
+		rep.TimeToCatchUp = catchUp(lastAckedOffset(hs[0], first.copies[0], min(r.ackedAtHeal, len(hs[0].Order))), r.healAt)
+	}
+	held, stale, err := sameStorage(ctx, c, wl, place)
+	if err != nil {
+		fail(err)
+	}
+	rep.StorageIdentical = err == nil
+	for i := range rep.Replicas {
+		rep.Replicas[i].StoredBytes, rep.Replicas[i].StaleBytes = held[rep.Replicas[i].Node], stale[rep.Replicas[i].Node]
 	}
 	if err := sameMetadata(ctx, c); err != nil {
 		fail(err)
 	} else {
 		rep.MetadataIdentical = true
 	}
-	if line, err := sameRoster(ctx, c); err != nil {
+	if line, err := sameRoster(ctx, c, wl); err != nil {
 		fail(err)
 	} else {
 		rep.Roster, rep.RosterIdentical = line, true
@@ -360,54 +449,32 @@ func ackRate(h faultcheck.History, from, to time.Time) string {
 	return fmt.Sprintf("%.0f sends/s", float64(n)/to.Sub(from).Seconds())
 }
 
-func createWorkloadTopic(ctx context.Context, c *Cluster) error {
+// createWorkloadTopic creates the workload's stream and its topic of
+// partitions partitions (the default replication factor).
+func createWorkloadTopic(ctx context.Context, c *Cluster, partitions int) (workloadTopic, error) {
 	ctx, cancel := context.WithTimeout(ctx, Failover)
 	defer cancel()
 	admin, err := client.Connect(ctx, c.Options(0))
 	if err != nil {
-		return err
+		return workloadTopic{}, err
 	}
 	defer admin.Close()
-	if _, err := admin.CreateStream(ctx, streamName, nil); err != nil {
-		return fmt.Errorf("create stream: %w", err)
+	sd, err := admin.CreateStream(ctx, streamName, nil)
+	if err != nil {
+		return workloadTopic{}, fmt.Errorf("create stream: %w", err)
 	}
-	if _, err := admin.CreateTopic(ctx, wire.Named(streamName), topicName, 1, nil); err != nil {
-		return fmt.Errorf("create topic: %w", err)
+	td, err := admin.CreateTopic(ctx, wire.Named(streamName), topicName, uint32(partitions), nil)
+	if err != nil {
+		return workloadTopic{}, fmt.Errorf("create topic: %w", err)
 	}
-	return nil
-}
-
-// readAll reads every node's copy of the workload partition, waiting (up
-// to Failover) until each holds at least as many messages as the most
-// complete one, so a replica still catching up is not read half way.
-func readAll(ctx context.Context, c *Cluster, h faultcheck.History) ([]string, [][][]byte) {
-	names := make([]string, len(c.Nodes))
-	copies := make([][][]byte, len(c.Nodes))
-	deadline := time.Now().Add(Failover)
-	for {
-		most := len(h.Order) * faultcheck.MessagesPerSend
-		var errs []error
-		for i, n := range c.Nodes {
-			names[i] = n.Service
-			got, err := faultcheck.ReadPartition(ctx, c.Options(i), wire.Named(streamName), wire.Named(topicName))
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", n.Service, err))
-			}
-			copies[i] = got
-			most = max(most, len(got))
-		}
-		complete := len(errs) == 0
-		for _, cp := range copies {
-			complete = complete && len(cp) == most
-		}
-		if complete || time.Now().After(deadline) {
-			for _, err := range errs {
-				c.Logf("read: %v", err)
-			}
-			return names, copies
-		}
-		time.Sleep(500 * time.Millisecond)
+	wl := workloadTopic{stream: sd.ID, topic: td.ID}
+	for _, p := range td.Partitions {
+		wl.partitions = append(wl.partitions, p.ID)
 	}
+	if len(wl.partitions) != partitions {
+		return wl, fmt.Errorf("create topic: %d partitions, asked for %d", len(wl.partitions), partitions)
+	}
+	return wl, nil
 }
 
 // lastAckedOffset is the offset of the last message of the last send
@@ -573,6 +640,9 @@ func (r *Report) Text() string {
 		verdict = "FAILED"
 	}
 	fmt.Fprintf(&b, "== %s: %s\n%s\n", r.Experiment, verdict, r.Description)
+	if r.Pending != "" {
+		fmt.Fprintf(&b, "pending node bugs: %s\n", r.Pending)
+	}
 	fmt.Fprintf(&b, "started %s, took %s; leader %s at the start, %s at the end; fault aimed at %s\n",
 		r.Started.Format(time.RFC3339), r.Duration, r.LeaderAtStart, r.LeaderAtEnd, strings.Join(r.Targets, ", "))
 	fmt.Fprintf(&b, "acknowledged writes   %d sends (%d messages); %d sends failed (unknown outcome)\n", r.AckedSends, r.AckedMessages, r.FailedSends)
@@ -580,13 +650,22 @@ func (r *Report) Text() string {
 	fmt.Fprintf(&b, "duplicates            %d\n", r.Duplicates)
 	fmt.Fprintf(&b, "out of order          %d\n", r.OutOfOrder)
 	fmt.Fprintf(&b, "time without leader   %s (longest stretch without an acknowledged write after the fault)\n", r.TimeWithoutLeader)
+	if r.Partitions > 1 {
+		fmt.Fprintf(&b, "  on one partition    %s (the longest such stretch of any partition's writer: partition %d)\n",
+			r.LongestPartitionGap, r.GapPartition)
+	}
 	if r.LeaderElected >= 0 {
 		fmt.Fprintf(&b, "leader elected after  %s (the nodes the fault spared name one metadata leader in their rosters; polled)\n", r.LeaderElected)
 	}
 	fmt.Fprintf(&b, "first write after it  %s\n", r.FirstAckAfterFault)
-	fmt.Fprintf(&b, "time to catch up      %s (from the heal until the targets held every write acknowledged before it)\n", r.TimeToCatchUp)
+	if len(r.Targets) > 0 {
+		fmt.Fprintf(&b, "time to catch up      %s (from the heal until the targets held every write acknowledged before it)\n", r.TimeToCatchUp)
+	} else {
+		fmt.Fprintf(&b, "time to catch up      not measured (no target holds a replica to catch up)\n")
+	}
 	fmt.Fprintf(&b, "serves again          %v\n", r.ServesAgain)
 	fmt.Fprintf(&b, "metadata identical    %v\n", r.MetadataIdentical)
+	fmt.Fprintf(&b, "storage identical     %v (each partition's batches the same on its replicas, elsewhere none or a stale prefix)\n", r.StorageIdentical)
 	fmt.Fprintf(&b, "roster identical      %v (%s)\n", r.RosterIdentical, r.Roster)
 	for _, ch := range r.Changes {
 		fmt.Fprintf(&b, "change %-40s accepted after %s, done after %s: %s\n", ch.What, ch.Accepted, ch.Done, ch.Roster)
@@ -594,8 +673,16 @@ func (r *Report) Text() string {
 			fmt.Fprintf(&b, "       %s\n", ch.Note)
 		}
 	}
+	if r.Rebalance != nil {
+		b.WriteString(r.Rebalance.Text())
+	}
 	for _, f := range r.Replicas {
-		fmt.Fprintf(&b, "replica %-6s        %d messages\n", f.Node, f.Messages)
+		fmt.Fprintf(&b, "replica %-6s        %d messages in %d of %d partitions, %d bytes stored", f.Node, f.Messages, f.Partitions,
+			r.Partitions, f.StoredBytes)
+		if f.StaleBytes > 0 {
+			fmt.Fprintf(&b, "; %d stale bytes of partitions it no longer holds", f.StaleBytes)
+		}
+		b.WriteString("\n")
 	}
 	for _, p := range r.Problems {
 		fmt.Fprintf(&b, "problem: %s\n", p)

@@ -8,8 +8,13 @@ package faults
 // waits, bounded, until ClusterStatus shows it done. The fault mark is
 // the start of the first change, the heal the moment the last one is
 // done; Cluster.Nodes ends as the final roster, which the common checks
-// then read (every acknowledged write on every member, identical copies,
-// identical metadata, the same roster on every member).
+// then read (workload.go, storage.go: every acknowledged write on every
+// member of the partition's replica set, identical copies there, the
+// same through the other members, which forward reads, and none or a
+// stale prefix in their storage; identical metadata; the same roster and
+// placement on every member). With one partition of R = 3, grow-3-to-5
+// moves nothing (a spread of one replica is even) and shrink-5-to-3
+// moves the partition onto the nodes that stay.
 
 import (
 	"context"
@@ -42,9 +47,10 @@ type Change struct {
 }
 
 var reconfigExperiments = []Experiment{
-	{"grow-3-to-5", "start node3 and node4 with --join and add them with ClusterAdd one after the other under load " +
-		"(the second once the first is a voter); end with voters {0..4}, the partition identical on all five",
-		func(ctx context.Context, r *Run) error {
+	{Name: "grow-3-to-5", Description: "start node3 and node4 with --join and add them with ClusterAdd one after the other under load " +
+		"(the second once the first is a voter); end with voters {0..4}; the one partition (R = 3) stays on its three " +
+		"replicas (a spread of one needs no move), identical there, read through node3 and node4 by forwarding, absent from their storage",
+		Inject: func(ctx context.Context, r *Run) error {
 			r.Fault()
 			if err := r.grow(ctx, "node3", "node4"); err != nil {
 				return err
@@ -53,12 +59,12 @@ var reconfigExperiments = []Experiment{
 			r.Target(r.index("node3"), r.index("node4"))
 			return nil
 		}},
-	{"shrink-5-to-3", "grow to five (node3, node4), then remove two voters under load, the metadata primary of the moment " +
+	{Name: "shrink-5-to-3", Description: "grow to five (node3, node4), then remove two voters under load, the metadata primary of the moment " +
 		"first, then a backup of the first three; the removed answer NodeRemoved and exit after the drain (5 s here)",
-		shrink},
-	{"replace-a-dead-host", "SIGKILL a backup (node1) and delete its container and volume, start replica 1 empty at a new " +
+		Inject: shrink},
+	{Name: "replace-a-dead-host", Description: "SIGKILL a backup (node1) and delete its container and volume, start replica 1 empty at a new " +
 		"address (node1b, --join) and ClusterReplace(1, {ID: 1, new address}); it catches up by state transfer",
-		replaceDeadHost},
+		Inject: replaceDeadHost},
 }
 
 // shrink grows the cluster to five outside the fault window, then
@@ -486,8 +492,10 @@ func (r *Run) waitExit(ctx context.Context, n Node) error {
 // all report the same settled roster, whose voters are exactly those
 // members at the addresses the experiment gave them, and tell clients
 // (GetClusterMetadata) those members at those addresses (up to
-// Failover); it returns the roster as a line.
-func sameRoster(ctx context.Context, c *Cluster) (string, error) {
+// Failover); and that they place the workload's partitions alike (the
+// same replica set and preferred primary for each, from the metadata
+// state). It returns the roster as a line.
+func sameRoster(ctx context.Context, c *Cluster, wl workloadTopic) (string, error) {
 	var want uint32
 	var wantView []string
 	for _, n := range c.Nodes {
@@ -516,6 +524,11 @@ func sameRoster(ctx context.Context, c *Cluster) (string, error) {
 							e.Spec.ReplicaAddress, m.Service, m.Spec().ReplicaAddress)
 					}
 				}
+				if i > 0 {
+					if err := samePlacement(wl, n.Service, st, c.Nodes[0].Service, first); err != nil {
+						return "", err
+					}
+				}
 				if i == 0 {
 					first = st
 				} else if st.Epoch != first.Epoch || st.Voters != first.Voters || st.Learners != first.Learners || st.Target != first.Target {
@@ -533,6 +546,21 @@ func sameRoster(ctx context.Context, c *Cluster) (string, error) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// samePlacement compares two nodes' placement of the workload topic.
+func samePlacement(wl workloadTopic, name string, st wire.ClusterStatusReply, refName string, ref wire.ClusterStatusReply) error {
+	got, want := workloadPartitions(st, wl), workloadPartitions(ref, wl)
+	if len(got) != len(want) {
+		return fmt.Errorf("%s places %d of the workload's partitions, %s %d", name, len(got), refName, len(want))
+	}
+	for pid, w := range want {
+		if g := got[pid]; g.Replicas != w.Replicas || g.Preferred != w.Preferred {
+			return fmt.Errorf("%s places partition %d on %s (preferred %d), %s on %s (preferred %d)", name, pid, ids(g.Replicas),
+				g.Preferred, refName, ids(w.Replicas), w.Preferred)
+		}
+	}
+	return nil
 }
 
 // settled: no learner and the target reached (no change in progress).

@@ -13,7 +13,7 @@ import (
 )
 
 func TestReportFiles(t *testing.T) {
-	rep := &Report{Experiment: "kill-primary", Started: time.Unix(0, 0), TimeWithoutLeader: Millis(1500 * time.Millisecond),
+	rep := &Report{Experiment: "kill-primary", Started: time.Unix(0, 0), Targets: []string{"node1"}, TimeWithoutLeader: Millis(1500 * time.Millisecond),
 		TimeToCatchUp: -1, LeaderElected: -1, Verdict: faultcheck.Verdict{AckedSends: 7, Lost: 0, Duplicates: 1}, NodeLogs: "node0 | hello\n"}
 	dir := t.TempDir()
 	if err := rep.Write(dir); err != nil {
@@ -65,7 +65,7 @@ func TestEveryExperimentIsFound(t *testing.T) {
 		names[e.Name] = true
 	}
 	for _, want := range []string{"kill-primary", "pause-primary", "partition-primary", "restart-all", "wipe-backup",
-		"grow-3-to-5", "shrink-5-to-3", "replace-a-dead-host"} {
+		"grow-3-to-5", "shrink-5-to-3", "replace-a-dead-host", "grow-3-to-5-rebalance"} {
 		if !names[want] {
 			t.Fatalf("no %s experiment", want)
 		}
