@@ -503,6 +503,14 @@ func (p *partitionActor) partitionOffer() (*vsr.Offer, bool) {
 	if p.core.CommitMax() == 0 {
 		return nil, true
 	}
+	if p.drivePending || p.core.HasReady() {
+		// A frame stepped since the last drive may have moved commit_min
+		// past what the segments hold (the drive applies and stores it):
+		// an offer now would name an op whose batch it lacks, one batch
+		// short for the learner (found by deploy/faults
+		// grow-3-to-5-rebalance). Transient: the requester asks again.
+		return nil, true
+	}
 	o := &vsr.Offer{CommitOp: p.core.CommitMin(), CommitMax: p.core.CommitMax()}
 	var cur []byte
 	var frontier, total uint64
