@@ -102,6 +102,25 @@ func TestPlacementRunsGroupsOnTheirReplicaSets(t *testing.T) {
 	if len(placed) != partitions {
 		t.Fatalf("%d partitions placed", len(placed))
 	}
+	// ClusterStatus says the same: each partition's primary as the
+	// members of its group report it.
+	statusLeads := map[uint8]int{}
+	for i, n := range nodes {
+		st, err := rootOn(t, n).ClusterStatus(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range st.Partitions {
+			if p.Voters&(1<<i) != 0 && p.Primary == uint8(i) {
+				statusLeads[p.Primary]++
+			}
+		}
+	}
+	for i := range nodes {
+		if statusLeads[uint8(i)] != 2 {
+			t.Fatalf("ClusterStatus: node %d leads %d partitions by its own report, want 2 (%v)", i, statusLeads[uint8(i)], statusLeads)
+		}
+	}
 	for i, n := range nodes {
 		for deadline := time.Now().Add(5 * time.Second); n.refs.tel.leading.Load() != 2; time.Sleep(50 * time.Millisecond) {
 			if time.Now().After(deadline) {

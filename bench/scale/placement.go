@@ -13,6 +13,7 @@ import (
 
 	"iggynode/bench"
 	"iggynode/bench/nodeproc"
+	"iggynode/client"
 	"iggynode/wire"
 )
 
@@ -253,7 +254,9 @@ func (c *cluster) leadership(ctx context.Context, partitions int) (leads, replic
 	primaries := map[uint64]uint8{}
 	var placedOn []wire.ClusterStatusPartition
 	for i := range c.nodes {
-		cl, err := c.connect(ctx, i)
+		// Pinned: each node's own view of the groups it is in.
+		cl, err := client.Connect(ctx, client.Options{Address: c.addrs[i], Username: bench.DefaultUsername,
+			Password: bench.DefaultPassword, RequestTimeout: 30 * time.Second, StayOnNode: true})
 		if err != nil {
 			return nil, nil, err
 		}
