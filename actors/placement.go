@@ -172,6 +172,13 @@ func routedGetOffsetBody(code wire.CommandCode, m *partitionGetOffset) []byte {
 // serveRoutedRead decodes a forwarded read and serves it here; the
 // answer goes back through replyTo/relayPoll (req.relay is set).
 func (p *partitionActor) serveRoutedRead(ctx actor.Context, req *clientRequest) {
+	if !p.servesLocally() {
+		// A stale guess of the forwarder: this replica holds nothing it
+		// may serve (a learner, a removed or never-placed one). 58: the
+		// forwarder moves its guess on and the client asks again.
+		p.replyTo(ctx, req, denyReply(&req.hdr, req.connID, 0, wire.ErrTransientNotAccepted))
+		return
+	}
 	rd := wire.NewReader(req.frame[wire.HeaderSize:])
 	kind, code := rd.U8("kind"), rd.U32("code")
 	consumer, key := wire.ConsumerKind(rd.U8("consumer_kind")), rd.U32("consumer")
