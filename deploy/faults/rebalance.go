@@ -57,8 +57,7 @@ var rebalanceExperiment = Experiment{Name: "grow-3-to-5-rebalance",
 	Partitions: RebalancePartitions,
 	Inject:     growRebalance,
 	Timeout:    5 * time.Minute,
-	Pending: "a partition state transfer served under load offers commit N with the batches up to N-1 only: the learner " +
-		"refuses every later prepare (batch stamp does not match the journal) and its group never reaches its placement " +
+	Pending: "a poll through a node the partition moved away from, once it dropped its copy, answers 0 messages " +
 		"(docs/faults.md); partition groups keep no client table, so a send replayed across a view change (the balancer's " +
 		"hand-overs) may be stored twice (actors/partition_forward.go)",
 }
