@@ -331,7 +331,11 @@ func TestMovedOutReplicaDropsItsDataAndForwards(t *testing.T) {
 	}
 	for p := uint32(0); p < partitions; p++ {
 		for k := range 5 {
-			if _, err := c.SendMessages(ctx, wire.ID(s.ID), wire.ID(0), wire.PartitionID(p), []wire.Message{client.NewMessage(fmt.Appendf(nil, "m%d", k))}); err != nil {
+			var batch []wire.Message
+			for j := range 300 {
+				batch = append(batch, client.NewMessage(fmt.Appendf(nil, "m%d-%d", k, j)))
+			}
+			if _, err := c.SendMessages(ctx, wire.ID(s.ID), wire.ID(0), wire.PartitionID(p), batch); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -395,12 +399,12 @@ func TestMovedOutReplicaDropsItsDataAndForwards(t *testing.T) {
 			var polled *wire.PolledMessages
 			var err error
 			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-				polled, err = ci.PollMessages(ctx, wire.SingleConsumer(wire.ID(1)), wire.ID(s.ID), wire.ID(0), wire.Partition(p), wire.OffsetStrategy(0), 10, false)
-				if (err == nil && polled.MessagesCount == 5) || time.Now().After(deadline) {
+				polled, err = ci.PollMessages(ctx, wire.SingleConsumer(wire.ID(1)), wire.ID(s.ID), wire.ID(0), wire.Partition(p), wire.OffsetStrategy(0), 1000, false)
+				if (err == nil && polled.MessagesCount == 1000) || time.Now().After(deadline) {
 					break
 				}
 			}
-			if err != nil || polled.MessagesCount != 5 {
+			if err != nil || polled.MessagesCount != 1000 {
 				t.Fatalf("%s: partition %d: %+v %v", what, p, polled, err)
 			}
 		}
