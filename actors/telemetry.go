@@ -285,36 +285,26 @@ func (t *nodeTelemetry) clusterGauges(m metric.Meter) {
 			}
 			return nil
 		}))
-	_, _ = m.Int64ObservableGauge("iggy.cluster.peers.live", metric.WithDescription("peers the node-level heartbeat hears"),
-		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(t.peersLive.Load())
+	// Figures the node keeps in atomics, read at collection.
+	gauge := func(name, desc string, v *atomic.Int64, counter bool, unit ...string) {
+		cb := metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(v.Load())
 			return nil
-		}))
-	_, _ = m.Int64ObservableCounter("iggy.cluster.leader.handovers", metric.WithDescription("planned view changes this node started to give a partition to its preferred primary"),
-		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(t.handOvers.Load())
-			return nil
-		}))
-	_, _ = m.Int64ObservableCounter("iggy.cluster.transfer.bytes", metric.WithUnit("By"), metric.WithDescription("state-transfer chunk bytes this node served (partition moves, replicas catching up; paced by cluster.transfer_bandwidth)"),
-		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(t.transferBytes.Load())
-			return nil
-		}))
-	_, _ = m.Int64ObservableGauge("iggy.cluster.partitions.moving", metric.WithDescription("partition groups this node is a member of that run on other voters than their placement (a move in progress)"),
-		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(t.moving.Load())
-			return nil
-		}))
-	_, _ = m.Int64ObservableGauge("iggy.cluster.partitions.led", metric.WithDescription("partition groups this node leads"),
-		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(t.leading.Load())
-			return nil
-		}))
-	_, _ = m.Int64ObservableGauge("iggy.cluster.partitions.led.away", metric.WithDescription("partition groups this node leads whose preferred primary is another node (the balancer hands them over)"),
-		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(t.leadersAway.Load())
-			return nil
-		}))
+		})
+		u := metric.WithUnit(append(unit, "")[0])
+		if counter {
+			_, _ = m.Int64ObservableCounter(name, u, metric.WithDescription(desc), cb)
+		} else {
+			_, _ = m.Int64ObservableGauge(name, u, metric.WithDescription(desc), cb)
+		}
+	}
+	gauge("iggy.cluster.peers.live", "peers the node-level heartbeat hears", &t.peersLive, false)
+	gauge("iggy.cluster.leader.handovers", "planned view changes this node started to give a partition to its preferred primary", &t.handOvers, true)
+	gauge("iggy.cluster.transfer.bytes", "state-transfer chunk bytes this node served (partition moves, replicas catching up; paced by cluster.transfer_bandwidth)",
+		&t.transferBytes, true, "By")
+	gauge("iggy.cluster.partitions.moving", "partition groups this node is a member of that run on other voters than their placement (a move in progress)", &t.moving, false)
+	gauge("iggy.cluster.partitions.led", "partition groups this node leads", &t.leading, false)
+	gauge("iggy.cluster.partitions.led.away", "partition groups this node leads whose preferred primary is another node (the balancer hands them over)", &t.leadersAway, false)
 	budget := func(name, desc string, read func(*memoryBudget) int64) {
 		_, _ = m.Int64ObservableGauge(name, metric.WithUnit("By"), metric.WithDescription(desc),
 			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {

@@ -231,27 +231,8 @@ func parseBool(kv wire.KeyValue) (optionValue, bool) {
 }
 
 func parseMessagesRequiredToSave(kv wire.KeyValue) (optionValue, bool) {
-	var n uint64
-	switch kv.Kind {
-	case wire.KindUint32:
-		if len(kv.Value) != 4 {
-			return optionValue{}, false
-		}
-		n = uint64(binary.LittleEndian.Uint32(kv.Value))
-	case wire.KindString:
-		s, ok := asString(kv)
-		if !ok {
-			return optionValue{}, false
-		}
-		v, err := strconv.ParseUint(s, 10, 32)
-		if err != nil {
-			return optionValue{}, false
-		}
-		n = v
-	default:
-		return optionValue{}, false
-	}
-	if n < 1 || n > maxMessagesRequiredToSave {
+	n, ok := parseU32OrDecimal(kv)
+	if !ok || n < 1 || n > maxMessagesRequiredToSave {
 		return optionValue{}, false
 	}
 	return optionValue{num: n}, true
@@ -261,26 +242,30 @@ func parseMessagesRequiredToSave(kv wire.KeyValue) (optionValue, bool) {
 // the server default. The range (1..=vsr.MaxReplicas, and at most the
 // cluster's voters) is InvalidReplicationFactor, checked by the caller.
 func parseReplicationFactor(kv wire.KeyValue) (optionValue, bool) {
-	var n uint64
-	switch {
-	case kv.Kind == wire.KindUint8 && len(kv.Value) == 1:
-		n = uint64(kv.Value[0])
-	case kv.Kind == wire.KindUint32 && len(kv.Value) == 4:
-		n = uint64(binary.LittleEndian.Uint32(kv.Value))
-	case kv.Kind == wire.KindString:
+	if kv.Kind == wire.KindUint8 && len(kv.Value) == 1 {
+		return optionValue{absent: kv.Value[0] == 0, num: uint64(kv.Value[0])}, true
+	}
+	n, ok := parseU32OrDecimal(kv)
+	return optionValue{absent: n == 0, num: n}, ok
+}
+
+// parseU32OrDecimal reads a Uint32 (4 bytes) or a decimal String below 2^32.
+func parseU32OrDecimal(kv wire.KeyValue) (uint64, bool) {
+	switch kv.Kind {
+	case wire.KindUint32:
+		if len(kv.Value) != 4 {
+			return 0, false
+		}
+		return uint64(binary.LittleEndian.Uint32(kv.Value)), true
+	case wire.KindString:
 		s, ok := asString(kv)
 		if !ok {
-			return optionValue{}, false
+			return 0, false
 		}
 		v, err := strconv.ParseUint(s, 10, 32)
-		if err != nil {
-			return optionValue{}, false
-		}
-		n = v
-	default:
-		return optionValue{}, false
+		return v, err == nil
 	}
-	return optionValue{absent: n == 0, num: n}, true
+	return 0, false
 }
 
 // canonical encodes a present value in its key's canonical kind (4.1.6).
