@@ -318,35 +318,9 @@ func readAll(ctx context.Context, c *Cluster, wl workloadTopic, hs []faultcheck.
 
 // readPartition returns every payload of partition pid as the node opts
 // dials holds it (or, outside the partition's replica set, as the member
-// it forwards to does), polled from offset 0 on a connection pinned to
-// that node; offsets must be dense. faultcheck.ReadPartition, for any
-// partition.
+// it forwards to does).
 func readPartition(ctx context.Context, opts client.Options, wl workloadTopic, pid uint32) ([][]byte, error) {
-	opts.StayOnNode = true
-	c, err := client.Connect(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	var got [][]byte
-	for off := uint64(0); ; {
-		p, err := c.PollMessages(ctx, wire.SingleConsumer(wire.ID(1)), wire.ID(wl.stream), wire.ID(wl.topic), wire.Partition(pid),
-			wire.OffsetStrategy(off), 1000, false)
-		if err != nil {
-			return nil, fmt.Errorf("poll at offset %d: %w", off, err)
-		}
-		msgs := client.Messages(p)
-		if len(msgs) == 0 {
-			return got, nil
-		}
-		for _, m := range msgs {
-			if m.Offset != off {
-				return nil, fmt.Errorf("offset %d where %d was expected", m.Offset, off)
-			}
-			got = append(got, append([]byte(nil), m.Payload...))
-			off++
-		}
-	}
+	return faultcheck.ReadPartitionID(ctx, opts, wire.ID(wl.stream), wire.ID(wl.topic), pid)
 }
 
 // verdict checks every partition's member copies against its writer's

@@ -194,6 +194,13 @@ func (h History) FirstAckAfter(since time.Time) time.Duration {
 // node holds it, polled from offset 0 on a connection pinned to that node
 // (opts.StayOnNode is forced). It checks that offsets are dense.
 func ReadPartition(ctx context.Context, opts client.Options, stream, topic wire.Identifier) ([][]byte, error) {
+	return ReadPartitionID(ctx, opts, stream, topic, 0)
+}
+
+// ReadPartitionID is ReadPartition for partition pid (a node outside the
+// partition's replica set answers with what the member it forwards to
+// holds).
+func ReadPartitionID(ctx context.Context, opts client.Options, stream, topic wire.Identifier, pid uint32) ([][]byte, error) {
 	opts.StayOnNode = true
 	c, err := client.Connect(ctx, opts)
 	if err != nil {
@@ -202,7 +209,7 @@ func ReadPartition(ctx context.Context, opts client.Options, stream, topic wire.
 	defer c.Close()
 	var got [][]byte
 	for off := uint64(0); ; {
-		p, err := c.PollMessages(ctx, wire.SingleConsumer(wire.ID(1)), stream, topic, wire.Partition(0),
+		p, err := c.PollMessages(ctx, wire.SingleConsumer(wire.ID(1)), stream, topic, wire.Partition(pid),
 			wire.OffsetStrategy(off), 1000, false)
 		if err != nil {
 			return nil, fmt.Errorf("poll at offset %d: %w", off, err)
