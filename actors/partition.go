@@ -407,7 +407,7 @@ func (p *partitionActor) receive(ctx actor.Context) {
 		p.purge()
 	case *partitionDrop:
 		if m.left {
-			p.node.dropMovedOutData(p.ref.Group, p.log)
+			p.node.dropGroupData(p.ref.Group, p.log) // its roster record (removed) stays
 		} else {
 			p.node.dropPartitionData(p.ref.Group, p.log)
 		}
@@ -495,13 +495,21 @@ func watermarkKey(group uint64) string { return fmt.Sprintf("partition/%d/next",
 // batches, offsets and superblock (storage.DeletePartition) and the keys
 // this package keeps beside them.
 func (n *Node) dropPartitionData(group uint64, log *slog.Logger) {
+	n.dropGroupData(group, log)
+	_ = n.store.Delete(creationKey(group))
+	n.forgetRoster(group)
+}
+
+// dropGroupData deletes a partition group's batches, offsets, superblock
+// and recovery keys; the creation key and roster record are the caller's
+// (a moved-out replica keeps both, placement.go).
+func (n *Node) dropGroupData(group uint64, log *slog.Logger) {
 	if err := n.store.DeletePartition(group); err != nil {
 		log.Error("delete partition data", "group", group, "err", err)
 	}
-	for _, k := range []string{watermarkKey(group), appliedKey(group), viewHeadKey(group), installKey(group), creationKey(group), journalHeadKey(group), tailKey(group)} {
+	for _, k := range []string{watermarkKey(group), appliedKey(group), viewHeadKey(group), installKey(group), journalHeadKey(group), tailKey(group)} {
 		_ = n.store.Delete(k)
 	}
-	n.forgetRoster(group)
 }
 
 // journalHeadKey holds the highest op a cluster's partition replica

@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"log/slog"
 	"math/bits"
 	"time"
 
@@ -398,18 +397,6 @@ func (m *metadataActor) onPartitionLeft(ctx actor.Context, msg *partitionLeft) {
 		m.dropping = map[uint64][]metadata.PartitionRef{}
 	}
 	m.dropping[msg.group] = []metadata.PartitionRef{ref} // starts again once the data is gone
-}
-
-// dropMovedOutData deletes a moved-out replica's batches, offsets and
-// recovery keys, and keeps its roster record (removed): a restart knows
-// it is outside the group.
-func (n *Node) dropMovedOutData(group uint64, log *slog.Logger) {
-	if err := n.store.DeletePartition(group); err != nil {
-		log.Error("delete moved-out partition data", "group", group, "err", err)
-	}
-	for _, k := range []string{watermarkKey(group), appliedKey(group), viewHeadKey(group), installKey(group), journalHeadKey(group), tailKey(group)} {
-		_ = n.store.Delete(k)
-	}
 }
 
 // groupTarget is the voters the group follower takes group to: its

@@ -271,10 +271,7 @@ func moveOne(parts []PartitionRef, next map[uint64]Placement, from, to uint8, le
 // on: its placement's, else those recorded at the first roster change,
 // else the configured roster's (0).
 func (s *State) PartitionStartVoters(group uint64) uint32 {
-	if p, ok := s.placement[group]; ok {
-		return p.StartVoters
-	}
-	if v, ok := s.partVoters[group]; ok {
+	if v, ok := s.PartitionVoters(group); ok {
 		return v
 	}
 	return s.cfg.Voters
