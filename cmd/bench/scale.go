@@ -32,11 +32,7 @@ func runScale(args []string, out io.Writer) error {
 	fs.BoolVar(&cfg.Restart, "restart", false, "then restart every node and time writes to a sample")
 	fs.IntVar(&cfg.Sample, "sample", 50, "partitions written after a kill or restart")
 	fs.IntVar(&cfg.Rounds, "rounds", 3, "send rounds per step, alternating with the one-partition cluster")
-	fs.StringVar(&cfg.Source, "source", ".", "repository root to build ./cmd/node from")
-	fs.StringVar(&cfg.Dir, "dir", "", "keep the nodes' data and logs (nodeN.log) here instead of a temporary directory")
-	env := fs.String("env", "", "extra IGGY_* settings for every node, comma-separated KEY=VALUE")
-	jsonPath := fs.String("json", "", "write the result as JSON to this file")
-	timeout := fs.Duration("timeout", 30*time.Minute, "bound on the whole run")
+	pf := bindProcFlags(fs, &cfg.Source, &cfg.Dir, 30*time.Minute)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -47,13 +43,8 @@ func runScale(args []string, out io.Writer) error {
 		}
 		cfg.Partitions = append(cfg.Partitions, n)
 	}
-	if *env != "" {
-		cfg.Env = strings.Split(*env, ",")
-	}
-	cfg.Log = os.Stderr
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	cfg.Env, cfg.Log = pf.envList(), os.Stderr
+	ctx, cancel := pf.context()
 	defer cancel()
 	res, err := scale.Run(ctx, cfg)
 	for _, s := range res.Steps {
@@ -69,7 +60,7 @@ func runScale(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(*jsonPath, res)
+	return writeJSON(*pf.json, res)
 }
 
 // runPlacement is "bench placement": a cluster whose partitions live on 3
@@ -88,21 +79,12 @@ func runPlacement(args []string, out io.Writer) error {
 	fs.IntVar(&cfg.MessagesPerBatch, "messages-per-batch", 1000, "messages per batch")
 	fs.IntVar(&cfg.MessageSize, "message-size", 1000, "payload bytes per message")
 	fs.IntVar(&cfg.Rounds, "rounds", 3, "send rounds per cluster, alternating")
-	fs.StringVar(&cfg.Source, "source", ".", "repository root to build ./cmd/node from")
-	fs.StringVar(&cfg.Dir, "dir", "", "keep the nodes' data and logs here instead of a temporary directory")
-	env := fs.String("env", "", "extra IGGY_* settings for every node, comma-separated KEY=VALUE")
-	jsonPath := fs.String("json", "", "write the result as JSON to this file")
-	timeout := fs.Duration("timeout", 20*time.Minute, "bound on the whole run")
+	pf := bindProcFlags(fs, &cfg.Source, &cfg.Dir, 20*time.Minute)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *env != "" {
-		cfg.Env = strings.Split(*env, ",")
-	}
-	cfg.Log = os.Stderr
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	cfg.Env, cfg.Log = pf.envList(), os.Stderr
+	ctx, cancel := pf.context()
 	defer cancel()
 	res, err := scale.RunPlacement(ctx, cfg)
 	if err != nil {
@@ -112,7 +94,37 @@ func runPlacement(args []string, out io.Writer) error {
 		res.Nodes, cfg.Partitions, res.LeadsBefore, res.Leads, res.SettleSeconds, res.Replicas)
 	fmt.Fprintf(out, "bytes stored per node / payload sent: %v (reference %d nodes: %v)\n", rounded2(res.Share), res.RefNodes, rounded2(res.RefShare))
 	fmt.Fprintf(out, "send %.0f MB/s, reference %.0f MB/s, ratio %.2f (medians of %d rounds each, alternating)\n", res.SendMBps, res.RefMBps, res.SendMBps/res.RefMBps, len(res.Rounds))
-	return writeJSON(*jsonPath, res)
+	return writeJSON(*pf.json, res)
+}
+
+// procFlags are the flags of the subcommands that start node processes:
+// where to build from and keep data, extra node settings, the JSON
+// result, and the bound on the run.
+type procFlags struct {
+	env, json *string
+	timeout   *time.Duration
+}
+
+func bindProcFlags(fs *flag.FlagSet, source, dir *string, timeout time.Duration) procFlags {
+	fs.StringVar(source, "source", ".", "repository root to build ./cmd/node from")
+	fs.StringVar(dir, "dir", "", "keep the nodes' data and logs (nodeN.log) here instead of a temporary directory")
+	return procFlags{env: fs.String("env", "", "extra IGGY_* settings for every node, comma-separated KEY=VALUE"),
+		json:    fs.String("json", "", "write the result as JSON to this file"),
+		timeout: fs.Duration("timeout", timeout, "bound on the whole run")}
+}
+
+func (f procFlags) envList() []string {
+	if *f.env == "" {
+		return nil
+	}
+	return strings.Split(*f.env, ",")
+}
+
+// context ends at the timeout or an interrupt.
+func (f procFlags) context() (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, cancel := context.WithTimeout(ctx, *f.timeout)
+	return ctx, func() { cancel(); stop() }
 }
 
 func rounded2(v []float64) []float64 {
