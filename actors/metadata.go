@@ -461,7 +461,7 @@ func (m *metadataActor) recover(floor, head, highestCommit uint64, unapplied [][
 // replicated ops like a disconnect's (replica-plane.md 5.12.3 rule 5). In
 // a cluster, sessions may live on other nodes and are left alone.
 func (m *metadataActor) endOrphanedSessions(ctx actor.Context) {
-	if !m.n.cluster.clustered() {
+	if m.n.cluster.clustered() {
 		return
 	}
 	var ops []metadata.Internal

@@ -209,3 +209,44 @@ func TestKill9KeepsAcknowledgedWrites(t *testing.T) {
 	t.Logf("%d acknowledged batches verified after kill -9", len(acks))
 	_ = context.Background
 }
+
+// A cluster of one killed with a consumer-group member connected ends that
+// member's session when it restarts: no connection of the old process can
+// come back to time it out, so a member of the new run owns every
+// partition (server-behaviour.md 8.5).
+func TestKill9EndsTheSessionsOfThePreviousRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a child process")
+	}
+	dir := t.TempDir()
+	cmd, addr := startChild(t, dir)
+	ctx := ctxWithin(t, time.Minute)
+	admin := streamWithTopic(t, ctx, addr, "orphans", 2)
+	defer admin.Close()
+	if _, err := admin.CreateConsumerGroup(ctx, wire.ID(0), wire.ID(0), "g"); err != nil {
+		t.Fatal(err)
+	}
+	member, err := client.Connect(ctx, client.Options{Address: addr, Username: "iggy", Password: "iggy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer member.Close()
+	if err := member.JoinConsumerGroup(ctx, wire.ID(0), wire.ID(0), wire.Named("g")); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+
+	n := startNodeIn(t, dir)
+	defer n.Close()
+	next := connect(t, n)
+	if err := next.JoinConsumerGroup(ctx, wire.ID(0), wire.ID(0), wire.Named("g")); err != nil {
+		t.Fatal(err)
+	}
+	sync, err := next.SyncConsumerGroup(ctx, wire.ID(0), wire.ID(0), wire.Named("g"))
+	if err != nil || len(sync.Partitions) != 2 {
+		t.Fatalf("the only member of the new run owns %+v (%v), want both partitions", sync, err)
+	}
+}
