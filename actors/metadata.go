@@ -69,8 +69,10 @@ type metadataActor struct {
 	// transfers serves and receives the group's state transfers.
 	transfers *transferShell
 	// dropping: groups whose deleted partition is still removing its
-	// data, with the partitions waiting to start on them.
+	// data, with the partitions waiting to start on them; stopping: the
+	// group of each such actor, by PID, until its Terminated.
 	dropping map[uint64][]metadata.PartitionRef
+	stopping map[string]uint64
 	beh      *statusBehaviour
 	time     timeKeeper // the core's tick and next wake-up (clock.go)
 }
@@ -181,13 +183,16 @@ func (m *metadataActor) receive(ctx actor.Context) {
 		delete(m.conns, msg.id)
 	case *peerFrame:
 		m.routePeerFrame(ctx, msg)
-	case *partitionDropped:
-		waiting := m.dropping[msg.group]
-		delete(m.dropping, msg.group)
-		for _, ref := range waiting {
-			m.startPartitionWhenFree(ctx, ref)
+	case *actor.Terminated:
+		if group, ok := m.stopping[msg.Who.Id]; ok {
+			delete(m.stopping, msg.Who.Id)
+			m.partitionStopped(ctx, group)
+			return
 		}
-	case *transferDone, *transferFailed, *actor.Terminated:
+		if m.transfers != nil && m.transfers.onOutcome(ctx, msg) {
+			m.drive(ctx)
+		}
+	case *transferDone, *transferFailed:
 		if m.transfers != nil && m.transfers.onOutcome(ctx, msg) {
 			m.drive(ctx)
 		}
@@ -961,23 +966,40 @@ func (m *metadataActor) apply(ctx actor.Context, c vsr.Committed) {
 
 // dropPartition has a deleted partition's actor remove its data and stop.
 // A topic created meanwhile may get the same group id (replica-plane.md
-// 4.1): its partition starts only once the old one reported its data
-// gone (partitionDropped), so it never boots on the old files.
+// 4.1): its partition starts only once the old actor terminated (its
+// data gone, its name free), so it never boots on the old files.
 func (m *metadataActor) dropPartition(ctx actor.Context, group uint64) {
 	pid := m.partitions[group]
 	if pid == nil {
 		return
 	}
-	ctx.Send(pid, &partitionDrop{})
-	delete(m.partitions, group)
-	delete(m.pushedPlacement, group)
 	delete(m.balance.leading, group)
 	delete(m.balance.seen, group)
+	m.stopPartition(ctx, group, pid, false, nil)
+}
+
+// stopPartition sends pid its partitionDrop and forgets it; restart, if
+// any, starts once it terminated (partitionStopped).
+func (m *metadataActor) stopPartition(ctx actor.Context, group uint64, pid *actor.PID, left bool, restart []metadata.PartitionRef) {
+	ctx.Send(pid, &partitionDrop{left: left})
+	delete(m.partitions, group)
+	delete(m.pushedPlacement, group)
 	m.announceRoute(ctx, group, nil)
 	if m.dropping == nil {
-		m.dropping = map[uint64][]metadata.PartitionRef{}
+		m.dropping, m.stopping = map[uint64][]metadata.PartitionRef{}, map[string]uint64{}
 	}
-	m.dropping[group] = m.dropping[group][:0]
+	m.dropping[group] = append(m.dropping[group][:0], restart...)
+	m.stopping[pid.Id] = group
+}
+
+// partitionStopped starts the partitions that waited for group's
+// previous actor to terminate.
+func (m *metadataActor) partitionStopped(ctx actor.Context, group uint64) {
+	waiting := m.dropping[group]
+	delete(m.dropping, group)
+	for _, ref := range waiting {
+		m.startPartitionWhenFree(ctx, ref)
+	}
 }
 
 // startPartitionWhenFree starts ref's partition, or queues it while the

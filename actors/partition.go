@@ -182,14 +182,13 @@ type (
 	}
 	partitionTruncate struct{ upTo uint64 }
 	// partitionDrop: the partition was deleted; the actor removes its
-	// data, reports partitionDropped to its parent and stops.
+	// data and stops (its parent waits for the Terminated).
 	partitionDrop struct {
 		// left: the replica was moved out of its group (placement.go):
 		// its data goes, its roster record (removed) stays, and the
 		// partition starts again as a non-member.
 		left bool
 	}
-	partitionDropped  struct{ group uint64 }
 	partitionPurge    struct{}
 	partitionSegments struct {
 		count uint32
@@ -411,7 +410,6 @@ func (p *partitionActor) receive(ctx actor.Context) {
 		} else {
 			p.node.dropPartitionData(p.ref.Group, p.log)
 		}
-		ctx.Send(ctx.Parent(), &partitionDropped{group: p.ref.Group})
 		ctx.Stop(ctx.Self())
 	case *partitionLeaveCheck:
 		p.onLeaveCheck(ctx)

@@ -389,14 +389,7 @@ func (m *metadataActor) onPartitionLeft(ctx actor.Context, msg *partitionLeft) {
 	if pid == nil || !ok {
 		return
 	}
-	ctx.Send(pid, &partitionDrop{left: true})
-	delete(m.partitions, msg.group)
-	delete(m.pushedPlacement, msg.group)
-	m.announceRoute(ctx, msg.group, nil)
-	if m.dropping == nil {
-		m.dropping = map[uint64][]metadata.PartitionRef{}
-	}
-	m.dropping[msg.group] = []metadata.PartitionRef{ref} // starts again once the data is gone
+	m.stopPartition(ctx, msg.group, pid, true, []metadata.PartitionRef{ref}) // starts again once the old actor is gone
 }
 
 // groupTarget is the voters the group follower takes group to: its
