@@ -85,6 +85,8 @@ func (n *Node) coreConfig(group uint64, metadata bool) vsr.Config {
 	}
 	return vsr.Config{
 		Quiesce: quiesce, Live: live,
+		// Partition groups have no client table (vsr/fate.go).
+		AwaitFate: !metadata, FateTicks: ticks(c.Cluster.OutcomeWait),
 		Cluster: n.cluster.id, Group: group, Replica: n.cluster.self, ReplicaCount: n.cluster.n, Roster: &bootstrap,
 		PrepareQueueDepth: int(depth), Metadata: metadata,
 		PrepareRetransmitTicks: ticks(c.Cluster.PrepareRetransmitInterval),

@@ -807,6 +807,13 @@ func (p *partitionActor) drive(ctx actor.Context) {
 				p.replyTo(ctx, pd.req, denyReply(&pd.req.hdr, pd.req.connID, 0, code))
 			}
 		}
+		for _, t := range rd.Rejected {
+			// Another prepare took its op: it never committed, so the
+			// client may send it again anywhere.
+			if pd, ok := t.(*pending); ok {
+				p.replyTo(ctx, pd.req, denyReply(&pd.req.hdr, pd.req.connID, 0, wire.ErrTransientNotAccepted))
+			}
+		}
 	}
 	p.cancelCode = 0
 	p.repairs.observe(p.log, p.core, p.tr)

@@ -366,6 +366,13 @@ type Cluster struct {
 	// TransferBandwidth (ours) caps the bytes per second this node serves
 	// in state transfers (partition moves, replicas catching up); 0: no cap.
 	TransferBandwidth Size `toml:"transfer_bandwidth"`
+	// OutcomeWait (ours) is how long a partition primary that lost its
+	// view keeps a write it had prepared, waiting for the next view to
+	// commit (answered with its result) or replace it (58) before it
+	// answers "outcome unknown" (57): partition groups keep no client
+	// table, so a 57 the client replays may store the batch twice
+	// (vsr/fate.go). At least 10 ms.
+	OutcomeWait Duration `toml:"outcome_wait"`
 }
 
 // ClusterTLS is cluster.tls (replica-plane.md 10.1). Without self_signed
@@ -434,7 +441,7 @@ func Default() Config {
 			ViewChangeStatusTimeout: Duration(5e9), RequestStartViewRetransmitInterval: Duration(1e9),
 			ViewProbeAttemptsMax: 5, RepairRetryInterval: Duration(1e9), RepairChunkMax: 128,
 			SuperblockWedgedFatalTimeout: Duration(120e9), Quiescence: true, WakeBatch: 256, RemovedDrainInterval: Duration(60e9),
-			LeaderBalanceInterval: Duration(5e9), LeaderBalanceMaxMoves: 8},
+			LeaderBalanceInterval: Duration(5e9), LeaderBalanceMaxMoves: 8, OutcomeWait: Duration(1e9)},
 		Telemetry: defaultTelemetry(),
 		Login:     defaultLogin(),
 	}

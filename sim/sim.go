@@ -20,6 +20,9 @@ type Config struct {
 	// PartitionPlane runs a partition group (SendMessages prepares, no body
 	// seal, repair served up to commit_max) instead of the metadata group.
 	PartitionPlane bool
+	// NoAwaitFate turns the partition plane's vsr.Config.AwaitFate off
+	// (to count the duplicates it saves).
+	NoAwaitFate bool
 	// FaultTicks is the length of the fault phase (default 2000); the
 	// liveness phase that follows heals everything and has LivenessTicks
 	// (default 3000) for every request to complete and every replica to
@@ -157,6 +160,10 @@ type Result struct {
 	Moves int
 	// Naps counts the times a replica of a group went quiet.
 	Naps uint64
+	// Duplicates counts ops that applied a request an earlier op had
+	// applied already: a replay of a request whose outcome was unknown
+	// (stored twice on the partition plane, which has no client table).
+	Duplicates int
 	// JournalFailures counts injected journal append failures.
 	JournalFailures int
 	// Epochs is the final epoch of a reconfiguring run, summed over its
@@ -834,7 +841,8 @@ func (g *group) coreConfig(i int) vsr.Config {
 	r := g.r
 	c := vsr.Config{Cluster: wire.U128{Lo: 0x51}, Group: g.id, Replica: uint8(i),
 		ReplicaCount: r.cfg.Replicas, Metadata: !r.cfg.PartitionPlane, PeerQueueCapacity: r.cfg.Net.Capacity,
-		Seed: r.cfg.Seed + uint64(i)*7919 + 1 + uint64(g.idx)*104729, RetainOps: r.cfg.RetainOps, Quiesce: r.cfg.Quiesce}
+		Seed: r.cfg.Seed + uint64(i)*7919 + 1 + uint64(g.idx)*104729, RetainOps: r.cfg.RetainOps, Quiesce: r.cfg.Quiesce,
+		AwaitFate: r.cfg.PartitionPlane && !r.cfg.NoAwaitFate}
 	if p := g.plan; p != nil {
 		ro := p.initial
 		c.ReplicaCount, c.Roster = ro.N(), &ro
@@ -1009,7 +1017,7 @@ func (g *group) drive(i int) {
 		for _, c := range rd.Commit {
 			g.apply(i, c)
 		}
-		for _, t := range rd.Canceled {
+		for _, t := range append(rd.Canceled, rd.Rejected...) {
 			if cl, ok := t.(*call); ok {
 				cl.pending = false // resubmitted by the client loop
 			}
@@ -1083,6 +1091,7 @@ func (g *group) apply(i int, c vsr.Committed) {
 		key := requestKey{client: ph.Client.Lo, request: ph.Request}
 		if first, dup := g.firstOp[key]; dup {
 			pos = g.position[first]
+			r.res.Duplicates++
 		} else {
 			g.distinct++
 			pos = g.distinct

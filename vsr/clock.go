@@ -51,6 +51,10 @@ func (r *Replica) advance(k int) {
 				t.left -= k - 1
 			}
 		}
+		for op, f := range r.fates { // none runs out before the k-th (fateWork)
+			f.ticks -= k - 1
+			r.fates[op] = f
+		}
 		// The counters tickRepair would have moved on the silent ticks.
 		if !r.IsPrimary() && r.vc.merged == nil {
 			switch {
@@ -95,6 +99,16 @@ func (r *Replica) tickWork() int {
 	if r.vc.merged != nil || r.stateBackoff > 0 || r.stateFailures > 0 {
 		return 1 // electProgress runs; the state write backs off
 	}
+	if n := r.fateWork(); n > 0 {
+		if w := r.tickWorkNoFates(); w > 0 {
+			return min(n, w)
+		}
+		return n
+	}
+	return r.tickWorkNoFates()
+}
+
+func (r *Replica) tickWorkNoFates() int {
 	if r.IsPrimary() {
 		return 0 // tickRepair runs for a primary-elect only
 	}

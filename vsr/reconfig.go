@@ -539,6 +539,7 @@ func (r *Replica) switchRoster(ro Roster, op uint64) {
 	if !ro.Member(r.cfg.Replica) {
 		// A joiner installing a state from before its epoch stays a
 		// joiner; a member leaves for good (until a roster names it again).
+		r.cancelFates(^uint64(0)) // no commit reaches it any more
 		r.removed = wasMember
 		r.departed = 0
 		r.heartbeatTimer.stop()
@@ -688,6 +689,7 @@ func (r *Replica) InstalledEpoch(snapshotOp, commitMax uint64, ro Roster) {
 	r.transferring, r.NeedTransfer = false, -1
 	clear(r.log)
 	r.retained = retained{}
+	r.cancelFates(snapshotOp)
 	r.commitMin, r.sequencer = snapshotOp, snapshotOp
 	r.commitMax = max(commitMax, snapshotOp)
 	r.committedChecksum, r.lastChecksum = wire.U128{}, wire.U128{}

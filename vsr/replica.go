@@ -86,6 +86,11 @@ type Config struct {
 	// group must start with the same value; a fresh group in view k with
 	// an empty log is the same as one in view 0 (nothing to merge).
 	StartView uint32
+	// AwaitFate keeps the requests of a primary's cancelled prepares
+	// until their ops commit, for at most FateTicks (default 100: 1 s;
+	// fate.go); partition groups enable it, having no client table.
+	AwaitFate bool
+	FateTicks int
 }
 
 func (c *Config) setDefaults() {
@@ -106,6 +111,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.RepairRetryTicks == 0 {
 		c.RepairRetryTicks = 100
+	}
+	if c.FateTicks == 0 {
+		c.FateTicks = 100
 	}
 	if c.ViewChangeRetransmitTicks == 0 {
 		c.ViewChangeRetransmitTicks = 50
@@ -180,6 +188,10 @@ type Ready struct {
 	// Canceled holds tags of admitted requests whose outcome is unknown
 	// (TransientNotCommitted for the client).
 	Canceled []any
+	// Rejected holds tags of admitted requests that did not commit and
+	// never will: another prepare committed at their op (AwaitFate,
+	// fate.go); TransientNotAccepted for the client.
+	Rejected []any
 	// State, when set, must be durable (the group's superblock, 9.2)
 	// before anything in Send goes out (6.13) and before the shell takes
 	// the next Ready (the core counts it durable from here on); if writing
@@ -301,6 +313,7 @@ type entry struct {
 type Replica struct {
 	cfg    Config
 	status Status
+	fates  map[uint64]fate // AwaitFate: cancelled prepares by op (fate.go)
 
 	view, logView     uint32
 	sequencer         uint64
@@ -638,7 +651,7 @@ func ungated(sends []Envelope) []Envelope {
 
 // HasReady reports whether outputs are pending.
 func (r *Replica) HasReady() bool {
-	return len(r.ready.Journal)+len(r.ready.Send)+len(r.ready.Commit)+len(r.ready.Canceled)+len(r.ready.Quiet) > 0 ||
+	return len(r.ready.Journal)+len(r.ready.Send)+len(r.ready.Commit)+len(r.ready.Canceled)+len(r.ready.Rejected)+len(r.ready.Quiet) > 0 ||
 		r.ready.Truncate != 0 || (r.stateBackoff == 0 && r.stateChanged())
 }
 
@@ -1125,7 +1138,15 @@ func (r *Replica) commitPipeline() {
 }
 
 func (r *Replica) emitCommit(op uint64, e *entry) {
-	r.ready.Commit = append(r.ready.Commit, Committed{Op: op, Frame: e.frame, Tag: e.tag})
+	tag := e.tag
+	if len(r.fates) > 0 {
+		if waited := r.fateAtCommit(op, e); tag == nil {
+			tag = waited
+		} else if waited != nil {
+			r.ready.Canceled = append(r.ready.Canceled, waited) // not reachable: a cancelled entry carries no tag
+		}
+	}
+	r.ready.Commit = append(r.ready.Commit, Committed{Op: op, Frame: e.frame, Tag: tag})
 	delete(r.log, op)
 	if !r.solo() || r.roster.Epoch > 0 {
 		r.retained.keep(op, e.frame, r.cfg.RetainOps, r.cfg.RetainBytes)
@@ -1232,6 +1253,9 @@ func (r *Replica) Tick() {
 	r.tickViewChange()
 	if !r.IsPrimary() || r.vc.merged != nil {
 		r.tickRepair()
+	}
+	if len(r.fates) > 0 {
+		r.tickFates()
 	}
 	if r.stateBackoff > 0 {
 		r.stateBackoff--

@@ -142,6 +142,8 @@ type cluster struct {
 	// loseQuiet loses quiescence entries, if set; quietSent counts them.
 	loseQuiet func(q QuietEntry) bool
 	quietSent int
+	// canceled and rejected: each replica's Ready.Canceled and Rejected.
+	canceled, rejected map[int][]any
 }
 
 func newCluster(n int) *cluster { return newClusterWith(n, nil) }
@@ -187,6 +189,13 @@ func (c *cluster) settle() {
 					r.Journaled(wire.HeaderOf(f).Prepare().Op, nil)
 				}
 				c.committed[i] = append(c.committed[i], rd.Commit...)
+				if len(rd.Canceled)+len(rd.Rejected) > 0 {
+					if c.canceled == nil {
+						c.canceled, c.rejected = map[int][]any{}, map[int][]any{}
+					}
+					c.canceled[i] = append(c.canceled[i], rd.Canceled...)
+					c.rejected[i] = append(c.rejected[i], rd.Rejected...)
+				}
 				for _, e := range rd.Send {
 					if !c.down[e.To] && (c.lose == nil || !c.lose(e)) {
 						c.reps[e.To].Step(append(append([]byte(nil), e.Head...), e.Body...))

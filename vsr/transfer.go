@@ -362,6 +362,7 @@ func (r *Replica) Installed(snapshotOp, commitMax uint64) {
 		// the install is answered RangeEvicted.
 		clear(r.log)
 		r.retained = retained{}
+		r.cancelFates(snapshotOp) // committed past here: not seen
 		r.commitMin, r.sequencer = snapshotOp, snapshotOp
 		r.committedChecksum, r.lastChecksum = wire.U128{}, wire.U128{} // its identity did not travel
 		r.repair = repairSession{}

@@ -136,9 +136,11 @@ func (r *Replica) resetViewChange() {
 // cancelSubscribers drops the pipeline's reply subscribers (their clients
 // get TransientNotCommitted) and its acknowledgements.
 func (r *Replica) cancelSubscribers() {
-	for _, e := range r.log {
+	for op, e := range r.log {
 		if e.tag != nil {
-			r.ready.Canceled = append(r.ready.Canceled, e.tag)
+			if !r.awaitFate(op, e) {
+				r.ready.Canceled = append(r.ready.Canceled, e.tag)
+			}
 			e.tag = nil
 		}
 		e.acks, e.quorum = 0, false

@@ -46,6 +46,7 @@ func main() {
 		reconfigPartitions = flag.Bool("reconfig-partitions", false, "with --reconfig: run the plans on a partition group with quiescence and deadlines instead of the metadata group")
 		handOver           = flag.Float64("handover", 0, "per-tick probability (fault phase) a group's primary hands over to a random other voter: planned view changes (issue 23)")
 		groups             = flag.Int("groups", 1, "partition groups per node; above 1, with quiescence and the node-level heartbeat (sim.ManyGroupsFaultsFor); with --placement, 6 unless given")
+		noAwaitFate        = flag.Bool("no-await-fate", false, "partition groups answer a cancelled prepare 'outcome unknown' at once instead of waiting for its op to commit (vsr.Config.AwaitFate): counts the duplicates the wait saves")
 		placement          = flag.Int("placement", 0, "run each partition group on this many of the --replicas nodes, moving replicas between nodes under every fault (issue 23, sim.PlacementFaultsFor); needs --replicas above it")
 	)
 	showVersion := version.Flag(flag.CommandLine)
@@ -66,7 +67,7 @@ func main() {
 	start := time.Now()
 	failed, journalFailures := 0, 0
 	var ops, repairs, highestView uint64
-	viewChanged, transfers, epochs, primaryCrashes, transferCrashes, splits, handOvers, moves := 0, 0, 0, 0, 0, 0, 0, 0
+	viewChanged, transfers, epochs, primaryCrashes, transferCrashes, splits, handOvers, moves, duplicates := 0, 0, 0, 0, 0, 0, 0, 0, 0
 	for s := *seed; s < *seed+uint64(*seeds); s++ {
 		cfg := sim.FaultsFor(s)
 		switch {
@@ -89,6 +90,7 @@ func main() {
 		cfg.Reconfig = *reconfig
 		cfg.ReconfigPartitions = *reconfigPartitions
 		cfg.HandOverProbability = *handOver
+		cfg.NoAwaitFate = *noAwaitFate
 		closeTrace := func() error { return nil }
 		if *traceDir != "" {
 			var err error
@@ -114,6 +116,7 @@ func main() {
 		splits += res.OldNewSplits
 		handOvers += res.HandOvers
 		moves += res.Moves
+		duplicates += res.Duplicates
 		highestView = max(highestView, res.ViewChanges)
 		journalFailures += res.JournalFailures
 		if *timeline || *seeds == 1 {
@@ -138,6 +141,7 @@ func main() {
 	if *handOver > 0 {
 		fmt.Printf("%d planned hand-overs started\n", handOvers)
 	}
+	fmt.Printf("%d requests applied twice (replayed after an unknown outcome)\n", duplicates)
 	if *reconfig || *placement > 0 {
 		fmt.Printf("%d epochs entered over all seeds (%d plan steps or moves reached); during a change: %d primary crashes, %d crashes mid-transfer, %d partitions between old and new members\n",
 			epochs, moves, primaryCrashes, transferCrashes, splits)

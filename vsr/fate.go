@@ -1,0 +1,116 @@
+package vsr
+
+import (
+	"maps"
+	"slices"
+
+	"iggynode/wire"
+)
+
+// Awaiting the fate of cancelled prepares (Config.AwaitFate).
+//
+// A primary that loses its view (a view change, a planned hand-over, a
+// new epoch) cancels its pipeline: whether each prepare commits is up to
+// the next view, which may keep it or replace it. The metadata plane
+// answers such a request TransientNotCommitted (57) and the client table
+// deduplicates the replay (replica-plane.md 5.12). Partition groups keep
+// no client table, and their requests reuse the client's request number
+// (client-plane.md 5.3), so a replay of a prepare the next view kept is
+// stored twice. With AwaitFate the core keeps each cancelled prepare's tag
+// with its identity instead, for at most FateTicks:
+//
+//   - when this replica commits that op (as a backup of the next view, or
+//     as its primary again) and it is the same prepare (same checksum,
+//     which leaves the view out, 2.2), the Committed carries the tag: the
+//     request is answered with its result, as if nothing had happened;
+//   - when a different prepare commits at that op, the request did not
+//     commit and never will: its tag goes to Ready.Rejected (the client
+//     may re-issue it anywhere, TransientNotAccepted);
+//   - when the wait runs out, a state transfer moves the commit point past
+//     it, or this replica leaves the group, the outcome is unknown: the
+//     tag goes to Ready.Canceled, as without AwaitFate.
+//
+// The fates are at most a pipeline's worth (PrepareQueueDepth) per view
+// lost, and each lives FateTicks.
+
+// fate is a cancelled prepare waiting for its op to commit.
+type fate struct {
+	tag      any
+	checksum wire.U128
+	ticks    int // left until the outcome is given up as unknown
+}
+
+// awaitFate keeps the tag of op's cancelled prepare; false: not kept (no
+// AwaitFate), the caller cancels it.
+func (r *Replica) awaitFate(op uint64, e *entry) bool {
+	if !r.cfg.AwaitFate || !r.Member() {
+		return false
+	}
+	if r.fates == nil {
+		r.fates = map[uint64]fate{}
+	}
+	if old, ok := r.fates[op]; ok {
+		r.ready.Canceled = append(r.ready.Canceled, old.tag) // cannot happen twice for one op; never lose a tag
+	}
+	r.fates[op] = fate{tag: e.tag, checksum: e.hdr.Checksum, ticks: r.cfg.FateTicks}
+	return true
+}
+
+// fateAtCommit resolves the fate waiting on op, which commits with e: the
+// tag if it is the same prepare, else (Rejected) nil.
+func (r *Replica) fateAtCommit(op uint64, e *entry) any {
+	f, ok := r.fates[op]
+	if !ok {
+		return nil
+	}
+	delete(r.fates, op)
+	if f.checksum == e.hdr.Checksum {
+		return f.tag
+	}
+	r.ready.Rejected = append(r.ready.Rejected, f.tag)
+	return nil
+}
+
+// tickFates gives up the waits that ran out, in op order (the core is
+// deterministic; map order is not).
+func (r *Replica) tickFates() {
+	for _, op := range r.fateOps() {
+		f := r.fates[op]
+		if f.ticks--; f.ticks <= 0 {
+			delete(r.fates, op)
+			r.ready.Canceled = append(r.ready.Canceled, f.tag)
+		} else {
+			r.fates[op] = f
+		}
+	}
+}
+
+// cancelFates gives up every wait on an op at or below upTo (every one:
+// ^uint64(0)): their outcome can no longer be seen here.
+func (r *Replica) cancelFates(upTo uint64) {
+	for _, op := range r.fateOps() {
+		if op <= upTo {
+			r.ready.Canceled = append(r.ready.Canceled, r.fates[op].tag)
+			delete(r.fates, op)
+		}
+	}
+}
+
+func (r *Replica) fateOps() []uint64 {
+	return slices.Sorted(maps.Keys(r.fates))
+}
+
+// fateWork is tickWork's share: ticks until the first wait runs out (0:
+// none waits).
+func (r *Replica) fateWork() int {
+	n := 0
+	for _, f := range r.fates {
+		if n == 0 || f.ticks < n {
+			n = max(f.ticks, 1)
+		}
+	}
+	return n
+}
+
+// Awaiting reports how many cancelled prepares wait for their fate.
+func (r *Replica) Awaiting() int { return len(r.fates) }

@@ -1,0 +1,114 @@
+package vsr
+
+import (
+	"slices"
+	"testing"
+
+	"iggynode/wire"
+)
+
+// losePrepareOks makes the network lose every PrepareOk: the primary's
+// pipeline stays uncommitted while the backups hold its prepares.
+func losePrepareOks(e Envelope) bool { return wire.HeaderOf(e.Head).Command() == wire.CmdPrepareOk }
+
+func tagsOf(cs []Committed) []any {
+	var out []any
+	for _, c := range cs {
+		if c.Tag != nil {
+			out = append(out, c.Tag)
+		}
+	}
+	return out
+}
+
+// A primary that hands over with a prepare in flight: without AwaitFate
+// its client hears "outcome unknown" (and a partition client's replay
+// would store it twice); with it, the former primary answers the request
+// when the next view commits it, exactly once.
+func TestAwaitFateAnswersAPrepareTheNextViewCommits(t *testing.T) {
+	for _, await := range []bool{false, true} {
+		c := newClusterWith(3, func(cfg *Config) { cfg.AwaitFate = await })
+		submitOps(t, c, 1)
+		c.lose = losePrepareOks
+		submit(t, c.reps[0], "in flight", 2, "t")
+		c.settle()
+		if n := len(c.committed[0]); n != 1 {
+			t.Fatalf("await %v: the primary committed %d ops with its PrepareOks lost", await, n)
+		}
+		c.lose = nil
+		if err := c.reps[0].HandOver(1); err != nil {
+			t.Fatal(err)
+		}
+		c.settle()
+		c.run(100)
+		if l := c.leaderIndex(); l != 1 || c.reps[0].CommitMin() != 2 {
+			t.Fatalf("await %v: leader %d, former primary at commit %d", await, l, c.reps[0].CommitMin())
+		}
+		answered, canceled := tagsOf(c.committed[0]), c.canceled[0]
+		if await {
+			if !slices.Equal(answered, []any{"t"}) || len(canceled) != 0 || len(c.rejected[0]) != 0 || c.reps[0].Awaiting() != 0 {
+				t.Fatalf("await: answered %v canceled %v rejected %v awaiting %d, want the commit to answer t",
+					answered, canceled, c.rejected[0], c.reps[0].Awaiting())
+			}
+		} else if len(answered) != 0 || !slices.Equal(canceled, []any{"t"}) {
+			t.Fatalf("no await: answered %v canceled %v, want t canceled", answered, canceled)
+		}
+	}
+}
+
+// A prepare only the old primary held is replaced by the next view: when
+// another op commits at its number, the request is rejected (not
+// committed, safe to re-issue), never answered with the other's result.
+func TestAwaitFateRejectsAPrepareTheNextViewReplaced(t *testing.T) {
+	c := newClusterWith(3, func(cfg *Config) { cfg.AwaitFate = true })
+	submitOps(t, c, 1)
+	c.lose = func(e Envelope) bool { return e.To != 0 && wire.HeaderOf(e.Head).Command() == wire.CmdPrepare }
+	submit(t, c.reps[0], "only here", 2, "t")
+	c.settle()
+	c.lose = nil
+	c.down = map[uint8]bool{0: true}
+	c.run(1500) // the backups time the primary out and elect replica 1
+	l := c.leaderIndex()
+	if l < 1 {
+		t.Fatalf("no new leader (%d)", l)
+	}
+	submit(t, c.reps[l], "the next view's op 2", 3, "other")
+	c.settle()
+	c.down = nil
+	c.run(1000)
+	if c.reps[0].CommitMin() < 2 {
+		t.Fatalf("the former primary did not catch up: commit %d", c.reps[0].CommitMin())
+	}
+	if a := tagsOf(c.committed[0]); len(a) != 0 || !slices.Equal(c.rejected[0], []any{"t"}) || len(c.canceled[0]) != 0 {
+		t.Fatalf("answered %v rejected %v canceled %v, want t rejected", a, c.rejected[0], c.canceled[0])
+	}
+}
+
+// A wait is bounded: with no commit at its op, the request's outcome is
+// given up as unknown after FateTicks, and a removed replica gives up at
+// once.
+func TestAwaitFateGivesUpAfterFateTicks(t *testing.T) {
+	c := newClusterWith(3, func(cfg *Config) { cfg.AwaitFate, cfg.FateTicks = true, 30 })
+	submitOps(t, c, 1)
+	c.lose = func(e Envelope) bool { return wire.HeaderOf(e.Head).Command() == wire.CmdPrepare || losePrepareOks(e) }
+	submit(t, c.reps[0], "stuck", 2, "t")
+	c.settle()
+	c.down = map[uint8]bool{1: true, 2: true} // no next view can form
+	c.reps[0].primaryGone()                   // as a silent-primary timeout would
+	c.settle()
+	if c.reps[0].Awaiting() != 1 || c.reps[0].tickWork() == 0 {
+		t.Fatalf("awaiting %d, tick work %d: the wait must keep the clock", c.reps[0].Awaiting(), c.reps[0].tickWork())
+	}
+	for range 29 {
+		c.reps[0].Tick()
+	}
+	c.settle()
+	if len(c.canceled[0]) != 0 {
+		t.Fatalf("canceled %v before FateTicks", c.canceled[0])
+	}
+	c.reps[0].Tick()
+	c.settle()
+	if !slices.Equal(c.canceled[0], []any{"t"}) || c.reps[0].Awaiting() != 0 {
+		t.Fatalf("canceled %v awaiting %d after FateTicks", c.canceled[0], c.reps[0].Awaiting())
+	}
+}
