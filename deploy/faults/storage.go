@@ -157,7 +157,8 @@ func sameStorage(ctx context.Context, c *Cluster, wl workloadTopic, place map[ui
 	deadline := time.Now().Add(StorageWithin)
 	for {
 		var problems []string
-		held, stale, problems, err = storageOnce(ctx, c, wl, place)
+		var where map[string][]uint32
+		held, stale, where, problems, err = storageOnce(ctx, c, wl, place)
 		if err == nil && len(problems) > 0 {
 			err = fmt.Errorf("storage: %d problems: %s", len(problems), strings.Join(problems, "; "))
 		}
@@ -165,7 +166,7 @@ func sameStorage(ctx context.Context, c *Cluster, wl workloadTopic, place map[ui
 			var leftovers []string
 			for _, n := range c.Nodes {
 				if b := stale[n.Service]; b > 0 {
-					leftovers = append(leftovers, fmt.Sprintf("%s %d bytes", n.Service, b))
+					leftovers = append(leftovers, fmt.Sprintf("%s %d bytes (partitions %v)", n.Service, b, where[n.Service]))
 				}
 			}
 			if len(leftovers) > 0 {
@@ -182,13 +183,13 @@ func sameStorage(ctx context.Context, c *Cluster, wl workloadTopic, place map[ui
 	}
 }
 
-func storageOnce(ctx context.Context, c *Cluster, wl workloadTopic, place map[uint32]wire.ClusterStatusPartition) (held, stale map[string]int64,
+func storageOnce(ctx context.Context, c *Cluster, wl workloadTopic, place map[uint32]wire.ClusterStatusPartition) (held, stale map[string]int64, where map[string][]uint32,
 	problems []string, err error) {
-	held, stale = map[string]int64{}, map[string]int64{}
+	held, stale, where = map[string]int64{}, map[string]int64{}, map[string][]uint32{}
 	sums := make([]map[uint64]stored, len(c.Nodes))
 	for i, n := range c.Nodes {
 		if sums[i], err = c.StoredPartitions(ctx, n.Service); err != nil {
-			return held, stale, nil, err
+			return held, stale, where, nil, err
 		}
 	}
 	for _, pid := range wl.partitions {
@@ -210,13 +211,16 @@ func storageOnce(ctx context.Context, c *Cluster, wl workloadTopic, place map[ui
 		for _, i := range out {
 			s, name := sums[i][g], c.Nodes[i].Service
 			stale[name] += s.Bytes
+			if s.Bytes > 0 {
+				where[name] = append(where[name], pid)
+			}
 			if s.Bytes > 0 && !s.prefixOf(ref) {
 				problems = append(problems, fmt.Sprintf("partition %d: %s, outside its replica set, stores %d batches of it that are not "+
 					"the start of %s's %d%s", pid, name, len(s.Batches), c.Nodes[in[0]].Service, len(ref.Batches), firstDiff(s, ref)))
 			}
 		}
 	}
-	return held, stale, problems, nil
+	return held, stale, where, problems, nil
 }
 
 // firstDiff names the first batch where s and ref differ.
