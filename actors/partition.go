@@ -597,7 +597,7 @@ func (p *partitionActor) boot() error {
 		return err
 	}
 	if rec, ok, err := p.node.loadRoster(p.ref.Group); err == nil && ok && outside {
-		cfg.Roster, cfg.StartView = &rec.roster, 0 // moved out: a non-member of the epoch it knew last
+		cfg.Roster, cfg.StartView, cfg.Removed = &rec.roster, 0, rec.removed // moved out: a non-member of the epoch it knew last
 	}
 	p.core = vsr.New(cfg)
 	p.transfers = newTransferShell(p.node, p.log, p.ref.Group, p.core)

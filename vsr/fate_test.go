@@ -112,3 +112,37 @@ func TestAwaitFateGivesUpAfterFateTicks(t *testing.T) {
 		t.Fatalf("canceled %v awaiting %d after FateTicks", c.canceled[0], c.reps[0].Awaiting())
 	}
 }
+
+// hintOfEpoch is a primary's S3 hint (a Commit with counter 0) from
+// replica `from` in the first view of epoch, or a heartbeat (counter 1).
+func hintOfEpoch(epoch uint32, from uint8, counter uint64) []byte {
+	head := make([]byte, wire.HeaderSize)
+	c := wire.CommitHeader{Cluster: wire.U128{Lo: 7}, View: FirstView(epoch), Replica: from, TimestampMonotonic: counter,
+		Commit: 10, Group: 5}
+	c.Encode(wire.HeaderOf(head))
+	return head
+}
+
+// A replica restarted as removed (Config.Removed: a moved-out partition
+// without its data) does not fetch the group's state when a later
+// epoch's primary hints it, only when a frame names it again; a joiner
+// (not removed) fetches at the hint.
+func TestRemovedReplicaIgnoresHintsOfLaterEpochs(t *testing.T) {
+	ro := Roster{Epoch: 1, Voters: 0b1110, Target: 0b1110} // replica 0 left in epoch 1
+	for _, removed := range []bool{true, false} {
+		r := New(Config{Cluster: wire.U128{Lo: 7}, Group: 5, Replica: 0, ReplicaCount: 4, Roster: &ro, Removed: removed})
+		if r.Removed() != removed {
+			t.Fatalf("Removed() = %v, want %v", r.Removed(), removed)
+		}
+		r.Step(hintOfEpoch(3, 1, 0))
+		if fetch := r.NeedTransfer >= 0; fetch == removed {
+			t.Fatalf("removed %v: a hint of epoch 3 sets NeedTransfer %d", removed, r.NeedTransfer)
+		}
+		if removed {
+			r.Step(hintOfEpoch(3, 1, 1)) // a heartbeat: only members get those
+			if r.NeedTransfer != 1 {
+				t.Fatalf("a heartbeat of epoch 3 to a removed replica: NeedTransfer %d, want 1", r.NeedTransfer)
+			}
+		}
+	}
+}

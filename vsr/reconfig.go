@@ -581,9 +581,14 @@ func (r *Replica) fence(h *wire.Header) bool {
 		return false
 	case e > r.roster.Epoch:
 		r.drop("frame of a newer epoch")
-		if from < MaxReplicas && from != r.cfg.Replica && !r.transferring && r.NeedTransfer < 0 {
+		if from < MaxReplicas && from != r.cfg.Replica && !r.transferring && r.NeedTransfer < 0 && !(r.removed && isHint(h)) {
 			// A removed replica too: only members get frames of newer
-			// epochs, so it has been named again.
+			// epochs, so it has been named again. Not for a hint: the
+			// primaries of later epochs still hint the replicas an R
+			// removed (hintDeparted), and one that knows it is removed
+			// would fetch a copy of the partition it no longer holds,
+			// and keep it (docs/faults.md, grow-3-to-5-rebalance's stale
+			// bytes).
 			r.NeedTransfer = int(from) // S3: catch up by state transfer
 			r.EpochTransfers++
 		}

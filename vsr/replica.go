@@ -91,6 +91,11 @@ type Config struct {
 	// fate.go); partition groups enable it, having no client table.
 	AwaitFate bool
 	FateTicks int
+	// Removed (S6) starts a replica its shell's durable record says was
+	// removed from Roster and that holds nothing of the group (a
+	// moved-out partition restarted without its data): it takes no part,
+	// and a hint of a newer epoch does not bring it back (fence).
+	Removed bool
 }
 
 func (c *Config) setDefaults() {
@@ -443,7 +448,9 @@ func New(cfg Config) *Replica {
 		r.view += cfg.StartView
 		r.logView = r.view
 	}
+	r.removed = cfg.Removed && !r.roster.Member(cfg.Replica)
 	r.durable.Roster, r.persisted.Roster = r.roster, r.roster
+	r.durable.Removed, r.persisted.Removed = r.removed, r.removed
 	r.enterNormal()
 	r.startQuiet()
 	return r
