@@ -189,22 +189,111 @@ func (r *Replica) maybeSendDVC() {
 }
 
 // suffix builds this replica's suffix (6.5.2) down to max(commit, 1).
-func (r *Replica) suffix(commit uint64) wire.BuiltSuffix {
-	src := wire.SuffixSource{Commit: commit, Head: r.sequencer, AdoptedTop: max(r.adoptedTop, r.faultyHead),
-		Journal: func(op uint64) (*wire.Header, bool) {
-			f := r.frameAt(op)
-			if f == nil || !r.proven(op) {
-				return nil, false // an unproven repaired op was never acknowledged here: nacked
-			}
-			return wire.HeaderOf(f), true
-		}}
+// unsaid marks the entries it leaves blank without a nack (see
+// belowUnsealed): the caller must not nack them either.
+func (r *Replica) suffix(commit uint64) (s wire.BuiltSuffix, unsaid wire.U128) {
+	journal := func(op uint64) (*wire.Header, bool) {
+		f := r.frameAt(op)
+		if f == nil || !r.proven(op) {
+			return nil, false // an unproven repaired op was never acknowledged here: nacked
+		}
+		return wire.HeaderOf(f), true
+	}
+	var adopted func(op uint64) (*wire.Header, bool)
 	if r.adopted != nil {
-		src.Adopted = func(op uint64) (*wire.Header, bool) {
+		adopted = func(op uint64) (*wire.Header, bool) {
 			h, ok := r.adopted[op]
 			return &h, ok
 		}
 	}
-	return wire.BuildSuffix(src)
+	src := wire.SuffixSource{Commit: commit, Head: r.sequencer, AdoptedTop: max(r.adoptedTop, r.faultyHead),
+		Journal: journal, Adopted: adopted}
+	silent := belowUnsealed(src)
+	if len(silent) > 0 {
+		src.Journal = func(op uint64) (*wire.Header, bool) {
+			if silent[op] {
+				return nil, false
+			}
+			return journal(op)
+		}
+		if adopted != nil {
+			src.Adopted = func(op uint64) (*wire.Header, bool) {
+				if silent[op] {
+					return nil, false
+				}
+				return adopted(op)
+			}
+		}
+	}
+	s = wire.BuildSuffix(src)
+	for op := range silent {
+		i := int(s.Top - op)
+		s.Nack, unsaid = s.Nack.WithBit(i, false), unsaid.WithBit(i, true)
+	}
+	return s, unsaid
+}
+
+// belowUnsealed finds the entries of src a suffix must leave out to
+// decode (6.5.3 rule 5: timestamps strictly fall, walking down).
+//
+// Why: a primary whose head came by state transfer knows neither the
+// head's identity nor its timestamp (Installed, InstalledEpoch: they did
+// not travel). It builds its next prepare on a zero parent, an unsealed
+// link the chain checks accept (2.5 rule 3; merge.go, seed 3515), and
+// with max(now_us, last_timestamp+1) from a last_timestamp that may be 0
+// and a now_us that may be stale (an R of maybePromote on a core that
+// never had a Submit: timestamp 1). A replica that holds that prepare and,
+// from before, the op below it announced both, and its own DoViewChange
+// did not decode (simulator seed 468 of --placement 3 --replicas 5
+// --groups 6 --handover 0.01: op 2 at timestamp 1 above op 1 at 5.92 s).
+// The ops below such a link are committed (the primary's commit point,
+// which every prepare above names in its commit field), so the merge
+// needs nothing of them (merge.go: the op at commit_max): they are left
+// blank, neither present nor nacked (saying nothing is always safe). An
+// entry out of order with no unsealed link above it is a broken log, left
+// in for recordOwnDVC's assertion.
+func belowUnsealed(src wire.SuffixSource) map[uint64]bool {
+	top := max(src.Head, src.AdoptedTop)
+	low := max(src.Commit, 1)
+	if top == 0 || low > top {
+		return nil
+	}
+	if top-low+1 > wire.MaxSuffixEntries {
+		low = top - (wire.MaxSuffixEntries - 1)
+	}
+	var silent map[uint64]bool
+	var higher uint64 // the timestamp of the last entry kept, walking down
+	unsealed := false // a kept entry above builds on a zero parent
+	for o := top; o >= low; o-- {
+		h, ok := lookupHeader(src.Journal, o)
+		if !ok {
+			if h, ok = lookupHeader(src.Adopted, o); ok && wire.IsBlankPrepare(h) {
+				ok = false
+			}
+		}
+		if !ok {
+			continue
+		}
+		p := h.Prepare()
+		if higher != 0 && p.Timestamp >= higher && unsealed {
+			if silent == nil {
+				silent = map[uint64]bool{}
+			}
+			silent[o] = true
+			continue
+		}
+		higher = p.Timestamp
+		unsealed = unsealed || (o > 1 && p.Parent.IsZero())
+	}
+	return silent
+}
+
+func lookupHeader(f func(uint64) (*wire.Header, bool), op uint64) (*wire.Header, bool) {
+	if f == nil {
+		return nil, false
+	}
+	h, ok := f(op)
+	return h, ok && h != nil
 }
 
 // top is the head a DVC announces: the journal head or, above it, the
@@ -215,7 +304,7 @@ func (r *Replica) ownDVC() (wire.DoViewChangeHeader, wire.BuiltSuffix) {
 	r.dropRefutedViewHeaders()
 	op := r.top()
 	commit := min(r.commitMax, op)
-	s := r.suffix(commit)
+	s, unsaid := r.suffix(commit)
 	// Every entry above commit this replica does not hold is nacked,
 	// adopted headers included: it never journaled them, so never
 	// acknowledged them (see the choices above). Except up to the head
@@ -223,7 +312,7 @@ func (r *Replica) ownDVC() (wire.DoViewChangeHeader, wire.BuiltSuffix) {
 	// have acknowledged those, so it says nothing of them.
 	for i := 0; uint64(i) < op-commit && i < MaxSuffix; i++ {
 		switch {
-		case s.Present.Bit(i):
+		case s.Present.Bit(i), unsaid.Bit(i):
 		case op-uint64(i) <= r.faultyHead:
 			s.Nack = s.Nack.WithBit(i, false)
 		default:
@@ -441,7 +530,7 @@ func (r *Replica) startView() {
 // startViewFrame builds this primary's StartView: head, commit_max and the
 // suffix from the head down to max(commit_max, 1).
 func (r *Replica) startViewFrame(incarnation wire.U128) (head, body []byte) {
-	s := r.suffix(r.commitMax)
+	s, _ := r.suffix(r.commitMax)
 	sv := wire.StartViewHeader{Cluster: r.cfg.Cluster, View: r.view, Replica: r.cfg.Replica, Op: r.sequencer,
 		Commit: min(r.commitMax, r.sequencer), Group: r.cfg.Group, Incarnation: incarnation}
 	frame := wire.AppendStartView(nil, sv, s.Body)
