@@ -168,7 +168,8 @@ func (c *connection) handle(ctx actor.Context, buf []byte) *replyOut {
 	if c.node.removed.Load() && !servedWhenRemoved(&hdr) {
 		return &replyOut{frame: denyReply(&hdr, c.id, commit, wire.ErrNodeRemoved)}
 	}
-	req := &clientRequest{conn: ctx.Self(), connID: c.id, hdr: hdr, frame: buf, bound: c.bound, address: c.conn.RemoteAddr(), span: c.req.span}
+	req := &clientRequest{conn: ctx.Self(), connID: c.id, hdr: hdr, frame: buf, bound: c.bound, address: c.conn.RemoteAddr(), span: c.req.span,
+		sendsFiles: clientplane.SendsFiles(c.conn)}
 	httpRequest(c.conn, req)
 	switch op := hdr.Operation; {
 	case op == wire.OpNonReplicated:

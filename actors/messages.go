@@ -54,6 +54,9 @@ type clientRequest struct {
 	http *httpAssertion
 	// span is the request's span when tracing (its op spans link to it).
 	span *spanRecord
+	// sendsFiles: the connection writes stored batches from their files
+	// (plain TCP, sendfile), so a poll may reply with stored sources.
+	sendsFiles bool
 }
 
 // countEntities asks the metadata actor for entityCounts (the entity

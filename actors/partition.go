@@ -487,6 +487,10 @@ func (a storeAdapter) AppendBatchTo(dst []byte, base uint64) ([]byte, error) {
 	return a.s.AppendBatchTo(dst, a.group, base)
 }
 
+func (a storeAdapter) BatchSource(base uint64) (wire.SpliceSource, error) {
+	return a.s.BatchSource(a.group, base)
+}
+
 func watermarkKey(group uint64) string { return fmt.Sprintf("partition/%d/next", group) }
 
 // dropPartitionData deletes everything a partition group keeps: its
@@ -1066,7 +1070,10 @@ func (p *partitionActor) onPoll(ctx actor.Context, m *partitionPoll) {
 	frame := clientplane.GetFrame(wire.HeaderSize + wire.PolledMessagesHeaderSize + p.pollHint(m.poll.Count))
 	// Whole cached batches ride by reference (wire.Splice): the edge
 	// writes them from the cache, so a poll copies only what it builds.
-	frame, splices, polled, err := p.plog.AppendPollReplySpliced(frame[:wire.HeaderSize], nil, m.partition, m.poll.Strategy, m.poll.Count, stored, has)
+	// Whole evicted batches go from their files (sendfile) when the reply
+	// goes straight to a plain TCP client; a relay joins the reply first.
+	fromFiles := m.req.sendsFiles && m.req.relay == nil
+	frame, splices, polled, err := p.plog.AppendPollReplySpliced(frame[:wire.HeaderSize], nil, fromFiles, m.partition, m.poll.Strategy, m.poll.Count, stored, has)
 	if err != nil {
 		p.log.Error("poll read failure", "err", err)
 		if p.refusePoll(ctx, m, err) {

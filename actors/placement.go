@@ -214,7 +214,10 @@ func (n *Node) relayPoll(r *relay, built []byte, splices []wire.Splice, polledLa
 	}
 	out = append(out, has)
 	out = wire.AppendU64(out, polledLast)
-	out = wire.JoinSpliced(out, built, splices)
+	out, err := wire.JoinSpliced(out, built, splices)
+	if err != nil {
+		return // not sent: the forwarder's timeout answers its client
+	}
 	n.sendRelayedFrame(r, out, forwardedReadReplyCode)
 }
 

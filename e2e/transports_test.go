@@ -53,6 +53,7 @@ var suite = []struct {
 	{"RestartKeepsEverything", TestRestartKeepsEverything},
 	{"ClientsListing", TestClientsListing},
 	{"SnapshotArchive", TestSnapshotArchive},
+	{"ColdPollsServeTheStoredBatches", TestColdPollsServeTheStoredBatches},
 }
 
 var (

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"testing"
 
 	"iggynode/wire"
@@ -29,6 +30,24 @@ func (m *memStore) ReadBatch(baseOffset uint64) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// BatchSource serves a stored batch as a splice source (SourceReader).
+func (m *memStore) BatchSource(baseOffset uint64) (wire.SpliceSource, error) {
+	b, err := m.ReadBatch(baseOffset)
+	if err != nil {
+		return nil, err
+	}
+	return storedSource(b), nil
+}
+
+type storedSource []byte
+
+func (s storedSource) Len() int { return len(s) }
+func (s storedSource) WriteTo(w io.Writer) (int64, error) {
+	n, err := w.Write(s)
+	return int64(n), err
+}
+func (s storedSource) AppendTo(dst []byte) ([]byte, error) { return append(dst, s...), nil }
 
 func (m *memStore) put(b []byte) { m.batches[wire.Batch(b).BaseOffset()] = append([]byte(nil), b...) }
 

@@ -70,7 +70,7 @@ func (l *Log) StartOffset(s wire.PollingStrategy, count uint32, storedOffset uin
 // wire.ErrCannotDecryptData. Apart from growing dst, Poll does not
 // allocate.
 func (l *Log) Poll(dst []byte, s wire.PollingStrategy, count uint32, storedOffset uint64, hasStored bool) ([]byte, Polled, error) {
-	dst, _, p, err := l.poll(dst, nil, false, s, count, storedOffset, hasStored)
+	dst, _, p, err := l.poll(dst, nil, spliceNone, s, count, storedOffset, hasStored)
 	return dst, p, err
 }
 
@@ -81,10 +81,54 @@ func (l *Log) Poll(dst []byte, s wire.PollingStrategy, count uint32, storedOffse
 // writes the pieces before it lets go of them. An encrypted log opens
 // every record into dst, as Poll does.
 func (l *Log) PollSpliced(dst []byte, splices []wire.Splice, s wire.PollingStrategy, count uint32, storedOffset uint64, hasStored bool) ([]byte, []wire.Splice, Polled, error) {
-	return l.poll(dst, splices, true, s, count, storedOffset, hasStored)
+	return l.poll(dst, splices, spliceCached, s, count, storedOffset, hasStored)
 }
 
-func (l *Log) poll(dst []byte, splices []wire.Splice, splice bool, s wire.PollingStrategy, count uint32, storedOffset uint64, hasStored bool) ([]byte, []wire.Splice, Polled, error) {
+// spliceMode is what a poll serves by reference: nothing (Poll), whole
+// cached batches (PollSpliced), or those and whole evicted batches as
+// their stored bytes (a SourceReader's wire.SpliceSource, for a carrier
+// that sends files).
+type spliceMode uint8
+
+const (
+	spliceNone spliceMode = iota
+	spliceCached
+	spliceStored
+)
+
+// SourceReader is an optional Store extension: the stored batch at
+// baseOffset as a wire.SpliceSource, read when the reply is written.
+type SourceReader interface {
+	BatchSource(baseOffset uint64) (wire.SpliceSource, error)
+}
+
+// storedWhole is index entry i as a source of its stored bytes when it is
+// evicted from the cache, the log is not encrypted, the poll takes all of
+// it and the Store can give sources. ok false: the other paths serve it
+// (a failure here is theirs to report).
+func (l *Log) storedWhole(i int, e indexEntry, start uint64, remaining uint32) (wire.SpliceSource, bool) {
+	if c := i - l.cacheFirst; l.cfg.Cipher != nil || (c >= 0 && c < len(l.cache)) || start > e.baseOffset || remaining < e.count {
+		return nil, false
+	}
+	sr, ok := l.store.(SourceReader)
+	if !ok {
+		return nil, false
+	}
+	src, err := sr.BatchSource(e.baseOffset)
+	if err != nil || uint64(src.Len()) != uint64(e.size) {
+		return nil, false
+	}
+	return src, true
+}
+
+func (l *Log) storedWholeIf(mode spliceMode, i int, e indexEntry, start uint64, remaining uint32) (wire.SpliceSource, bool) {
+	if mode != spliceStored {
+		return nil, false
+	}
+	return l.storedWhole(i, e, start, remaining)
+}
+
+func (l *Log) poll(dst []byte, splices []wire.Splice, mode spliceMode, s wire.PollingStrategy, count uint32, storedOffset uint64, hasStored bool) ([]byte, []wire.Splice, Polled, error) {
 	start, ok := l.StartOffset(s, count, storedOffset, hasStored)
 	if !ok {
 		return dst, splices, Polled{}, nil
@@ -96,9 +140,13 @@ func (l *Log) poll(dst []byte, splices []wire.Splice, splice bool, s wire.Pollin
 		e := l.index.at(i)
 		before, splicesBefore, splicedBefore := len(dst), len(splices), spliced
 		var n uint32
-		if batch, ok := l.cachedWhole(i, e, start, count-p.Count); ok && splice {
+		if batch, ok := l.cachedWhole(i, e, start, count-p.Count); ok && mode != spliceNone {
 			splices = append(splices, wire.Splice{At: len(dst), Bytes: batch})
 			spliced += uint64(len(batch))
+			n = e.count
+		} else if src, ok := l.storedWholeIf(mode, i, e, start, count-p.Count); ok {
+			splices = append(splices, wire.Splice{At: len(dst), From: src})
+			spliced += uint64(src.Len())
 			n = e.count
 		} else if whole, ok := l.appendEvictedWhole(dst, i, e, start, count-p.Count); ok {
 			dst, n = whole, e.count
@@ -170,17 +218,23 @@ func (l *Log) appendRecord(dst, batch []byte, start uint64, maxCount uint32) ([]
 // 8.4.1's last row (the partition id, current offset 0, no message) and
 // returns the error for the shell to log.
 func (l *Log) AppendPollReply(dst []byte, partitionID uint32, s wire.PollingStrategy, count uint32, storedOffset uint64, hasStored bool) ([]byte, Polled, error) {
-	dst, _, p, err := l.appendPollReply(dst, nil, false, partitionID, s, count, storedOffset, hasStored)
+	dst, _, p, err := l.appendPollReply(dst, nil, spliceNone, partitionID, s, count, storedOffset, hasStored)
 	return dst, p, err
 }
 
 // AppendPollReplySpliced is AppendPollReply with the cached batches it
-// serves appended to splices (PollSpliced).
-func (l *Log) AppendPollReplySpliced(dst []byte, splices []wire.Splice, partitionID uint32, s wire.PollingStrategy, count uint32, storedOffset uint64, hasStored bool) ([]byte, []wire.Splice, Polled, error) {
-	return l.appendPollReply(dst, splices, true, partitionID, s, count, storedOffset, hasStored)
+// serves appended to splices (PollSpliced); with stored, the whole
+// evicted batches too, as sources of their stored bytes (SourceReader),
+// for a carrier that sends them from their files.
+func (l *Log) AppendPollReplySpliced(dst []byte, splices []wire.Splice, stored bool, partitionID uint32, s wire.PollingStrategy, count uint32, storedOffset uint64, hasStored bool) ([]byte, []wire.Splice, Polled, error) {
+	mode := spliceCached
+	if stored {
+		mode = spliceStored
+	}
+	return l.appendPollReply(dst, splices, mode, partitionID, s, count, storedOffset, hasStored)
 }
 
-func (l *Log) appendPollReply(dst []byte, splices []wire.Splice, splice bool, partitionID uint32, s wire.PollingStrategy, count uint32, storedOffset uint64, hasStored bool) ([]byte, []wire.Splice, Polled, error) {
+func (l *Log) appendPollReply(dst []byte, splices []wire.Splice, splice spliceMode, partitionID uint32, s wire.PollingStrategy, count uint32, storedOffset uint64, hasStored bool) ([]byte, []wire.Splice, Polled, error) {
 	at := len(dst)
 	dst = wire.AppendPolledHeader(dst, partitionID, l.CurrentOffset(), 0)
 	dst, splices, p, err := l.poll(dst, splices, splice, s, count, storedOffset, hasStored)

@@ -15,35 +15,45 @@ import (
 func TestPollSplicedEqualsPoll(t *testing.T) {
 	for _, cache := range []uint64{1 << 30, 3000} { // all cached; the older ones evicted
 		for _, maxBytes := range []uint64{0, 2500} {
-			h := newHarness(t, Config{CacheBytes: cache, MaxPollBytes: maxBytes})
-			h.send(100, 3, 4, 5, 1, 6, 2, 7)
-			strategies := []wire.PollingStrategy{wire.FirstStrategy(), wire.LastStrategy(), wire.NextStrategy(),
-				wire.OffsetStrategy(0), wire.OffsetStrategy(3), wire.OffsetStrategy(5), wire.OffsetStrategy(12), wire.OffsetStrategy(27),
-				wire.TimestampStrategy(0)}
-			spliced := 0
-			for _, s := range strategies {
-				for _, count := range []uint32{1, 2, 4, 7, 13, 100} {
-					want, wp, werr := h.log.AppendPollReply([]byte("hdr"), 1, s, count, 4, true)
-					built, splices, gp, gerr := h.log.AppendPollReplySpliced([]byte("hdr"), nil, 1, s, count, 4, true)
-					if (werr == nil) != (gerr == nil) || wp != gp {
-						t.Fatalf("%v x %d: polled %+v %v, spliced %+v %v", s, count, wp, werr, gp, gerr)
-					}
-					if got := wire.JoinSpliced(nil, built, splices); !bytes.Equal(got, want) {
-						t.Fatalf("cache %d, bound %d, %v x %d: spliced reply differs from the copied one", cache, maxBytes, s, count)
-					}
-					if n := wire.SplicedLen(built, splices); n != len(want) {
-						t.Fatalf("SplicedLen %d, want %d", n, len(want))
-					}
-					for _, sp := range splices {
-						if !h.inCache(sp.Bytes) {
-							t.Fatalf("a spliced batch is not the cache's bytes")
+			for _, stored := range []bool{false, true} {
+				h := newHarness(t, Config{CacheBytes: cache, MaxPollBytes: maxBytes})
+				h.send(100, 3, 4, 5, 1, 6, 2, 7)
+				strategies := []wire.PollingStrategy{wire.FirstStrategy(), wire.LastStrategy(), wire.NextStrategy(),
+					wire.OffsetStrategy(0), wire.OffsetStrategy(3), wire.OffsetStrategy(5), wire.OffsetStrategy(12), wire.OffsetStrategy(27),
+					wire.TimestampStrategy(0)}
+				spliced, fromStore := 0, 0
+				for _, s := range strategies {
+					for _, count := range []uint32{1, 2, 4, 7, 13, 100} {
+						want, wp, werr := h.log.AppendPollReply([]byte("hdr"), 1, s, count, 4, true)
+						built, splices, gp, gerr := h.log.AppendPollReplySpliced([]byte("hdr"), nil, stored, 1, s, count, 4, true)
+						if (werr == nil) != (gerr == nil) || wp != gp {
+							t.Fatalf("%v x %d: polled %+v %v, spliced %+v %v", s, count, wp, werr, gp, gerr)
 						}
+						if got, err := wire.JoinSpliced(nil, built, splices); err != nil || !bytes.Equal(got, want) {
+							t.Fatalf("cache %d, bound %d, %v x %d: spliced reply differs from the copied one", cache, maxBytes, s, count)
+						}
+						if n := wire.SplicedLen(built, splices); n != len(want) {
+							t.Fatalf("SplicedLen %d, want %d", n, len(want))
+						}
+						for _, sp := range splices {
+							switch {
+							case sp.From != nil && !stored:
+								t.Fatalf("a stored source spliced into a reply that did not ask for them")
+							case sp.From != nil:
+								fromStore++
+							case !h.inCache(sp.Bytes):
+								t.Fatalf("a spliced batch is not the cache's bytes")
+							}
+						}
+						spliced += len(splices)
 					}
-					spliced += len(splices)
 				}
-			}
-			if cache > 3000 && spliced == 0 {
-				t.Fatalf("nothing was spliced from a log held in the cache")
+				if cache > 3000 && spliced == 0 {
+					t.Fatalf("nothing was spliced from a log held in the cache")
+				}
+				if stored && cache == 3000 && fromStore == 0 {
+					t.Fatalf("no evicted batch was spliced from the store")
+				}
 			}
 		}
 	}

@@ -1,34 +1,84 @@
 package wire
 
+import (
+	"fmt"
+	"io"
+)
+
 // Splice is a run of bytes a frame carries at offset At of its built part,
 // written from where the bytes lie instead of copied in: a poll reply
 // serves whole cached batches this way (zero copy, partition.PollSpliced),
 // and the edge writes the pieces with one writev (plane/client). The
 // bytes must not change until the frame is written.
+//
+// From, when set, holds the run instead of Bytes: a stored batch that is
+// no longer in memory, sent from its file when the frame is written
+// (sendfile on a plain TCP socket, one kernel copy instead of a read into
+// memory and a write out of it).
 type Splice struct {
 	At    int
 	Bytes []byte
+	From  SpliceSource
+}
+
+// SpliceSource is spliced bytes kept outside memory. The bytes must not
+// change until the frame is written; a source that can no longer produce
+// them (its file is gone) fails the write, and the connection with it.
+type SpliceSource interface {
+	Len() int
+	// WriteTo writes the Len bytes to w: from a file to a *net.TCPConn,
+	// io.Copy's ReaderFrom is sendfile.
+	WriteTo(w io.Writer) (int64, error)
+	// AppendTo appends the Len bytes to dst (a carrier that needs them in
+	// memory).
+	AppendTo(dst []byte) ([]byte, error)
+}
+
+func (s Splice) len() int {
+	if s.From != nil {
+		return s.From.Len()
+	}
+	return len(s.Bytes)
 }
 
 // SplicedLen is the wire length of built with splices.
 func SplicedLen(built []byte, splices []Splice) int {
 	n := len(built)
 	for _, s := range splices {
-		n += len(s.Bytes)
+		n += s.len()
 	}
 	return n
 }
 
+// HasSources reports whether any splice holds its bytes in a SpliceSource.
+func HasSources(splices []Splice) bool {
+	for _, s := range splices {
+		if s.From != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // AppendSplicePieces appends the pieces of built with splices in wire
 // order: built up to the first splice, its bytes, built up to the next,
-// and so on. Splices are in ascending At, each within built.
-func AppendSplicePieces(dst [][]byte, built []byte, splices []Splice) [][]byte {
+// and so on. Splices are in ascending At, each within built. A splice
+// with a source appends its bytes read into memory (a carrier that sends
+// sources from their files walks the splices itself).
+func AppendSplicePieces(dst [][]byte, built []byte, splices []Splice) ([][]byte, error) {
 	from := 0
 	for _, s := range splices {
 		if s.At > from {
 			dst = append(dst, built[from:s.At])
 		}
-		if len(s.Bytes) > 0 {
+		switch {
+		case s.From != nil:
+			b, err := s.From.AppendTo(make([]byte, 0, s.From.Len()))
+			if err != nil {
+				return dst, fmt.Errorf("wire: spliced source: %w", err)
+			}
+			dst = append(dst, b)
+		case len(s.Bytes) > 0:
 			dst = append(dst, s.Bytes)
 		}
 		from = s.At
@@ -36,17 +86,24 @@ func AppendSplicePieces(dst [][]byte, built []byte, splices []Splice) [][]byte {
 	if from < len(built) || len(dst) == 0 {
 		dst = append(dst, built[from:])
 	}
-	return dst
+	return dst, nil
 }
 
 // JoinSpliced appends the frame built with splices to dst as one
 // contiguous run (for carriers that need one buffer).
-func JoinSpliced(dst, built []byte, splices []Splice) []byte {
+func JoinSpliced(dst, built []byte, splices []Splice) ([]byte, error) {
 	from := 0
 	for _, s := range splices {
 		dst = append(dst, built[from:s.At]...)
-		dst = append(dst, s.Bytes...)
+		if s.From != nil {
+			var err error
+			if dst, err = s.From.AppendTo(dst); err != nil {
+				return dst, fmt.Errorf("wire: spliced source: %w", err)
+			}
+		} else {
+			dst = append(dst, s.Bytes...)
+		}
 		from = s.At
 	}
-	return append(dst, built[from:]...)
+	return append(dst, built[from:]...), nil
 }

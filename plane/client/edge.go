@@ -223,6 +223,22 @@ func (c *frameConn) settleLogin() {
 	}
 }
 
+// SendsFiles reports whether conn writes a splice's wire.SpliceSource
+// from its file (plain TCP: sendfile); other carriers read it into memory
+// first, which costs more than the copy the poll would have made.
+func SendsFiles(conn Conn) bool {
+	fc, ok := conn.(*frameConn)
+	if !ok {
+		return false
+	}
+	t, ok := fc.carrier.(*tcpCarrier)
+	if !ok {
+		return false
+	}
+	_, isTLS := t.nc.(*tls.Conn)
+	return !isTLS
+}
+
 func (c *frameConn) RemoteAddr() string   { return c.carrier.remoteAddr() }
 func (c *frameConn) Transport() Transport { return c.transport }
 

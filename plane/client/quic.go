@@ -278,7 +278,12 @@ func (c *quicConn) SendPooled(frame []byte) { c.Send(frame) }
 // SendSpliced joins the pieces: the frame goes out as one stream write
 // that QUIC may retransmit from, so it must own its bytes.
 func (c *quicConn) SendSpliced(built []byte, splices []wire.Splice) {
-	c.Send(wire.JoinSpliced(make([]byte, 0, wire.SplicedLen(built, splices)), built, splices))
+	frame, err := wire.JoinSpliced(make([]byte, 0, wire.SplicedLen(built, splices)), built, splices)
+	if err != nil {
+		c.Close() // a stored batch that cannot be read: the reply cannot be sent whole
+		return
+	}
+	c.Send(frame)
 	putFrame(built)
 }
 

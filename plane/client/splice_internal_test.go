@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"io"
 	"net"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -70,5 +71,92 @@ func TestSplicedReplyOverTLSIsCoalesced(t *testing.T) {
 	// 100 KB in records of at most 16 KB: a handful of writes, not 1001.
 	if n := counted.writes.Load() - handshakeWrites; n > 20 {
 		t.Fatalf("%d socket writes for a %d-byte spliced reply", n, len(want))
+	}
+}
+
+// fileSource is a wire.SpliceSource over a file range, as storage's is.
+type fileSource struct {
+	f        *os.File
+	off, len int64
+}
+
+func (s fileSource) Len() int { return int(s.len) }
+func (s fileSource) WriteTo(w io.Writer) (int64, error) {
+	return io.Copy(w, io.NewSectionReader(s.f, s.off, s.len))
+}
+func (s fileSource) AppendTo(dst []byte) ([]byte, error) {
+	at := len(dst)
+	dst = append(dst, make([]byte, s.len)...)
+	_, err := s.f.ReadAt(dst[at:], s.off)
+	return dst, err
+}
+
+// A frame that mixes built bytes, spliced memory and stored sources (two
+// sources back to back, one at the very end) reaches a plain TCP peer
+// byte for byte, and TCP connections say they send files, TLS ones not.
+func TestSourcesGoOutInWireOrder(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "batches")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, 300_000)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	dialed, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dialed.Close()
+	server, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	built := []byte("HEADER--middle--tail")
+	src := func(off, n int64) wire.Splice { return wire.Splice{From: fileSource{f, off, n}} }
+	splices := []wire.Splice{src(0, 100_000), {Bytes: []byte("mem")}, src(100_000, 50_000), src(150_000, 150_000), src(7, 9)}
+	splices[0].At, splices[1].At, splices[2].At, splices[3].At, splices[4].At = 8, 8, 14, 14, len(built)
+	var want []byte
+	want = append(want, built[:8]...)
+	want = append(want, data[:100_000]...)
+	want = append(want, "mem"...)
+	want = append(want, built[8:14]...)
+	want = append(want, data[100_000:300_000]...)
+	want = append(want, built[14:]...)
+	want = append(want, data[7:16]...)
+	got := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(dialed, int64(len(want))))
+		got <- b
+	}()
+	carrier := newTCPCarrier(server)
+	if err := carrier.writeFrame([]byte{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := wire.SplicedLen(built, splices); n != len(want) {
+		t.Fatalf("SplicedLen %d, want %d", n, len(want))
+	}
+	if err := carrier.writeSpliced(built, splices); err != nil {
+		t.Fatal(err)
+	}
+	if b := <-got; string(b) != string(want) {
+		t.Fatalf("read %d bytes, want the %d-byte frame in wire order", len(b), len(want))
+	}
+	plain := &frameConn{carrier: carrier}
+	ss, err := GenerateSelfSigned()
+	if err != nil {
+		t.Fatal(err)
+	}
+	overTLS := &frameConn{carrier: newTCPCarrier(tls.Server(server, ss.ServerConfig()))}
+	if !SendsFiles(plain) || SendsFiles(overTLS) {
+		t.Fatalf("SendsFiles: plain TCP %v, TLS %v", SendsFiles(plain), SendsFiles(overTLS))
 	}
 }

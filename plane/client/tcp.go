@@ -106,8 +106,15 @@ func (t *tcpCarrier) writeFrame(frame []byte) error {
 // each), so the pieces go through the buffer, which copies the small
 // ones and hands large ones straight to the connection.
 func (t *tcpCarrier) writeSpliced(built []byte, splices []wire.Splice) error {
-	t.pieces = wire.AppendSplicePieces(t.pieces[:0], built, splices)
+	if _, isTLS := t.nc.(*tls.Conn); !isTLS && wire.HasSources(splices) {
+		return t.writeSources(built, splices)
+	}
+	var err error
+	t.pieces, err = wire.AppendSplicePieces(t.pieces[:0], built, splices)
 	defer clear(t.pieces) // keep no batch alive past its write
+	if err != nil {
+		return err
+	}
 	if _, isTLS := t.nc.(*tls.Conn); isTLS {
 		for _, piece := range t.pieces {
 			if _, err := t.bw.Write(piece); err != nil {
@@ -120,7 +127,52 @@ func (t *tcpCarrier) writeSpliced(built []byte, splices []wire.Splice) error {
 		return err
 	}
 	bufs := net.Buffers(t.pieces)
-	_, err := bufs.WriteTo(t.nc)
+	_, err = bufs.WriteTo(t.nc)
+	return err
+}
+
+// writeSources is writeSpliced on plain TCP for a frame with stored
+// batches (wire.SpliceSource): the pieces in memory go out with writev up
+// to each source, which sends itself from its file (sendfile: the kernel
+// copies the page cache to the socket, the batch never enters memory).
+func (t *tcpCarrier) writeSources(built []byte, splices []wire.Splice) error {
+	if err := t.bw.Flush(); err != nil {
+		return err
+	}
+	defer clear(t.pieces)
+	pieces, from := t.pieces[:0], 0
+	send := func() error {
+		if len(pieces) == 0 {
+			return nil
+		}
+		bufs := net.Buffers(pieces)
+		_, err := bufs.WriteTo(t.nc)
+		clear(pieces)
+		pieces = pieces[:0]
+		return err
+	}
+	for _, s := range splices {
+		if s.At > from {
+			pieces, from = append(pieces, built[from:s.At]), s.At
+		}
+		if s.From == nil {
+			if len(s.Bytes) > 0 {
+				pieces = append(pieces, s.Bytes)
+			}
+			continue
+		}
+		if err := send(); err != nil {
+			return err
+		}
+		if _, err := s.From.WriteTo(t.nc); err != nil {
+			return err
+		}
+	}
+	if from < len(built) {
+		pieces = append(pieces, built[from:])
+	}
+	err := send()
+	t.pieces = pieces
 	return err
 }
 

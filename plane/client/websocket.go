@@ -240,7 +240,11 @@ func (t *wsCarrier) writeSpliced(built []byte, splices []wire.Splice) error {
 		if _, err := w.Write(built[from:s.At]); err != nil {
 			return err
 		}
-		if _, err := w.Write(s.Bytes); err != nil {
+		if s.From != nil {
+			if _, err := s.From.WriteTo(w); err != nil {
+				return err
+			}
+		} else if _, err := w.Write(s.Bytes); err != nil {
 			return err
 		}
 		from = s.At

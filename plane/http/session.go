@@ -47,7 +47,12 @@ func (c *vconn) SendPooled(frame []byte) { c.Send(append([]byte(nil), frame...))
 
 // SendSpliced joins the pieces into the one reply the handler reads.
 func (c *vconn) SendSpliced(built []byte, splices []wire.Splice) {
-	c.Send(wire.JoinSpliced(make([]byte, 0, wire.SplicedLen(built, splices)), built, splices))
+	frame, err := wire.JoinSpliced(make([]byte, 0, wire.SplicedLen(built, splices)), built, splices)
+	if err != nil {
+		c.Close() // a stored batch that cannot be read: the reply cannot be sent whole
+		return
+	}
+	c.Send(frame)
 }
 func (c *vconn) Done()              {}
 func (c *vconn) SetLoggedIn(bool)   {}

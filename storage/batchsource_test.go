@@ -1,0 +1,84 @@
+package storage
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"testing"
+)
+
+// A batch source sends the stored batch, byte for byte, to a TCP socket
+// (sendfile) and into memory; across batch files (they roll every 64 KiB
+// here); it still sends a batch whose file was deleted after it was
+// made only if the file was open by then, so a deleted file fails the
+// write instead of sending something else.
+func TestBatchSourceSendsTheStoredBatch(t *testing.T) {
+	s := openTest(t)
+	const group = 7
+	var batches [][]byte
+	base := uint64(0)
+	for i := 0; i < 12; i++ {
+		b := makeBatch(t, base, 20, 700, byte(i))
+		if err := s.AppendBatch(group, base, b, false); err != nil {
+			t.Fatal(err)
+		}
+		batches = append(batches, b)
+		base += 20
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- nil
+			return
+		}
+		b, _ := io.ReadAll(c)
+		got <- b
+	}()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []byte
+	for i, b := range batches {
+		src, err := s.BatchSource(group, uint64(i*20))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if src.Len() != len(b) {
+			t.Fatalf("batch %d: source of %d bytes, stored %d", i, src.Len(), len(b))
+		}
+		mem, err := src.AppendTo([]byte("x"))
+		if err != nil || !bytes.Equal(mem[1:], b) || mem[0] != 'x' {
+			t.Fatalf("batch %d: AppendTo %v", i, err)
+		}
+		if n, err := src.WriteTo(conn.(*net.TCPConn)); err != nil || n != int64(len(b)) {
+			t.Fatalf("batch %d: WriteTo %d %v", i, n, err)
+		}
+		want = append(want, b...)
+	}
+	_ = conn.Close()
+	if b := <-got; !bytes.Equal(b, want) {
+		t.Fatalf("the socket received %d bytes, want the %d stored", len(b), len(want))
+	}
+	if _, err := s.BatchSource(group, 5); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a source inside a batch: %v", err)
+	}
+	src, err := s.BatchSource(group, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeletePartition(group); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.WriteTo(io.Discard); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the source of a deleted file: %v, want not-exist", err)
+	}
+}
