@@ -144,6 +144,14 @@ func (l *Log) poll(dst []byte, splices []wire.Splice, mode spliceMode, s wire.Po
 			splices = append(splices, wire.Splice{At: len(dst), Bytes: batch})
 			spliced += uint64(len(batch))
 			n = e.count
+		} else if batch, ok := l.cachedPlain(i); ok && mode != spliceNone {
+			// A slice of a cached batch: its rewritten header built here,
+			// its frames by reference.
+			var frames []byte
+			if dst, frames, n = wire.AppendRecordHeader(dst, wire.Batch(batch), start, count-p.Count); n > 0 {
+				splices = append(splices, wire.Splice{At: len(dst), Bytes: frames})
+				spliced += uint64(len(frames))
+			}
 		} else if src, ok := l.storedWholeIf(mode, i, e, start, count-p.Count); ok {
 			splices = append(splices, wire.Splice{At: len(dst), From: src})
 			spliced += uint64(src.Len())
@@ -198,6 +206,16 @@ func (l *Log) cachedWhole(i int, e indexEntry, start uint64, remaining uint32) (
 		return nil, false // not the indexed batch: the general path serves it
 	}
 	return b, true
+}
+
+// cachedPlain returns index entry i's batch when it is in the cache and
+// the log is not encrypted (its records are served as stored or sliced).
+func (l *Log) cachedPlain(i int) ([]byte, bool) {
+	c := i - l.cacheFirst
+	if l.cfg.Cipher != nil || c < 0 || c >= len(l.cache) {
+		return nil, false
+	}
+	return l.cache[c], true
 }
 
 // appendRecord appends the poll record of a stored batch: as stored or

@@ -356,15 +356,47 @@ func AppendRecord(dst []byte, b Batch, start uint64, maxCount uint32) ([]byte, u
 	if from == BatchHeaderSize && to == len(b) {
 		return append(dst, b...), taken
 	}
-	at := len(dst)
 	dst = slices.Grow(dst, BatchHeaderSize+to-from)
+	dst = appendSliceHeader(dst, b, from, to, taken)
+	return append(dst, b[from:to]...), taken
+}
+
+// AppendRecordHeader is AppendRecord without the frames: it appends the
+// record's header (for a slice, the rewritten one) and returns the frames
+// that follow it in the record, b[from:to] itself, so a poll reply can
+// send them from where they lie (a Splice) instead of copying them.
+func AppendRecordHeader(dst []byte, b Batch, start uint64, maxCount uint32) (out, frames []byte, taken uint32) {
+	from, to, taken := RecordFrames(b, start, maxCount)
+	if taken == 0 {
+		return dst, nil, 0
+	}
+	if from == BatchHeaderSize && to == len(b) {
+		return append(dst, b[:BatchHeaderSize]...), b[BatchHeaderSize:], taken
+	}
+	return appendSliceHeader(dst, b, from, to, taken), b[from:to], taken
+}
+
+// appendSliceHeader appends the header of the record of b's frames
+// b[from:to] (taken of them): batch_length and message_count rewritten,
+// the checksum over the new header and those frames' stored checksums.
+func appendSliceHeader(dst []byte, b Batch, from, to int, taken uint32) []byte {
+	at := len(dst)
 	dst = append(dst, b[:BatchHeaderSize]...)
-	dst = append(dst, b[from:to]...)
 	rec := dst[at:]
-	binary.LittleEndian.PutUint64(rec[BatchLengthOffset:], uint64(len(rec)))
+	binary.LittleEndian.PutUint64(rec[BatchLengthOffset:], uint64(BatchHeaderSize+to-from))
 	binary.LittleEndian.PutUint32(rec[BatchMessageCountOffset:], taken)
-	binary.LittleEndian.PutUint64(rec[BatchChecksumOffset:], ComputeBatchChecksum(rec))
-	return dst, taken
+	var c batchHasher
+	c.begin(rec)
+	it := FrameIter{rest: b[from:to]}
+	for i := taken; i > 0; i-- {
+		f, ok := it.Next()
+		if !ok {
+			break
+		}
+		c.add(f)
+	}
+	binary.LittleEndian.PutUint64(rec[BatchChecksumOffset:], c.sum())
+	return dst
 }
 
 // RecordFrames selects the frames a poll record of b serves (AppendRecord):

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/zeebo/xxh3"
 )
@@ -367,6 +368,15 @@ func TestAppendRecord(t *testing.T) {
 			if n != tc.wantN {
 				t.Fatalf("served %d, want %d", n, tc.wantN)
 			}
+			// The header alone plus the frames it points at is the same
+			// record, and the frames are the stored batch's own bytes.
+			hdr, run, hn := AppendRecordHeader([]byte{1, 2, 3}, stored, tc.start, tc.max)
+			if joined := append(append([]byte(nil), hdr...), run...); hn != n || !bytes.Equal(joined, out) {
+				t.Fatalf("AppendRecordHeader: %d messages, %d+%d bytes; AppendRecord %d, %d bytes", hn, len(hdr), len(run), n, len(out))
+			}
+			if len(run) > 0 && !aliases(run, stored) {
+				t.Fatal("the frames are a copy, not the stored batch's bytes")
+			}
 			if !bytes.Equal(out[:3], []byte{1, 2, 3}) {
 				t.Fatal("dst prefix clobbered")
 			}
@@ -623,4 +633,11 @@ func TestSendConfirmations(t *testing.T) {
 			t.Errorf("%s: %v %v", name, err, c)
 		}
 	}
+}
+
+// aliases reports whether sub lies inside b's memory.
+func aliases(sub, b []byte) bool {
+	start, end := uintptr(unsafe.Pointer(&b[0])), uintptr(unsafe.Pointer(&b[len(b)-1]))
+	p := uintptr(unsafe.Pointer(&sub[0]))
+	return p >= start && p <= end
 }
