@@ -36,7 +36,9 @@
 // stream of its own, deleted afterwards; the storing sink's directory is
 // emptied after each. A node's new partitions each take one 1-byte
 // message before the measurement (a new partition answers S 58 until its
-// group is up); the polls read it with the rest. The storing sink does not
+// group is up); the lean client's polls start after it, so they take
+// whole batches as the sink's canned ones are (the SDK's consumers, from
+// offset 0, read it with the rest and slice every batch). The storing sink does not
 // serve what it stored, so its lines have no poll figure, nor have the
 // fsync lines (polls do not sync).
 package ceilings
@@ -302,7 +304,7 @@ type plannedLine struct {
 // them.
 func (r *runner) lines() []plannedLine {
 	ls := []plannedLine{
-		{name: LeanSink, measure: func(ctx context.Context) (Figures, error) { return r.lean(ctx, r.sink, 0, 0, true) }},
+		{name: LeanSink, measure: func(ctx context.Context) (Figures, error) { return r.lean(ctx, r.sink, 0, 0, 0, true) }},
 		{name: LeanStoring, measure: func(ctx context.Context) (Figures, error) { return r.storing(ctx, false) }},
 	}
 	if r.cfg.Fsync {
@@ -403,7 +405,7 @@ func (r *runner) storing(ctx context.Context, fsync bool) (Figures, error) {
 	if err != nil {
 		return Figures{}, err
 	}
-	f, err := r.lean(ctx, addr, 0, 0, false)
+	f, err := r.lean(ctx, addr, 0, 0, 0, false)
 	stop() // its files closed: every byte is in them
 	if err != nil {
 		return f, err
@@ -434,7 +436,7 @@ func (r *runner) leanNode(ctx context.Context, fsync bool) (Figures, error) {
 		return Figures{}, err
 	}
 	defer drop()
-	return r.lean(ctx, r.node, stream, topic, !fsync)
+	return r.lean(ctx, r.node, stream, topic, readyMessages, !fsync)
 }
 
 // sdkNode measures the SDK against the node on a fresh stream (created
@@ -486,7 +488,7 @@ func (r *runner) nodeTopic(ctx context.Context, fsync bool) (stream, topic uint3
 	// A new partition answers S 58 until its group is up (client-plane.md
 	// 8.4.2); one message to each, through the SDK (which replays 58),
 	// keeps that wait out of the measurement.
-	ready := []wire.Message{{Payload: []byte{'r'}}}
+	ready := []wire.Message{{Payload: []byte{'r'}}} // readyMessages of them
 	for p := range uint32(r.cfg.Partitions) {
 		if _, err := r.admin.SendMessages(ctx, wire.ID(st.ID), wire.ID(t.ID), wire.PartitionID(p), ready); err != nil {
 			drop()
@@ -495,6 +497,9 @@ func (r *runner) nodeTopic(ctx context.Context, fsync bool) (stream, topic uint3
 	}
 	return st.ID, t.ID, drop, nil
 }
+
+// readyMessages is the message nodeTopic writes to each partition first.
+const readyMessages = 1
 
 // sdk runs bench.Run twice: the producers, then as many consumers reading
 // what they sent (offset 0 of each partition). prefix names the stream
@@ -519,8 +524,10 @@ func (r *runner) sdk(ctx context.Context, addr, prefix string) (Figures, error) 
 }
 
 // lean runs Producers lean connections that send, then (withPoll) the
-// same connections poll back what was sent.
-func (r *runner) lean(ctx context.Context, addr string, stream, topic uint32, withPoll bool) (Figures, error) {
+// same connections poll back what was sent, from offset first (on a
+// node, past the ready message: polls of whole batches, like the sink's
+// canned ones; a poll that slices two batches is a different workload).
+func (r *runner) lean(ctx context.Context, addr string, stream, topic uint32, first uint64, withPoll bool) (Figures, error) {
 	cfg := r.cfg
 	conns := make([]*lean.Conn, cfg.Producers)
 	defer func() {
@@ -551,7 +558,7 @@ func (r *runner) lean(ctx context.Context, addr string, stream, topic uint32, wi
 	if err != nil || !withPoll {
 		return f, err
 	}
-	f.PollMBps, err = r.leanPoll(conns, stream, topic)
+	f.PollMBps, err = r.leanPoll(conns, stream, topic, first)
 	return f, err
 }
 
@@ -583,11 +590,11 @@ func (r *runner) leanSend(conns []*lean.Conn) (Figures, error) {
 
 // leanPoll has connection i read Batches x Messages messages of partition
 // i mod Partitions from offset 0, and returns the MB/s of payload read.
-func (r *runner) leanPoll(conns []*lean.Conn, stream, topic uint32) (float64, error) {
+func (r *runner) leanPoll(conns []*lean.Conn, stream, topic uint32, first uint64) (float64, error) {
 	read := make([]uint64, len(conns))
 	quota := uint64(r.cfg.Batches) * uint64(r.cfg.Messages)
 	span, err := parallel(conns, func(i int, c *lean.Conn) error {
-		var offset, got uint64
+		offset, got := first, uint64(0)
 		for got < quota {
 			count := uint32(min(uint64(r.cfg.Messages), quota-got))
 			p, err := c.Poll(uint32(i)+1, stream, topic, uint32(i%r.cfg.Partitions), offset, count)
