@@ -319,20 +319,31 @@ func (s *Store) ReadBatch(group, baseOffset uint64) ([]byte, error) {
 	return s.AppendBatchTo(nil, group, baseOffset)
 }
 
+// lockedBatch finds the stored batch of group at baseOffset: its file
+// and index entry, with the group's mutex held (the caller unlocks it
+// when err is nil).
+func (s *Store) lockedBatch(group, baseOffset uint64) (*groupLog, *batchFile, batchEntry, error) {
+	g, err := s.lockedGroup(group)
+	if err != nil {
+		return nil, nil, batchEntry{}, fmt.Errorf("storage: batch group %d at %d: %w", group, baseOffset, err)
+	}
+	fi, ei, ok := g.locate(baseOffset)
+	if !ok || baseOffset < g.floor || g.files[fi].entries[ei].base != baseOffset {
+		g.mu.Unlock()
+		return nil, nil, batchEntry{}, fmt.Errorf("storage: batch group %d at %d: %w", group, baseOffset, ErrNotFound)
+	}
+	return g, g.files[fi], g.files[fi].entries[ei], nil
+}
+
 // AppendBatchTo appends the stored batch at baseOffset to dst and returns
 // the extended slice, so a poll reply is read straight into the frame that
 // carries it (no intermediate buffer). On error dst is returned unchanged.
 func (s *Store) AppendBatchTo(dst []byte, group, baseOffset uint64) ([]byte, error) {
-	g, err := s.lockedGroup(group)
+	g, bf, e, err := s.lockedBatch(group, baseOffset)
 	if err != nil {
-		return dst, fmt.Errorf("storage: read batch group %d at %d: %w", group, baseOffset, err)
+		return dst, err
 	}
 	defer g.mu.Unlock()
-	fi, ei, ok := g.locate(baseOffset)
-	if !ok || baseOffset < g.floor || g.files[fi].entries[ei].base != baseOffset {
-		return dst, fmt.Errorf("storage: batch group %d at %d: %w", group, baseOffset, ErrNotFound)
-	}
-	bf, e := g.files[fi], g.files[fi].entries[ei]
 	at := len(dst)
 	dst = slices.Grow(dst, int(e.length))[:at+int(e.length)]
 	out := dst[at:]

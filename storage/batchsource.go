@@ -17,17 +17,12 @@ import (
 // and one deleted before fails the write. Not for encrypted logs: their
 // records are opened in memory.
 func (s *Store) BatchSource(group, baseOffset uint64) (wire.SpliceSource, error) {
-	g, err := s.lockedGroup(group)
+	g, bf, e, err := s.lockedBatch(group, baseOffset)
 	if err != nil {
-		return nil, fmt.Errorf("storage: batch source group %d at %d: %w", group, baseOffset, err)
+		return nil, err
 	}
 	defer g.mu.Unlock()
-	fi, ei, ok := g.locate(baseOffset)
-	if !ok || baseOffset < g.floor || g.files[fi].entries[ei].base != baseOffset {
-		return nil, fmt.Errorf("storage: batch group %d at %d: %w", group, baseOffset, ErrNotFound)
-	}
-	e := g.files[fi].entries[ei]
-	return &fileRange{path: g.files[fi].path, pos: e.pos, length: int(e.length), entry: e}, nil
+	return &fileRange{path: bf.path, pos: e.pos, length: int(e.length), entry: e}, nil
 }
 
 // fileRange is length bytes at pos of the file at path: one stored batch.
