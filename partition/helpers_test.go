@@ -219,9 +219,12 @@ func checkCache(t testing.TB, l *Log) {
 	if len(l.cache) > 0 && (l.cacheFirst < 0 || l.cacheFirst+len(l.cache) != l.index.len()) {
 		t.Fatalf("cache of %d from %d, index of %d", len(l.cache), l.cacheFirst, l.index.len())
 	}
+	if len(l.tables) != len(l.cache) {
+		t.Fatalf("%d frame tables for %d cached batches", len(l.tables), len(l.cache))
+	}
 	var bytes uint64
 	for c, b := range l.cache {
-		bytes += uint64(len(b))
+		bytes += uint64(len(b)) + uint64(l.tables[c].Bytes())
 		if e := l.index.at(l.cacheFirst + c); wire.Batch(b).BaseOffset() != e.baseOffset {
 			t.Fatalf("cached batch %d at %d, index says %d", c, wire.Batch(b).BaseOffset(), e.baseOffset)
 		}

@@ -95,6 +95,7 @@ type Log struct {
 	// cache holds the bytes of the committed batches index[cacheFirst:],
 	// in order; cachedBytes is their total size.
 	cache       [][]byte
+	tables      []wire.FrameTable // cache[i]'s (empty: sliced by walking; encrypted logs have none)
 	cacheFirst  int
 	cachedBytes uint64
 
@@ -236,8 +237,12 @@ func (l *Log) ApplySend(batch []byte) error {
 	if len(l.cache) == 0 {
 		l.cacheFirst = l.index.len() - 1
 	}
-	l.cache = append(l.cache, batch)
-	l.cachedBytes += uint64(info.Size)
+	var table wire.FrameTable
+	if l.cfg.Cipher == nil {
+		table, _ = wire.BuildFrameTable(batch) // now, while the batch is in the CPU's cache
+	}
+	l.cache, l.tables = append(l.cache, batch), append(l.tables, table)
+	l.cachedBytes += uint64(info.Size) + uint64(table.Bytes())
 	l.evict()
 	return nil
 }
@@ -296,10 +301,17 @@ func (l *Log) evictTo(bound uint64) {
 			return
 		}
 		l.cachedBytes -= uint64(e.size)
-		l.cache[0] = nil
-		l.cache = l.cache[1:]
+		l.popCached()
 		l.cacheFirst++
 	}
+}
+
+// popCached drops the oldest cached batch and its table (the caller
+// accounts the batch's bytes).
+func (l *Log) popCached() {
+	l.cachedBytes -= uint64(l.tables[0].Bytes())
+	l.cache[0], l.tables[0] = nil, wire.FrameTable{}
+	l.cache, l.tables = l.cache[1:], l.tables[1:]
 }
 
 // Purge wipes the partition (server-behaviour.md 5.8): every message, every

@@ -144,11 +144,16 @@ func (l *Log) poll(dst []byte, splices []wire.Splice, mode spliceMode, s wire.Po
 			splices = append(splices, wire.Splice{At: len(dst), Bytes: batch})
 			spliced += uint64(len(batch))
 			n = e.count
-		} else if batch, ok := l.cachedPlain(i); ok && mode != spliceNone {
+		} else if batch, table, ok := l.cachedPlain(i); ok && mode != spliceNone {
 			// A slice of a cached batch: its rewritten header built here,
-			// its frames by reference.
+			// its frames by reference, found by its table if it has one.
 			var frames []byte
-			if dst, frames, n = wire.AppendRecordHeader(dst, wire.Batch(batch), start, count-p.Count); n > 0 {
+			if table.Bytes() > 0 {
+				dst, frames, n = wire.AppendRecordHeaderIndexed(dst, wire.Batch(batch), table, start, count-p.Count)
+			} else {
+				dst, frames, n = wire.AppendRecordHeader(dst, wire.Batch(batch), start, count-p.Count)
+			}
+			if n > 0 {
 				splices = append(splices, wire.Splice{At: len(dst), Bytes: frames})
 				spliced += uint64(len(frames))
 			}
@@ -210,12 +215,12 @@ func (l *Log) cachedWhole(i int, e indexEntry, start uint64, remaining uint32) (
 
 // cachedPlain returns index entry i's batch when it is in the cache and
 // the log is not encrypted (its records are served as stored or sliced).
-func (l *Log) cachedPlain(i int) ([]byte, bool) {
+func (l *Log) cachedPlain(i int) ([]byte, wire.FrameTable, bool) {
 	c := i - l.cacheFirst
 	if l.cfg.Cipher != nil || c < 0 || c >= len(l.cache) {
-		return nil, false
+		return nil, wire.FrameTable{}, false
 	}
-	return l.cache[c], true
+	return l.cache[c], l.tables[c], true
 }
 
 // appendRecord appends the poll record of a stored batch: as stored or

@@ -115,8 +115,7 @@ func (l *Log) dropCachedBefore(n int) {
 	}
 	for l.cacheFirst < n && len(l.cache) > 0 {
 		l.cachedBytes -= uint64(len(l.cache[0]))
-		l.cache[0] = nil
-		l.cache = l.cache[1:]
+		l.popCached()
 		l.cacheFirst++
 	}
 	l.cacheFirst -= n

@@ -211,13 +211,16 @@ func (c *batchHasher) begin(hdr []byte) {
 }
 
 // add feeds one frame's stored checksum (its first 8 bytes).
-func (c *batchHasher) add(frame []byte) {
+func (c *batchHasher) add(frame []byte) { c.addSum(binary.LittleEndian.Uint64(frame)) }
+
+// addSum feeds one frame's stored checksum.
+func (c *batchHasher) addSum(sum uint64) {
 	if c.n+8 > len(c.buf) {
 		c.h.Write(c.buf[:c.n])
 		c.streamed = true
 		c.n = 0
 	}
-	copy(c.buf[c.n:c.n+8], frame[:8])
+	binary.LittleEndian.PutUint64(c.buf[c.n:], sum)
 	c.n += 8
 }
 
