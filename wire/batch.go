@@ -383,13 +383,9 @@ func AppendRecordHeader(dst []byte, b Batch, start uint64, maxCount uint32) (out
 // b[from:to] (taken of them): batch_length and message_count rewritten,
 // the checksum over the new header and those frames' stored checksums.
 func appendSliceHeader(dst []byte, b Batch, from, to int, taken uint32) []byte {
-	at := len(dst)
-	dst = append(dst, b[:BatchHeaderSize]...)
-	rec := dst[at:]
-	binary.LittleEndian.PutUint64(rec[BatchLengthOffset:], uint64(BatchHeaderSize+to-from))
-	binary.LittleEndian.PutUint32(rec[BatchMessageCountOffset:], taken)
 	var c batchHasher
-	c.begin(rec)
+	at := len(dst)
+	dst = beginSliceHeader(dst, b, BatchHeaderSize+to-from, taken, &c)
 	it := FrameIter{rest: b[from:to]}
 	for i := taken; i > 0; i-- {
 		f, ok := it.Next()
@@ -398,7 +394,20 @@ func appendSliceHeader(dst []byte, b Batch, from, to int, taken uint32) []byte {
 		}
 		c.add(f)
 	}
-	binary.LittleEndian.PutUint64(rec[BatchChecksumOffset:], c.sum())
+	binary.LittleEndian.PutUint64(dst[at+BatchChecksumOffset:], c.sum())
+	return dst
+}
+
+// beginSliceHeader appends b's header with batch_length recLen and
+// message_count taken and begins c over it; the caller feeds the slice's
+// frame checksums and writes c.sum() at BatchChecksumOffset.
+func beginSliceHeader(dst []byte, b Batch, recLen int, taken uint32, c *batchHasher) []byte {
+	at := len(dst)
+	dst = append(dst, b[:BatchHeaderSize]...)
+	rec := dst[at:]
+	binary.LittleEndian.PutUint64(rec[BatchLengthOffset:], uint64(recLen))
+	binary.LittleEndian.PutUint32(rec[BatchMessageCountOffset:], taken)
+	c.begin(rec)
 	return dst
 }
 

@@ -63,16 +63,12 @@ func AppendRecordHeaderIndexed(dst []byte, b Batch, t FrameTable, start uint64, 
 	if from == BatchHeaderSize && to == len(b) {
 		return append(dst, b[:BatchHeaderSize]...), b[BatchHeaderSize:], taken
 	}
-	at := len(dst)
-	dst = append(dst, b[:BatchHeaderSize]...)
-	rec := dst[at:]
-	binary.LittleEndian.PutUint64(rec[BatchLengthOffset:], uint64(BatchHeaderSize+to-from))
-	binary.LittleEndian.PutUint32(rec[BatchMessageCountOffset:], taken)
 	var c batchHasher
-	c.begin(rec)
+	at := len(dst)
+	dst = beginSliceHeader(dst, b, BatchHeaderSize+to-from, taken, &c)
 	for _, s := range t.sums[first : first+taken] {
 		c.addSum(s)
 	}
-	binary.LittleEndian.PutUint64(rec[BatchChecksumOffset:], c.sum())
+	binary.LittleEndian.PutUint64(dst[at+BatchChecksumOffset:], c.sum())
 	return dst, b[from:to], taken
 }
