@@ -96,19 +96,18 @@ func (r *Replica) timers() [7]*timer {
 // and counters (1: the next), or 0 when none will: it mirrors the branches
 // of Tick, tickViewChange and tickRepair that run without a timer firing.
 func (r *Replica) tickWork() int {
+	n := r.counterWork()
+	if f := r.fateWork(); f > 0 && (n == 0 || f < n) {
+		return f // a wait for a cancelled prepare's fate runs out (fate.go)
+	}
+	return n
+}
+
+// counterWork is tickWork without the fates.
+func (r *Replica) counterWork() int {
 	if r.vc.merged != nil || r.stateBackoff > 0 || r.stateFailures > 0 {
 		return 1 // electProgress runs; the state write backs off
 	}
-	if n := r.fateWork(); n > 0 {
-		if w := r.tickWorkNoFates(); w > 0 {
-			return min(n, w)
-		}
-		return n
-	}
-	return r.tickWorkNoFates()
-}
-
-func (r *Replica) tickWorkNoFates() int {
 	if r.IsPrimary() {
 		return 0 // tickRepair runs for a primary-elect only
 	}

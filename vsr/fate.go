@@ -71,33 +71,34 @@ func (r *Replica) fateAtCommit(op uint64, e *entry) any {
 	return nil
 }
 
-// tickFates gives up the waits that ran out, in op order (the core is
-// deterministic; map order is not).
+// tickFates counts the waits down and gives up those that ran out.
 func (r *Replica) tickFates() {
-	for _, op := range r.fateOps() {
-		f := r.fates[op]
-		if f.ticks--; f.ticks <= 0 {
-			delete(r.fates, op)
-			r.ready.Canceled = append(r.ready.Canceled, f.tag)
-		} else {
-			r.fates[op] = f
-		}
+	expired := false
+	for op, f := range r.fates {
+		f.ticks--
+		r.fates[op] = f
+		expired = expired || f.ticks <= 0
+	}
+	if expired {
+		r.giveUpFates(func(op uint64, f fate) bool { return f.ticks <= 0 })
 	}
 }
 
 // cancelFates gives up every wait on an op at or below upTo (every one:
 // ^uint64(0)): their outcome can no longer be seen here.
 func (r *Replica) cancelFates(upTo uint64) {
-	for _, op := range r.fateOps() {
-		if op <= upTo {
-			r.ready.Canceled = append(r.ready.Canceled, r.fates[op].tag)
+	r.giveUpFates(func(op uint64, _ fate) bool { return op <= upTo })
+}
+
+// giveUpFates cancels the waits that match, in op order (the core is
+// deterministic; map order is not).
+func (r *Replica) giveUpFates(match func(op uint64, f fate) bool) {
+	for _, op := range slices.Sorted(maps.Keys(r.fates)) {
+		if f := r.fates[op]; match(op, f) {
+			r.ready.Canceled = append(r.ready.Canceled, f.tag)
 			delete(r.fates, op)
 		}
 	}
-}
-
-func (r *Replica) fateOps() []uint64 {
-	return slices.Sorted(maps.Keys(r.fates))
 }
 
 // fateWork is tickWork's share: ticks until the first wait runs out (0:
