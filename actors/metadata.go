@@ -183,16 +183,10 @@ func (m *metadataActor) receive(ctx actor.Context) {
 		delete(m.conns, msg.id)
 	case *peerFrame:
 		m.routePeerFrame(ctx, msg)
-	case *actor.Terminated:
-		if group, ok := m.stopping[msg.Who.Id]; ok {
-			delete(m.stopping, msg.Who.Id)
-			m.partitionStopped(ctx, group)
+	case *transferDone, *transferFailed, *actor.Terminated:
+		if t, ok := msg.(*actor.Terminated); ok && m.partitionStopped(ctx, t.Who) {
 			return
 		}
-		if m.transfers != nil && m.transfers.onOutcome(ctx, msg) {
-			m.drive(ctx)
-		}
-	case *transferDone, *transferFailed:
 		if m.transfers != nil && m.transfers.onOutcome(ctx, msg) {
 			m.drive(ctx)
 		}
@@ -992,14 +986,20 @@ func (m *metadataActor) stopPartition(ctx actor.Context, group uint64, pid *acto
 	m.stopping[pid.Id] = group
 }
 
-// partitionStopped starts the partitions that waited for group's
-// previous actor to terminate.
-func (m *metadataActor) partitionStopped(ctx actor.Context, group uint64) {
+// partitionStopped reports whether who was a partition actor that
+// stopPartition stopped, and starts the partitions that waited for it.
+func (m *metadataActor) partitionStopped(ctx actor.Context, who *actor.PID) bool {
+	group, ok := m.stopping[who.Id]
+	if !ok {
+		return false
+	}
+	delete(m.stopping, who.Id)
 	waiting := m.dropping[group]
 	delete(m.dropping, group)
 	for _, ref := range waiting {
 		m.startPartitionWhenFree(ctx, ref)
 	}
+	return true
 }
 
 // startPartitionWhenFree starts ref's partition, or queues it while the
