@@ -50,16 +50,6 @@ func SplicedLen(built []byte, splices []Splice) int {
 	return n
 }
 
-// HasSources reports whether any splice holds its bytes in a SpliceSource.
-func HasSources(splices []Splice) bool {
-	for _, s := range splices {
-		if s.From != nil {
-			return true
-		}
-	}
-	return false
-}
-
 // AppendSplicePieces appends the pieces of built with splices in wire
 // order: built up to the first splice, its bytes, built up to the next,
 // and so on. Splices are in ascending At, each within built. A splice

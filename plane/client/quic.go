@@ -279,12 +279,12 @@ func (c *quicConn) SendPooled(frame []byte) { c.Send(frame) }
 // that QUIC may retransmit from, so it must own its bytes.
 func (c *quicConn) SendSpliced(built []byte, splices []wire.Splice) {
 	frame, err := wire.JoinSpliced(make([]byte, 0, wire.SplicedLen(built, splices)), built, splices)
+	putFrame(built)
 	if err != nil {
 		c.Close() // a stored batch that cannot be read: the reply cannot be sent whole
 		return
 	}
 	c.Send(frame)
-	putFrame(built)
 }
 
 // Done releases nothing: the serial stream loop takes the next stream only

@@ -101,21 +101,20 @@ func (t *tcpCarrier) writeFrame(frame []byte) error {
 }
 
 // writeSpliced writes one frame given in pieces. Plain TCP: the frames
-// buffered before it, then the pieces with one writev (net.Buffers). TLS
-// has no writev (a Write per piece would be a record and a segment
-// each), so the pieces go through the buffer, which copies the small
-// ones and hands large ones straight to the connection.
+// buffered before it, then the pieces with writev (net.Buffers): one for
+// a frame held in memory; a stored batch (wire.SpliceSource) sends itself
+// from its file between them (sendfile: the kernel copies the page cache
+// to the socket, the batch never enters memory). TLS has no writev (a
+// Write per piece would be a record and a segment each), so the pieces
+// go through the buffer, which copies the small ones and hands large
+// ones straight to the connection.
 func (t *tcpCarrier) writeSpliced(built []byte, splices []wire.Splice) error {
-	if _, isTLS := t.nc.(*tls.Conn); !isTLS && wire.HasSources(splices) {
-		return t.writeSources(built, splices)
-	}
-	var err error
-	t.pieces, err = wire.AppendSplicePieces(t.pieces[:0], built, splices)
 	defer clear(t.pieces) // keep no batch alive past its write
-	if err != nil {
-		return err
-	}
 	if _, isTLS := t.nc.(*tls.Conn); isTLS {
+		var err error
+		if t.pieces, err = wire.AppendSplicePieces(t.pieces[:0], built, splices); err != nil {
+			return err
+		}
 		for _, piece := range t.pieces {
 			if _, err := t.bw.Write(piece); err != nil {
 				return err
@@ -126,21 +125,8 @@ func (t *tcpCarrier) writeSpliced(built []byte, splices []wire.Splice) error {
 	if err := t.bw.Flush(); err != nil {
 		return err
 	}
-	bufs := net.Buffers(t.pieces)
-	_, err = bufs.WriteTo(t.nc)
-	return err
-}
-
-// writeSources is writeSpliced on plain TCP for a frame with stored
-// batches (wire.SpliceSource): the pieces in memory go out with writev up
-// to each source, which sends itself from its file (sendfile: the kernel
-// copies the page cache to the socket, the batch never enters memory).
-func (t *tcpCarrier) writeSources(built []byte, splices []wire.Splice) error {
-	if err := t.bw.Flush(); err != nil {
-		return err
-	}
-	defer clear(t.pieces)
 	pieces, from := t.pieces[:0], 0
+	defer func() { t.pieces = pieces }()
 	send := func() error {
 		if len(pieces) == 0 {
 			return nil
@@ -168,12 +154,10 @@ func (t *tcpCarrier) writeSources(built []byte, splices []wire.Splice) error {
 			return err
 		}
 	}
-	if from < len(built) {
+	if from < len(built) || len(splices) == 0 {
 		pieces = append(pieces, built[from:])
 	}
-	err := send()
-	t.pieces = pieces
-	return err
+	return send()
 }
 
 func (t *tcpCarrier) flush() error { return t.bw.Flush() }
