@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"iggynode/wire"
 )
@@ -22,18 +23,17 @@ func (s *Store) BatchSource(group, baseOffset uint64) (wire.SpliceSource, error)
 		return nil, err
 	}
 	defer g.mu.Unlock()
-	return &fileRange{path: bf.path, pos: e.pos, length: int(e.length), entry: e}, nil
+	return &fileRange{path: bf.path, entry: e}, nil
 }
 
-// fileRange is length bytes at pos of the file at path: one stored batch.
+// fileRange is one stored batch: its index entry's bytes of the file at
+// path.
 type fileRange struct {
-	path   string
-	pos    int64
-	length int
-	entry  batchEntry
+	path  string
+	entry batchEntry
 }
 
-func (r *fileRange) Len() int { return r.length }
+func (r *fileRange) Len() int { return int(r.entry.length) }
 
 // WriteTo opens the file and copies the range to w: io.Copy hands a
 // *net.TCPConn the LimitedReader of an *os.File, which it sends with
@@ -44,12 +44,13 @@ func (r *fileRange) WriteTo(w io.Writer) (int64, error) {
 		return 0, fmt.Errorf("storage: %w", err)
 	}
 	defer f.Close()
-	if _, err := f.Seek(r.pos, io.SeekStart); err != nil {
+	pos, length := r.entry.pos, int64(r.entry.length)
+	if _, err := f.Seek(pos, io.SeekStart); err != nil {
 		return 0, fmt.Errorf("storage: seek %s: %w", r.path, err)
 	}
-	n, err := io.Copy(w, &io.LimitedReader{R: f, N: int64(r.length)})
-	if err == nil && n != int64(r.length) {
-		err = fmt.Errorf("storage: %s at %d: %d of %d bytes: %w", r.path, r.pos, n, r.length, ErrCorrupt)
+	n, err := io.Copy(w, &io.LimitedReader{R: f, N: length})
+	if err == nil && n != length {
+		err = fmt.Errorf("storage: %s at %d: %d of %d bytes: %w", r.path, pos, n, length, ErrCorrupt)
 	}
 	return n, err
 }
@@ -62,9 +63,9 @@ func (r *fileRange) AppendTo(dst []byte) ([]byte, error) {
 	}
 	defer f.Close()
 	at := len(dst)
-	dst = append(dst, make([]byte, r.length)...)
-	if _, err := f.ReadAt(dst[at:], r.pos); err != nil {
-		return dst[:at], fmt.Errorf("storage: read %s at %d: %w", r.path, r.pos, err)
+	dst = slices.Grow(dst, r.Len())[:at+r.Len()]
+	if _, err := f.ReadAt(dst[at:], r.entry.pos); err != nil {
+		return dst[:at], fmt.Errorf("storage: read %s at %d: %w", r.path, r.entry.pos, err)
 	}
 	if err := checkRecord(dst[at:], r.entry, r.path); err != nil {
 		return dst[:at], err
