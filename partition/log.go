@@ -95,7 +95,7 @@ type Log struct {
 	// cache holds the bytes of the committed batches index[cacheFirst:],
 	// in order; cachedBytes is their total size.
 	cache       [][]byte
-	tables      []wire.FrameTable // cache[i]'s (empty: sliced by walking; encrypted logs have none)
+	tables      []wire.FrameTable // cache[i]'s, built when a poll first slices it (encrypted logs have none)
 	cacheFirst  int
 	cachedBytes uint64
 
@@ -237,12 +237,8 @@ func (l *Log) ApplySend(batch []byte) error {
 	if len(l.cache) == 0 {
 		l.cacheFirst = l.index.len() - 1
 	}
-	var table wire.FrameTable
-	if l.cfg.Cipher == nil {
-		table, _ = wire.BuildFrameTable(batch) // now, while the batch is in the CPU's cache
-	}
-	l.cache, l.tables = append(l.cache, batch), append(l.tables, table)
-	l.cachedBytes += uint64(info.Size) + uint64(table.Bytes())
+	l.cache, l.tables = append(l.cache, batch), append(l.tables, wire.FrameTable{}) // its table: at the first slice (cachedPlain)
+	l.cachedBytes += uint64(info.Size)
 	l.evict()
 	return nil
 }

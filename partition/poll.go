@@ -102,12 +102,13 @@ type SourceReader interface {
 	BatchSource(baseOffset uint64) (wire.SpliceSource, error)
 }
 
-// storedWhole is index entry i as a source of its stored bytes when it is
-// evicted from the cache, the log is not encrypted, the poll takes all of
-// it and the Store can give sources. ok false: the other paths serve it
-// (a failure here is theirs to report).
-func (l *Log) storedWhole(i int, e indexEntry, start uint64, remaining uint32) (wire.SpliceSource, bool) {
-	if c := i - l.cacheFirst; l.cfg.Cipher != nil || (c >= 0 && c < len(l.cache)) || start > e.baseOffset || remaining < e.count {
+// storedWhole is index entry i as a source of its stored bytes when the
+// poll asks for those (spliceStored), the batch is evicted from the
+// cache, the log is not encrypted, the poll takes all of it and the Store
+// can give sources. ok false: the other paths serve it (a failure here is
+// theirs to report).
+func (l *Log) storedWhole(mode spliceMode, i int, e indexEntry, start uint64, remaining uint32) (wire.SpliceSource, bool) {
+	if mode != spliceStored || l.cfg.Cipher != nil || l.cached(i) || start > e.baseOffset || remaining < e.count {
 		return nil, false
 	}
 	sr, ok := l.store.(SourceReader)
@@ -119,13 +120,6 @@ func (l *Log) storedWhole(i int, e indexEntry, start uint64, remaining uint32) (
 		return nil, false
 	}
 	return src, true
-}
-
-func (l *Log) storedWholeIf(mode spliceMode, i int, e indexEntry, start uint64, remaining uint32) (wire.SpliceSource, bool) {
-	if mode != spliceStored {
-		return nil, false
-	}
-	return l.storedWhole(i, e, start, remaining)
 }
 
 func (l *Log) poll(dst []byte, splices []wire.Splice, mode spliceMode, s wire.PollingStrategy, count uint32, storedOffset uint64, hasStored bool) ([]byte, []wire.Splice, Polled, error) {
@@ -144,20 +138,15 @@ func (l *Log) poll(dst []byte, splices []wire.Splice, mode spliceMode, s wire.Po
 			splices = append(splices, wire.Splice{At: len(dst), Bytes: batch})
 			spliced += uint64(len(batch))
 			n = e.count
-		} else if batch, table, ok := l.cachedPlain(i); ok && mode != spliceNone {
+		} else if batch, ok := l.cachedPlain(i); ok && mode != spliceNone {
 			// A slice of a cached batch: its rewritten header built here,
-			// its frames by reference, found by its table if it has one.
+			// its frames by reference, found by its table.
 			var frames []byte
-			if table.Bytes() > 0 {
-				dst, frames, n = wire.AppendRecordHeaderIndexed(dst, wire.Batch(batch), table, start, count-p.Count)
-			} else {
-				dst, frames, n = wire.AppendRecordHeader(dst, wire.Batch(batch), start, count-p.Count)
-			}
-			if n > 0 {
+			if dst, frames, n = wire.AppendRecordHeaderIndexed(dst, wire.Batch(batch), l.tableOf(i), start, count-p.Count); n > 0 {
 				splices = append(splices, wire.Splice{At: len(dst), Bytes: frames})
 				spliced += uint64(len(frames))
 			}
-		} else if src, ok := l.storedWholeIf(mode, i, e, start, count-p.Count); ok {
+		} else if src, ok := l.storedWhole(mode, i, e, start, count-p.Count); ok {
 			splices = append(splices, wire.Splice{At: len(dst), From: src})
 			spliced += uint64(src.Len())
 			n = e.count
@@ -202,11 +191,10 @@ func (l *Log) poll(dst []byte, splices []wire.Splice, mode spliceMode, s wire.Po
 // read a word of each message, 8 % of a poll's CPU and a cache miss per
 // message, before the kernel copied the batch anyway.
 func (l *Log) cachedWhole(i int, e indexEntry, start uint64, remaining uint32) ([]byte, bool) {
-	c := i - l.cacheFirst
-	if l.cfg.Cipher != nil || c < 0 || c >= len(l.cache) || start > e.baseOffset || remaining < e.count {
+	b, ok := l.cachedPlain(i)
+	if !ok || start > e.baseOffset || remaining < e.count {
 		return nil, false
 	}
-	b := l.cache[c]
 	if len(b) < wire.BatchHeaderSize || wire.Batch(b).MessageCount() != e.count || wire.Batch(b).Length() != uint64(len(b)) {
 		return nil, false // not the indexed batch: the general path serves it
 	}
@@ -215,12 +203,28 @@ func (l *Log) cachedWhole(i int, e indexEntry, start uint64, remaining uint32) (
 
 // cachedPlain returns index entry i's batch when it is in the cache and
 // the log is not encrypted (its records are served as stored or sliced).
-func (l *Log) cachedPlain(i int) ([]byte, wire.FrameTable, bool) {
-	c := i - l.cacheFirst
-	if l.cfg.Cipher != nil || c < 0 || c >= len(l.cache) {
-		return nil, wire.FrameTable{}, false
+func (l *Log) cachedPlain(i int) ([]byte, bool) {
+	if l.cfg.Cipher != nil || !l.cached(i) {
+		return nil, false
 	}
-	return l.cache[c], l.tables[c], true
+	return l.cache[i-l.cacheFirst], true
+}
+
+// tableOf returns the frame table of index entry i's cached batch,
+// building it (and counting it in the cache's bytes) the first time.
+func (l *Log) tableOf(i int) wire.FrameTable {
+	c := i - l.cacheFirst
+	if !l.tables[c].Built() {
+		l.tables[c], _ = wire.BuildFrameTable(l.cache[c])
+		l.cachedBytes += uint64(l.tables[c].Bytes())
+	}
+	return l.tables[c]
+}
+
+// cached reports whether index entry i's batch is in the cache.
+func (l *Log) cached(i int) bool {
+	c := i - l.cacheFirst
+	return c >= 0 && c < len(l.cache)
 }
 
 // appendRecord appends the poll record of a stored batch: as stored or
@@ -257,10 +261,10 @@ func (l *Log) AppendPollReplySpliced(dst []byte, splices []wire.Splice, stored b
 	return l.appendPollReply(dst, splices, mode, partitionID, s, count, storedOffset, hasStored)
 }
 
-func (l *Log) appendPollReply(dst []byte, splices []wire.Splice, splice spliceMode, partitionID uint32, s wire.PollingStrategy, count uint32, storedOffset uint64, hasStored bool) ([]byte, []wire.Splice, Polled, error) {
+func (l *Log) appendPollReply(dst []byte, splices []wire.Splice, mode spliceMode, partitionID uint32, s wire.PollingStrategy, count uint32, storedOffset uint64, hasStored bool) ([]byte, []wire.Splice, Polled, error) {
 	at := len(dst)
 	dst = wire.AppendPolledHeader(dst, partitionID, l.CurrentOffset(), 0)
-	dst, splices, p, err := l.poll(dst, splices, splice, s, count, storedOffset, hasStored)
+	dst, splices, p, err := l.poll(dst, splices, mode, s, count, storedOffset, hasStored)
 	if err != nil {
 		return wire.AppendPolledHeader(dst[:at], partitionID, 0, 0), splices, Polled{}, err
 	}
@@ -271,8 +275,8 @@ func (l *Log) appendPollReply(dst []byte, splices []wire.Splice, splice spliceMo
 // batchAt returns the bytes of index entry i: from the cache, or read back
 // from the Store and checked against the index.
 func (l *Log) batchAt(i int, e indexEntry) ([]byte, error) {
-	if c := i - l.cacheFirst; c >= 0 && c < len(l.cache) {
-		return l.cache[c], nil
+	if l.cached(i) {
+		return l.cache[i-l.cacheFirst], nil
 	}
 	if l.store == nil {
 		return nil, fmt.Errorf("partition: batch at %d evicted and no store: %w", e.baseOffset, ErrReadFailure)
@@ -299,7 +303,7 @@ type AppendReader interface {
 // into dst when it is evicted from the cache, the poll takes all of it, and
 // the Store can append. ok is false when the general path must serve it.
 func (l *Log) appendEvictedWhole(dst []byte, i int, e indexEntry, start uint64, remaining uint32) ([]byte, bool) {
-	if c := i - l.cacheFirst; c >= 0 && c < len(l.cache) {
+	if l.cached(i) {
 		return dst, false
 	}
 	ar, ok := l.store.(AppendReader)

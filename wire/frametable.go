@@ -5,45 +5,57 @@ import "encoding/binary"
 // FrameTable is where each frame of a batch ends and its stored checksum,
 // so a poll can slice the batch without walking its frames (AppendRecord
 // reads a word of every frame up to the slice's end, a cache miss per
-// message of a batch no longer in the CPU's cache). It is built once,
-// when the batch is admitted to a partition's cache and its bytes are
-// hot, and only for a batch whose offset deltas are its frame indexes,
-// as producers write them (13.2); others slice by walking.
+// message of a batch no longer in the CPU's cache). A partition builds it
+// the first time a poll slices the batch (one walk, where a consumer
+// whose polls do not line up with the batches slices each batch twice,
+// each time walking twice), and only a batch whose offset deltas are its
+// frame indexes, as producers write them (13.2), gets one; others slice
+// by walking.
 type FrameTable struct {
-	ends []uint32 // ends[i]: the byte after frame i, from the batch's start
-	sums []uint64 // sums[i]: frame i's stored checksum
+	ends  []uint32 // ends[i]: the byte after frame i, from the batch's start
+	sums  []uint64 // sums[i]: frame i's stored checksum
+	built bool     // BuildFrameTable ran (ends empty: the batch walks)
 }
 
 // BuildFrameTable builds b's table; ok false when b's frames do not tile
-// it as message_count frames with offset_delta i.
+// it as message_count frames with offset_delta i (the table returned then
+// is built and empty: the batch slices by walking).
 func BuildFrameTable(b Batch) (FrameTable, bool) {
 	n := b.MessageCount()
+	refused := FrameTable{built: true}
 	if len(b) < BatchHeaderSize || n == 0 {
-		return FrameTable{}, false
+		return refused, false
 	}
-	t := FrameTable{ends: make([]uint32, 0, n), sums: make([]uint64, 0, n)}
+	t := FrameTable{ends: make([]uint32, 0, n), sums: make([]uint64, 0, n), built: true}
 	it, pos := b.Frames(), BatchHeaderSize
 	for i := uint32(0); i < n; i++ {
 		f, ok := it.Next()
 		if !ok || f.OffsetDelta() != i {
-			return FrameTable{}, false
+			return refused, false
 		}
 		pos += len(f)
 		t.ends = append(t.ends, uint32(pos))
 		t.sums = append(t.sums, binary.LittleEndian.Uint64(f))
 	}
 	if pos != len(b) {
-		return FrameTable{}, false
+		return refused, false
 	}
 	return t, true
 }
+
+// Built reports whether BuildFrameTable made t (the zero table: not yet).
+func (t FrameTable) Built() bool { return t.built }
 
 // Bytes is the table's memory, for cache accounting.
 func (t FrameTable) Bytes() int { return 12 * len(t.ends) }
 
 // AppendRecordHeaderIndexed is AppendRecordHeader for a batch with its
-// table: the same header and frames, found by index instead of by walking.
+// table: the same header and frames, found by index instead of by walking
+// (an empty table, a batch BuildFrameTable refused, walks).
 func AppendRecordHeaderIndexed(dst []byte, b Batch, t FrameTable, start uint64, maxCount uint32) (out, frames []byte, taken uint32) {
+	if len(t.ends) == 0 {
+		return AppendRecordHeader(dst, b, start, maxCount)
+	}
 	count := uint32(len(t.ends))
 	first := uint32(0)
 	if base := b.BaseOffset(); start > base {

@@ -22,10 +22,12 @@ func TestFrameTableSlicesLikeTheWalk(t *testing.T) {
 	for start := uint64(90); start <= 112; start++ {
 		for count := uint32(0); count <= 11; count++ {
 			wantHdr, wantFrames, wantN := AppendRecordHeader([]byte{9}, b, start, count)
-			hdr, fr, n := AppendRecordHeaderIndexed([]byte{9}, b, table, start, count)
-			if n != wantN || !bytes.Equal(hdr, wantHdr) || !bytes.Equal(fr, wantFrames) {
-				t.Fatalf("start %d count %d: %d messages, header equal %v, frames equal %v; walk %d", start, count, n,
-					bytes.Equal(hdr, wantHdr), bytes.Equal(fr, wantFrames), wantN)
+			for _, tb := range []FrameTable{table, {}} { // an empty table walks
+				hdr, fr, n := AppendRecordHeaderIndexed([]byte{9}, b, tb, start, count)
+				if n != wantN || !bytes.Equal(hdr, wantHdr) || !bytes.Equal(fr, wantFrames) {
+					t.Fatalf("start %d count %d, table of %d: %d messages, header equal %v, frames equal %v; walk %d", start, count,
+						tb.Bytes(), n, bytes.Equal(hdr, wantHdr), bytes.Equal(fr, wantFrames), wantN)
+				}
 			}
 		}
 	}
