@@ -38,9 +38,14 @@
 // message before the measurement (a new partition answers S 58 until its
 // group is up); the lean client's polls start after it, so they take
 // whole batches as the sink's canned ones are (the SDK's consumers, from
-// offset 0, read it with the rest and slice every batch). The storing sink does not
+// offset 0, read it with the rest and slice every batch). The lean
+// client then polls it all again from offset 0 (the sliced poll figure):
+// each of those polls slices two batches, which the sink's canned reply
+// never does, so its ratio says what slicing costs. The storing sink does not
 // serve what it stored, so its lines have no poll figure, nor have the
-// fsync lines (polls do not sync).
+// fsync lines (polls do not sync). NodeEnv configures a started node:
+// IGGY_PARTITION_MEMORY_BUDGET below what a measurement writes makes its
+// polls read evicted batches from the segment files (cold polls).
 package ceilings
 
 import (
@@ -92,6 +97,8 @@ type Config struct {
 	StartNode bool   `json:"start_node,omitempty"`
 	NodeBin   string `json:"node_bin,omitempty"`
 	Source    string `json:"-"`
+	// NodeEnv are extra KEY=VALUE settings (IGGY_*) of a started node.
+	NodeEnv []string `json:"node_env,omitempty"`
 	// SinkCommand, when set, runs every sink as a child process, as the
 	// node runs, instead of inside this process beside the clients: the
 	// command and its first arguments, to which "--poll-size N" and, for
@@ -138,7 +145,14 @@ type Figures struct {
 	SendMBps  float64 `json:"send_mb_per_s"`
 	SendP99Ms float64 `json:"send_p99_ms"`
 	PollMBps  float64 `json:"poll_mb_per_s,omitempty"` // 0: not measured
+	// SlicedPollMBps is the lean client's second poll of a node, from
+	// offset 0: every poll slices two batches. 0: not measured.
+	SlicedPollMBps float64 `json:"sliced_poll_mb_per_s,omitempty"`
 }
+
+func sendOf(f Figures) float64       { return f.SendMBps }
+func pollOf(f Figures) float64       { return f.PollMBps }
+func slicedPollOf(f Figures) float64 { return f.SlicedPollMBps }
 
 // Line is one client against one target.
 type Line struct {
@@ -173,24 +187,26 @@ const (
 	SDKNodeSync     = "sdk -> node, enforce_fsync"
 )
 
-// ratioSpec is a ratio of num's figure over den's.
+// ratioSpec is a ratio of num's figure over den's (the same figure of
+// both, unless denFigure says otherwise).
 type ratioSpec struct {
-	name, num, den string
-	poll           bool
+	name, num, den    string
+	figure, denFigure func(Figures) float64
 }
 
 var ratioSpecs = []ratioSpec{
-	{"send: storing sink / sink (lean)", LeanStoring, LeanSink, false},
-	{"send: storing sink fsync / sink (lean)", LeanStoringSync, LeanSink, false},
-	{"send: SDK-sink / lean-sink", SDKSink, LeanSink, false},
-	{"poll: SDK-sink / lean-sink", SDKSink, LeanSink, true},
-	{"send: node / storing sink (lean)", LeanNode, LeanStoring, false},
-	{"send: node / storing sink (SDK on node)", SDKNode, LeanStoring, false},
-	{"send: node fsync / storing sink fsync (lean)", LeanNodeSync, LeanStoringSync, false},
-	{"send: node fsync / storing sink fsync (SDK on node)", SDKNodeSync, LeanStoringSync, false},
-	{"send: SDK-node / lean-node", SDKNode, LeanNode, false},
-	{"poll: node / sink (lean)", LeanNode, LeanSink, true},
-	{"poll: node / sink (SDK)", SDKNode, SDKSink, true},
+	{"send: storing sink / sink (lean)", LeanStoring, LeanSink, sendOf, nil},
+	{"send: storing sink fsync / sink (lean)", LeanStoringSync, LeanSink, sendOf, nil},
+	{"send: SDK-sink / lean-sink", SDKSink, LeanSink, sendOf, nil},
+	{"poll: SDK-sink / lean-sink", SDKSink, LeanSink, pollOf, nil},
+	{"send: node / storing sink (lean)", LeanNode, LeanStoring, sendOf, nil},
+	{"send: node / storing sink (SDK on node)", SDKNode, LeanStoring, sendOf, nil},
+	{"send: node fsync / storing sink fsync (lean)", LeanNodeSync, LeanStoringSync, sendOf, nil},
+	{"send: node fsync / storing sink fsync (SDK on node)", SDKNodeSync, LeanStoringSync, sendOf, nil},
+	{"send: SDK-node / lean-node", SDKNode, LeanNode, sendOf, nil},
+	{"poll: node / sink (lean)", LeanNode, LeanSink, pollOf, nil},
+	{"poll: node sliced / sink (lean)", LeanNode, LeanSink, slicedPollOf, pollOf},
+	{"poll: node / sink (SDK)", SDKNode, SDKSink, pollOf, nil},
 }
 
 // runner holds what the measurements share.
@@ -279,13 +295,13 @@ func ratios(lines []plannedLine) []Ratio {
 		if num == nil || den == nil {
 			continue
 		}
+		denFigure := s.denFigure
+		if denFigure == nil {
+			denFigure = s.figure
+		}
 		rt := Ratio{Name: s.name}
 		for i := range num.figures {
-			a, b := num.figures[i].SendMBps, den.figures[i].SendMBps
-			if s.poll {
-				a, b = num.figures[i].PollMBps, den.figures[i].PollMBps
-			}
-			rt.Rounds = append(rt.Rounds, a/b)
+			rt.Rounds = append(rt.Rounds, s.figure(num.figures[i])/denFigure(den.figures[i]))
 		}
 		rt.Median = median(rt.Rounds)
 		out = append(out, rt)
@@ -558,7 +574,10 @@ func (r *runner) lean(ctx context.Context, addr string, stream, topic uint32, fi
 	if err != nil || !withPoll {
 		return f, err
 	}
-	f.PollMBps, err = r.leanPoll(conns, stream, topic, first)
+	if f.PollMBps, err = r.leanPoll(conns, stream, topic, first); err != nil || addr != r.node {
+		return f, err
+	}
+	f.SlicedPollMBps, err = r.leanPoll(conns, stream, topic, 0)
 	return f, err
 }
 
@@ -589,7 +608,7 @@ func (r *runner) leanSend(conns []*lean.Conn) (Figures, error) {
 }
 
 // leanPoll has connection i read Batches x Messages messages of partition
-// i mod Partitions from offset 0, and returns the MB/s of payload read.
+// i mod Partitions from offset first, and returns the MB/s of payload read.
 func (r *runner) leanPoll(conns []*lean.Conn, stream, topic uint32, first uint64) (float64, error) {
 	read := make([]uint64, len(conns))
 	quota := uint64(r.cfg.Batches) * uint64(r.cfg.Messages)
@@ -650,11 +669,12 @@ func mbps(bytes uint64, d time.Duration) float64 {
 }
 
 func medians(fs []Figures) Figures {
-	var send, p99, poll []float64
+	var send, p99, poll, sliced []float64
 	for _, f := range fs {
 		send, p99, poll = append(send, f.SendMBps), append(p99, f.SendP99Ms), append(poll, f.PollMBps)
+		sliced = append(sliced, f.SlicedPollMBps)
 	}
-	return Figures{SendMBps: median(send), SendP99Ms: median(p99), PollMBps: median(poll)}
+	return Figures{SendMBps: median(send), SendP99Ms: median(p99), PollMBps: median(poll), SlicedPollMBps: median(sliced)}
 }
 
 // median is the middle value (the mean of the two middle ones for an even
@@ -690,7 +710,11 @@ func (f Figures) text() string {
 	if f.PollMBps > 0 {
 		poll = fmt.Sprintf("%8.1f", f.PollMBps)
 	}
-	return fmt.Sprintf("send %8.1f MB/s  p99 %8.3f ms  poll %s MB/s", f.SendMBps, f.SendP99Ms, poll)
+	sliced := ""
+	if f.SlicedPollMBps > 0 {
+		sliced = fmt.Sprintf("  sliced poll %8.1f MB/s", f.SlicedPollMBps)
+	}
+	return fmt.Sprintf("send %8.1f MB/s  p99 %8.3f ms  poll %s MB/s%s", f.SendMBps, f.SendP99Ms, poll, sliced)
 }
 
 // WriteText prints the run's shape, one line per measurement (medians)
@@ -745,6 +769,7 @@ func startNode(ctx context.Context, cfg Config, dir string) (string, func(), err
 	cmd.Env = append(os.Environ(), "IGGY_SYSTEM_PATH="+data, "IGGY_TCP_ADDRESS="+addr,
 		"IGGY_QUIC_ENABLED=false", "IGGY_WEBSOCKET_ENABLED=false", "IGGY_HTTP_ENABLED=false",
 		"IGGY_ROOT_USERNAME="+cfg.Username, "IGGY_ROOT_PASSWORD="+cfg.Password)
+	cmd.Env = append(cmd.Env, cfg.NodeEnv...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		return "", nil, err

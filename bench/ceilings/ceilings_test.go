@@ -43,6 +43,9 @@ func TestRunAgainstNode(t *testing.T) {
 		if len(l.Rounds) != 2 || l.Median.SendMBps <= 0 || l.Median.SendP99Ms <= 0 || (l.Median.PollMBps > 0) != polls {
 			t.Errorf("line %+v", l)
 		}
+		if sliced := l.Name == LeanNode; (l.Median.SlicedPollMBps > 0) != sliced {
+			t.Errorf("line %s: sliced poll %v MB/s, want it measured only on %s", l.Name, l.Median.SlicedPollMBps, LeanNode)
+		}
 	}
 	want := []string{LeanSink, LeanStoring, LeanStoringSync, SDKSink, LeanNode, SDKNode, LeanNodeSync, SDKNodeSync}
 	if strings.Join(names, "|") != strings.Join(want, "|") {

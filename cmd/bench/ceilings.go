@@ -21,6 +21,7 @@ import (
 //
 //	go run ./cmd/bench ceilings --node --fsync --dir /dev/shm/ceil
 //	go run ./cmd/bench ceilings --address 127.0.0.1:8090 --producers 16 --partitions 16
+//	go run ./cmd/bench ceilings --node --env IGGY_PARTITION_MEMORY_BUDGET=16MiB   # cold polls
 func runCeilings(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("bench ceilings", flag.ContinueOnError)
 	var cfg ceilings.Config
@@ -38,6 +39,7 @@ func runCeilings(args []string, out io.Writer) error {
 	fs.BoolVar(&cfg.StartNode, "node", false, "start a node process for the run (--node-bin, or ./cmd/node built from --source)")
 	fs.StringVar(&cfg.NodeBin, "node-bin", "", "node binary to start (implies --node)")
 	fs.StringVar(&cfg.Source, "source", ".", "repository root to build ./cmd/node from")
+	env := fs.String("env", "", "extra IGGY_* settings for a started node, comma-separated KEY=VALUE (IGGY_PARTITION_MEMORY_BUDGET=16MiB: cold polls)")
 	sinkProcess := fs.Bool("sink-process", true, "run the sinks as child processes (bench sink), like the node, not beside the clients")
 	jsonPath := fs.String("json", "", "write the result as JSON to this file")
 	timeout := fs.Duration("timeout", 20*time.Minute, "bound on the whole run")
@@ -52,6 +54,9 @@ func runCeilings(args []string, out io.Writer) error {
 	}
 	if cfg.NodeBin != "" {
 		cfg.StartNode = true
+	}
+	if cfg.NodeEnv = splitEnv(*env); cfg.NodeEnv != nil && !cfg.StartNode {
+		return errors.New("--env configures a node this run starts: give --node or --node-bin")
 	}
 	if cfg.StartNode && cfg.Address != "" {
 		return errors.New("--address and --node/--node-bin are alternatives; give one")

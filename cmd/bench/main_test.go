@@ -192,6 +192,7 @@ func TestCeilingsFlagErrors(t *testing.T) {
 		{[]string{"ceilings", "--address", "127.0.0.1:1", "--node"}, "alternatives"},
 		{[]string{"ceilings", "--rounds", "0"}, "must be positive"},
 		{[]string{"ceilings", "extra"}, "unexpected arguments"},
+		{[]string{"ceilings", "--env", "IGGY_PARTITION_MEMORY_BUDGET=16MiB"}, "--node"},
 	} {
 		if err := run(c.args, new(strings.Builder)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: err %v, want %q", c.args, err, c.want)

@@ -113,11 +113,14 @@ func bindProcFlags(fs *flag.FlagSet, source, dir *string, timeout time.Duration)
 		timeout: fs.Duration("timeout", timeout, "bound on the whole run")}
 }
 
-func (f procFlags) envList() []string {
-	if *f.env == "" {
+func (f procFlags) envList() []string { return splitEnv(*f.env) }
+
+// splitEnv splits a --env value (comma-separated KEY=VALUE) into a list.
+func splitEnv(s string) []string {
+	if s == "" {
 		return nil
 	}
-	return strings.Split(*f.env, ",")
+	return strings.Split(s, ",")
 }
 
 // context ends at the timeout or an interrupt.
