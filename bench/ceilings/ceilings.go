@@ -152,6 +152,7 @@ type Figures struct {
 }
 
 func sendOf(f Figures) float64       { return f.SendMBps }
+func sendP99Of(f Figures) float64    { return f.SendP99Ms }
 func pollOf(f Figures) float64       { return f.PollMBps }
 func slicedPollOf(f Figures) float64 { return f.SlicedPollMBps }
 
@@ -205,6 +206,8 @@ var ratioSpecs = []ratioSpec{
 	{"send: node fsync / storing sink fsync (lean)", LeanNodeSync, LeanStoringSync, sendOf, nil},
 	{"send: node fsync / storing sink fsync (SDK on node)", SDKNodeSync, LeanStoringSync, sendOf, nil},
 	{"send: SDK-node / lean-node", SDKNode, LeanNode, sendOf, nil},
+	{"send p99: node / storing sink (lean; lower is better)", LeanNode, LeanStoring, sendP99Of, nil},
+	{"send p99: storing sink / sink (lean; lower is better)", LeanStoring, LeanSink, sendP99Of, nil},
 	{"poll: node / sink (lean)", LeanNode, LeanSink, pollOf, nil},
 	{"poll: node sliced / sink (lean)", LeanNode, LeanSink, slicedPollOf, pollOf},
 	{"poll: node / sink (SDK)", SDKNode, SDKSink, pollOf, nil},
