@@ -114,5 +114,9 @@
 // Poll finds its first batch by binary search over the 24-byte-per-batch
 // index, serves cached batches as stored (whole) or sliced (first and
 // last record only), and allocates nothing but dst's growth; ApplySend
-// keeps a reference to the committed bytes instead of copying them.
+// keeps a reference to the committed bytes instead of copying them. A
+// spliced poll that slices an evicted batch keeps the batch it read (one,
+// counted in CachedBytes, shed after the cached batches) for the next poll, which starts in
+// it: a consumer whose polls do not line up with the batches reads each
+// evicted batch once instead of twice, and serves its frames by reference.
 package partition

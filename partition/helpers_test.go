@@ -222,7 +222,7 @@ func checkCache(t testing.TB, l *Log) {
 	if len(l.tables) != len(l.cache) {
 		t.Fatalf("%d frame tables for %d cached batches", len(l.tables), len(l.cache))
 	}
-	var bytes uint64
+	bytes := uint64(len(l.readBack))
 	for c, b := range l.cache {
 		bytes += uint64(len(b)) + uint64(l.tables[c].Bytes())
 		if e := l.index.at(l.cacheFirst + c); wire.Batch(b).BaseOffset() != e.baseOffset {

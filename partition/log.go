@@ -98,6 +98,14 @@ type Log struct {
 	tables      []wire.FrameTable // cache[i]'s, built when a poll first slices it (encrypted logs have none)
 	cacheFirst  int
 	cachedBytes uint64
+	// readBack is the evicted batch a sliced poll last read from the
+	// Store (nil: none), kept so the next sequential poll, which slices
+	// the same batch, neither reads it again nor copies it: polls that do
+	// not line up with the batches read each evicted batch twice
+	// otherwise. Counted in cachedBytes and dropped by evictTo after the
+	// cached batches (it is the most recently used), so the memory budget
+	// bounds it as it bounds the cache.
+	readBack []byte
 
 	// Retained totals (messages_count, size_bytes of 7.4).
 	messages  uint64
@@ -294,12 +302,21 @@ func (l *Log) evictTo(bound uint64) {
 	for l.cachedBytes > bound && len(l.cache) > 0 {
 		e := l.index.at(l.cacheFirst)
 		if e.baseOffset+uint64(e.count) > l.persistedNext {
-			return
+			break
 		}
 		l.cachedBytes -= uint64(e.size)
 		l.popCached()
 		l.cacheFirst++
 	}
+	if l.cachedBytes > bound {
+		l.dropReadBack() // the last used: the next poll reads it
+	}
+}
+
+// dropReadBack forgets the read-back batch.
+func (l *Log) dropReadBack() {
+	l.cachedBytes -= uint64(len(l.readBack))
+	l.readBack = nil
 }
 
 // popCached drops the oldest cached batch and its table (the caller

@@ -152,6 +152,17 @@ func (l *Log) poll(dst []byte, splices []wire.Splice, mode spliceMode, s wire.Po
 			n = e.count
 		} else if whole, ok := l.appendEvictedWhole(dst, i, e, start, count-p.Count); ok {
 			dst, n = whole, e.count
+		} else if batch, ok, err := l.readBackAt(mode, i, e); ok || err != nil {
+			// A slice of an evicted batch, read once for this poll and the
+			// next: its frames by reference, like a cached batch's.
+			if err != nil {
+				return dst[:at], splices[:splicesAt], Polled{}, err
+			}
+			var frames []byte
+			if dst, frames, n = wire.AppendRecordHeader(dst, wire.Batch(batch), start, count-p.Count); n > 0 {
+				splices = append(splices, wire.Splice{At: len(dst), Bytes: frames})
+				spliced += uint64(len(frames))
+			}
 		} else {
 			batch, err := l.batchAt(i, e)
 			if err != nil {
@@ -270,6 +281,28 @@ func (l *Log) appendPollReply(dst []byte, splices []wire.Splice, mode spliceMode
 	}
 	wire.SetPolledMessagesCount(dst[at:], p.Count)
 	return dst, splices, p, nil
+}
+
+// readBackAt returns evicted index entry i's batch for a spliced poll of a
+// plain log, from readBack or read from the Store into it (ok false: the
+// general path serves the entry). The bytes are never written afterwards:
+// a reply may still reference them when readBack moves on.
+func (l *Log) readBackAt(mode spliceMode, i int, e indexEntry) ([]byte, bool, error) {
+	if mode == spliceNone || l.cfg.Cipher != nil || l.cached(i) {
+		return nil, false, nil
+	}
+	if b := l.readBack; b != nil && wire.Batch(b).BaseOffset() == e.baseOffset && len(b) == int(e.size) {
+		return b, true, nil
+	}
+	b, err := l.batchAt(i, e)
+	if err != nil {
+		return nil, false, err
+	}
+	l.dropReadBack()
+	l.readBack = b
+	l.cachedBytes += uint64(len(b))
+	l.evict()
+	return b, true, nil
 }
 
 // batchAt returns the bytes of index entry i: from the cache, or read back

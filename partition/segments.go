@@ -101,6 +101,7 @@ func (l *Log) removeSegments(n int) Truncated {
 	drop := l.index.findOffset(t.OldestRetained)
 	l.index.dropFront(drop)
 	l.dropCachedBefore(drop)
+	l.dropReadBack() // it may be among the dropped batches
 	l.messages -= t.Messages
 	l.sizeBytes -= t.Bytes
 	return t

@@ -22,7 +22,7 @@ func TestPollSplicedEqualsPoll(t *testing.T) {
 				strategies := []wire.PollingStrategy{wire.FirstStrategy(), wire.LastStrategy(), wire.NextStrategy(),
 					wire.OffsetStrategy(0), wire.OffsetStrategy(3), wire.OffsetStrategy(5), wire.OffsetStrategy(12), wire.OffsetStrategy(27),
 					wire.TimestampStrategy(0)}
-				spliced, fromStore, slices := 0, 0, 0
+				spliced, fromStore, slices, readBack := 0, 0, 0, 0
 				for _, s := range strategies {
 					for _, count := range []uint32{1, 2, 4, 7, 13, 100} {
 						want, wp, werr := h.log.AppendPollReply([]byte("hdr"), 1, s, count, 4, true)
@@ -42,8 +42,10 @@ func TestPollSplicedEqualsPoll(t *testing.T) {
 								t.Fatalf("a stored source spliced into a reply that did not ask for them")
 							case sp.From != nil:
 								fromStore++
+							case !h.inCache(sp.Bytes) && !h.inStore(sp.Bytes):
+								t.Fatalf("a spliced batch is neither the cache's bytes nor a batch read back from the store")
 							case !h.inCache(sp.Bytes):
-								t.Fatalf("a spliced batch is not the cache's bytes")
+								readBack++
 							case !h.wholeBatch(sp.Bytes):
 								slices++
 							}
@@ -56,6 +58,9 @@ func TestPollSplicedEqualsPoll(t *testing.T) {
 				}
 				if cache > 3000 && slices == 0 {
 					t.Fatalf("no slice of a cached batch was spliced")
+				}
+				if cache == 3000 && readBack == 0 {
+					t.Fatalf("no slice of an evicted batch was spliced from its read-back bytes")
 				}
 				if stored && cache == 3000 && fromStore == 0 {
 					t.Fatalf("no evicted batch was spliced from the store")
@@ -75,21 +80,79 @@ func (h *harness) wholeBatch(b []byte) bool {
 	return false
 }
 
+// inStore reports whether b lies inside one of the store's batches (the
+// memStore's reads return them, not copies).
+func (h *harness) inStore(b []byte) bool {
+	for _, c := range h.store.batches {
+		if within(b, c) {
+			return true
+		}
+	}
+	return false
+}
+
+func within(b, c []byte) bool {
+	if len(b) == 0 || len(c) == 0 {
+		return false
+	}
+	p, lo := uintptr(unsafe.Pointer(&b[0])), uintptr(unsafe.Pointer(&c[0]))
+	return p >= lo && p+uintptr(len(b)) <= lo+uintptr(len(c))
+}
+
 // inCache reports whether b lies inside one of the cache's batches (a
 // whole batch, or the frames of a slice): the cache's bytes, not a copy.
 func (h *harness) inCache(b []byte) bool {
 	if len(b) == 0 {
 		return false
 	}
-	p := uintptr(unsafe.Pointer(&b[0]))
 	for _, c := range h.log.cache {
-		if len(c) == 0 {
-			continue
-		}
-		lo := uintptr(unsafe.Pointer(&c[0]))
-		if p >= lo && p+uintptr(len(b)) <= lo+uintptr(len(c)) {
+		if within(b, c) {
 			return true
 		}
 	}
 	return false
+}
+
+// Spliced polls that slice evicted batches read each batch from the store
+// once: the batch a poll ends in is kept (counted in CachedBytes) for the
+// next poll, which starts in it. A shed to zero drops it too, and a
+// copied poll (no splices) never keeps one.
+func TestSlicedPollsReadEachEvictedBatchOnce(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.send(100, 10, 10, 10, 10, 10)
+	h.log.ShedCache(0)
+	if h.log.CachedBytes() != 0 || len(h.log.cache) != 0 {
+		t.Fatalf("%d bytes cached after ShedCache(0)", h.log.CachedBytes())
+	}
+	for from := uint64(5); from < 45; from += 10 {
+		built, splices, p, err := h.log.AppendPollReplySpliced(nil, nil, false, 1, wire.OffsetStrategy(from), 10, 0, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := wire.JoinSpliced(nil, built, splices)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkMessages(t, body[16:], decodeRecords(t, body[16:], p.Count), from, from+9)
+		checkCache(t, h.log)
+	}
+	if h.store.reads != 5 {
+		t.Fatalf("4 polls across 5 evicted batches read the store %d times, want 5", h.store.reads)
+	}
+	if h.log.CachedBytes() != uint64(len(h.log.readBack)) || h.log.readBack == nil {
+		t.Fatalf("read-back batch of %d bytes, CachedBytes %d", len(h.log.readBack), h.log.CachedBytes())
+	}
+	h.log.ShedCache(0)
+	if h.log.CachedBytes() != 0 || h.log.readBack != nil {
+		t.Fatalf("ShedCache(0) kept %d bytes", h.log.CachedBytes())
+	}
+	h.store.reads = 0
+	for from := uint64(5); from < 45; from += 10 {
+		if _, _, err := h.log.Poll(nil, wire.OffsetStrategy(from), 10, 0, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if h.store.reads != 8 || h.log.readBack != nil {
+		t.Fatalf("copied polls: %d store reads (want 8: two per poll), read-back kept %v", h.store.reads, h.log.readBack != nil)
+	}
 }
