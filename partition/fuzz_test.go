@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"bytes"
 	"encoding/binary"
 	"testing"
 
@@ -81,6 +82,16 @@ func checkPoll(t *testing.T, l *Log, s wire.PollingStrategy, count uint32, store
 	if err != nil {
 		t.Fatalf("poll %+v: %v", s, err)
 	}
+	// The spliced poll (cached and read-back batches by reference) serves
+	// the same records.
+	built, splices, sp, err := l.PollSpliced(nil, nil, s, count, stored, has)
+	if err != nil || sp != p {
+		t.Fatalf("spliced poll %+v: %+v %v, copied %+v", s, sp, err, p)
+	}
+	if joined, err := wire.JoinSpliced(nil, built, splices); err != nil || !bytes.Equal(joined, out) {
+		t.Fatalf("spliced poll %+v differs from the copied one (%v)", s, err)
+	}
+	checkCache(t, l)
 	if p.Count > count {
 		t.Fatalf("poll %+v count %d served %d", s, count, p.Count)
 	}
