@@ -262,8 +262,7 @@ func (n *Node) ensurePeer(id uint8) error {
 	if n.cluster.peers[id].Load() != nil {
 		return nil
 	}
-	root := n.system.Root.WithGuardian(restartStrategy(n.refs, n.log))
-	pid, err := root.SpawnNamed(n.props(func() actor.Actor { return &peerActor{n: n, id: id} }), "peer-"+strconv.Itoa(int(id)))
+	pid, err := n.supervised.SpawnNamed(n.props(func() actor.Actor { return &peerActor{n: n, id: id} }), "peer-"+strconv.Itoa(int(id)))
 	if err != nil {
 		return err
 	}
@@ -301,7 +300,6 @@ func (n *Node) startReplicaPlane() error {
 		}
 	}
 	n.cluster.setReplicaAddrs(n.roster())
-	root := n.system.Root.WithGuardian(restartStrategy(n.refs, n.log))
 	c := n.opts.Config
 	auth := c.Cluster.Auth
 	tlsConf, tlsMode, err := n.replicaTLS()
@@ -327,7 +325,7 @@ func (n *Node) startReplicaPlane() error {
 	n.log.Info("replica plane up", "address", links.Addr().String(), "replica", n.cluster.self, "replicas", n.cluster.n,
 		"auth", auth.Enabled, "tls", tlsMode)
 	if c.Cluster.Quiescence {
-		pid, err := root.SpawnNamed(n.props(func() actor.Actor { return newLivenessActor(n) }), "liveness")
+		pid, err := n.supervised.SpawnNamed(n.props(func() actor.Actor { return newLivenessActor(n) }), "liveness")
 		if err != nil {
 			return err
 		}

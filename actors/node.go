@@ -115,7 +115,12 @@ type Node struct {
 	ws           *clientplane.WSListener
 	http         *httpplane.Server
 	connID       atomic.Uint32
-	conns        *actor.RootContext
+	// conns spawns connection actors (stopped after a panic), supervised
+	// the metadata and peer actors (restarted). Each is a root context of
+	// its own: WithGuardian sets the strategy on the context it is called
+	// on, so calling it on the system's shared Root raced with every
+	// spawn and left one strategy for all of them.
+	conns, supervised *actor.RootContext
 	// metadataCaughtUp: since boot, the metadata replica has once been in
 	// normal status with everything it knows committed applied. Until
 	// then partition groups stay out of consensus: the partitions a
@@ -213,8 +218,8 @@ func Start(opts Options) (*Node, error) {
 		func(v *loginVerified) { n.root().Send(n.refs.metadata, v) })
 	// The metadata actor supervises the partition actors; a panic in it
 	// restarts it from durable state.
-	root := n.system.Root.WithGuardian(restartStrategy(n.refs, opts.Logger))
-	n.refs.metadata, err = root.SpawnNamed(n.props(meta.producer(),
+	n.supervised = actor.NewRootContext(n.system, nil).WithGuardian(restartStrategy(n.refs, opts.Logger))
+	n.refs.metadata, err = n.supervised.SpawnNamed(n.props(meta.producer(),
 		actor.WithSupervisor(restartStrategy(n.refs, opts.Logger))), "metadata")
 	if err != nil {
 		n.auth.close()
@@ -232,7 +237,7 @@ func Start(opts Options) (*Node, error) {
 	// Connections are stopped, never restarted, after a panic: the
 	// transport is closed and the client reconnects (the session state
 	// is not worth resurrecting).
-	n.conns = n.system.Root.WithGuardian(stopStrategy(n.refs, opts.Logger))
+	n.conns = actor.NewRootContext(n.system, nil).WithGuardian(stopStrategy(n.refs, opts.Logger))
 	if err := n.startReplicaPlane(); err != nil {
 		n.Close()
 		return nil, err
