@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"iggynode/client"
 	"iggynode/config"
 	"iggynode/internal/testutil"
@@ -839,4 +841,54 @@ func waitSameMetadata(t *testing.T, a, b *Node) {
 			t.Fatalf("the metadata did not catch up: commit %d", commit)
 		}
 	}
+}
+
+// panicsOnce panics at its first "boom" and counts its starts.
+type panicsOnce struct{ starts *atomic.Int32 }
+
+func (a panicsOnce) Receive(ctx actor.Context) {
+	switch ctx.Message().(type) {
+	case *actor.Started:
+		a.starts.Add(1)
+	case string:
+		panic("boom")
+	}
+}
+
+// On a cluster node (the replica plane and its peers started), an actor
+// spawned from the connections' root context is stopped after a panic and
+// one from the supervised root context is restarted: each context keeps
+// its own strategy (they once shared the system's Root, whose strategy
+// the last WithGuardian call set for every spawn).
+func TestRootContextsKeepTheirSupervisionStrategies(t *testing.T) {
+	n := startCluster(t, 3)[0]
+	for _, c := range []struct {
+		name      string
+		root      *actor.RootContext
+		restarted bool
+	}{{"connection", n.conns, false}, {"supervised", n.supervised, true}} {
+		var starts atomic.Int32
+		pid, err := c.root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return panicsOnce{&starts} }), "panics-"+c.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.root.Send(pid, "boom")
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) && starts.Load() < 2 && (c.restarted || !dead(n, pid)) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if restarted := starts.Load() >= 2; restarted != c.restarted {
+			t.Errorf("%s actor after a panic: started %d times, want restarted %v", c.name, starts.Load(), c.restarted)
+		}
+		if !c.restarted && !dead(n, pid) {
+			t.Errorf("%s actor still runs after a panic", c.name)
+		}
+		n.system.Root.Stop(pid)
+	}
+}
+
+// dead reports whether pid no longer names a running actor.
+func dead(n *Node, pid *actor.PID) bool {
+	_, ok := n.system.ProcessRegistry.GetLocal(pid.Id)
+	return !ok
 }
