@@ -139,13 +139,8 @@ func (l *Log) poll(dst []byte, splices []wire.Splice, mode spliceMode, s wire.Po
 			spliced += uint64(len(batch))
 			n = e.count
 		} else if batch, ok := l.cachedPlain(i); ok && mode != spliceNone {
-			// A slice of a cached batch: its rewritten header built here,
-			// its frames by reference, found by its table.
-			var frames []byte
-			if dst, frames, n = wire.AppendRecordHeaderIndexed(dst, wire.Batch(batch), l.tableOf(i), start, count-p.Count); n > 0 {
-				splices = append(splices, wire.Splice{At: len(dst), Bytes: frames})
-				spliced += uint64(len(frames))
-			}
+			// A slice of a cached batch, found by its table.
+			dst, splices, n = appendSlice(dst, splices, batch, l.tableOf(i), start, count-p.Count, &spliced)
 		} else if src, ok := l.storedWhole(mode, i, e, start, count-p.Count); ok {
 			splices = append(splices, wire.Splice{At: len(dst), From: src})
 			spliced += uint64(src.Len())
@@ -154,15 +149,11 @@ func (l *Log) poll(dst []byte, splices []wire.Splice, mode spliceMode, s wire.Po
 			dst, n = whole, e.count
 		} else if batch, ok, err := l.readBackAt(mode, i, e); ok || err != nil {
 			// A slice of an evicted batch, read once for this poll and the
-			// next: its frames by reference, like a cached batch's.
+			// next (no table: found by walking).
 			if err != nil {
 				return dst[:at], splices[:splicesAt], Polled{}, err
 			}
-			var frames []byte
-			if dst, frames, n = wire.AppendRecordHeader(dst, wire.Batch(batch), start, count-p.Count); n > 0 {
-				splices = append(splices, wire.Splice{At: len(dst), Bytes: frames})
-				spliced += uint64(len(frames))
-			}
+			dst, splices, n = appendSlice(dst, splices, batch, wire.FrameTable{}, start, count-p.Count, &spliced)
 		} else {
 			batch, err := l.batchAt(i, e)
 			if err != nil {
@@ -191,6 +182,18 @@ func (l *Log) poll(dst []byte, splices []wire.Splice, mode spliceMode, s wire.Po
 		start = e.next()
 	}
 	return dst, splices, p, nil
+}
+
+// appendSlice serves at most maxCount messages of batch from start: the
+// record's header (a slice's rewritten) built into dst, its frames by
+// reference in splices, counted in spliced. It returns the messages served.
+func appendSlice(dst []byte, splices []wire.Splice, batch []byte, table wire.FrameTable, start uint64, maxCount uint32, spliced *uint64) ([]byte, []wire.Splice, uint32) {
+	dst, frames, n := wire.AppendRecordHeaderIndexed(dst, wire.Batch(batch), table, start, maxCount)
+	if n > 0 {
+		splices = append(splices, wire.Splice{At: len(dst), Bytes: frames})
+		*spliced += uint64(len(frames))
+	}
+	return dst, splices, n
 }
 
 // cachedWhole returns index entry i's batch when it is in the cache, the
