@@ -344,14 +344,24 @@ func (s *Store) AppendBatchTo(dst []byte, group, baseOffset uint64) ([]byte, err
 		return dst, err
 	}
 	defer g.mu.Unlock()
+	out, err := appendEntry(dst, e, bf.path, func(p []byte, pos int64) error { return s.readAt(bf, p, pos) })
+	if err != nil {
+		return dst, fmt.Errorf("storage: read batch group %d at %d: %w", group, baseOffset, err)
+	}
+	return out, nil
+}
+
+// appendEntry appends the bytes of index entry e of the file at path,
+// read by readAt, to dst and checks them against e (checkRecord). On
+// error dst is returned unchanged.
+func appendEntry(dst []byte, e batchEntry, path string, readAt func(p []byte, pos int64) error) ([]byte, error) {
 	at := len(dst)
 	dst = slices.Grow(dst, int(e.length))[:at+int(e.length)]
-	out := dst[at:]
-	if err := s.readAt(bf, out, e.pos); err != nil {
-		return dst[:at], fmt.Errorf("storage: read batch group %d at %d: %w", group, baseOffset, err)
+	if err := readAt(dst[at:], e.pos); err != nil {
+		return dst[:at], err
 	}
-	if err := checkRecord(out, e, bf.path); err != nil {
-		return dst[:at], fmt.Errorf("storage: read batch group %d at %d: %w", group, baseOffset, err)
+	if err := checkRecord(dst[at:], e, path); err != nil {
+		return dst[:at], err
 	}
 	return dst, nil
 }

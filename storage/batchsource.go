@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 
 	"iggynode/wire"
 )
@@ -62,13 +61,10 @@ func (r *fileRange) AppendTo(dst []byte) ([]byte, error) {
 		return dst, fmt.Errorf("storage: %w", err)
 	}
 	defer f.Close()
-	at := len(dst)
-	dst = slices.Grow(dst, r.Len())[:at+r.Len()]
-	if _, err := f.ReadAt(dst[at:], r.entry.pos); err != nil {
-		return dst[:at], fmt.Errorf("storage: read %s at %d: %w", r.path, r.entry.pos, err)
-	}
-	if err := checkRecord(dst[at:], r.entry, r.path); err != nil {
-		return dst[:at], err
-	}
-	return dst, nil
+	return appendEntry(dst, r.entry, r.path, func(p []byte, pos int64) error {
+		if _, err := f.ReadAt(p, pos); err != nil {
+			return fmt.Errorf("storage: read %s at %d: %w", r.path, pos, err)
+		}
+		return nil
+	})
 }
