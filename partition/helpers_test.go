@@ -4,9 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"testing"
 
+	"iggynode/internal/testutil"
 	"iggynode/wire"
 )
 
@@ -37,17 +37,8 @@ func (m *memStore) BatchSource(baseOffset uint64) (wire.SpliceSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	return storedSource(b), nil
+	return testutil.MemSource{B: b}, nil
 }
-
-type storedSource []byte
-
-func (s storedSource) Len() int { return len(s) }
-func (s storedSource) WriteTo(w io.Writer) (int64, error) {
-	n, err := w.Write(s)
-	return int64(n), err
-}
-func (s storedSource) AppendTo(dst []byte) ([]byte, error) { return append(dst, s...), nil }
 
 func (m *memStore) put(b []byte) { m.batches[wire.Batch(b).BaseOffset()] = append([]byte(nil), b...) }
 

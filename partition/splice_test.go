@@ -3,8 +3,8 @@ package partition
 import (
 	"bytes"
 	"testing"
-	"unsafe"
 
+	"iggynode/internal/testutil"
 	"iggynode/wire"
 )
 
@@ -84,29 +84,18 @@ func (h *harness) wholeBatch(b []byte) bool {
 // memStore's reads return them, not copies).
 func (h *harness) inStore(b []byte) bool {
 	for _, c := range h.store.batches {
-		if within(b, c) {
+		if testutil.Within(b, c) {
 			return true
 		}
 	}
 	return false
 }
 
-func within(b, c []byte) bool {
-	if len(b) == 0 || len(c) == 0 {
-		return false
-	}
-	p, lo := uintptr(unsafe.Pointer(&b[0])), uintptr(unsafe.Pointer(&c[0]))
-	return p >= lo && p+uintptr(len(b)) <= lo+uintptr(len(c))
-}
-
 // inCache reports whether b lies inside one of the cache's batches (a
 // whole batch, or the frames of a slice): the cache's bytes, not a copy.
 func (h *harness) inCache(b []byte) bool {
-	if len(b) == 0 {
-		return false
-	}
 	for _, c := range h.log.cache {
-		if within(b, c) {
+		if testutil.Within(b, c) {
 			return true
 		}
 	}

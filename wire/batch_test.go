@@ -7,9 +7,10 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"unsafe"
 
 	"github.com/zeebo/xxh3"
+
+	"iggynode/internal/testutil"
 )
 
 // unhex decodes hex written by hand, ignoring spaces and newlines.
@@ -374,7 +375,7 @@ func TestAppendRecord(t *testing.T) {
 			if joined := append(append([]byte(nil), hdr...), run...); hn != n || !bytes.Equal(joined, out) {
 				t.Fatalf("AppendRecordHeader: %d messages, %d+%d bytes; AppendRecord %d, %d bytes", hn, len(hdr), len(run), n, len(out))
 			}
-			if len(run) > 0 && !aliases(run, stored) {
+			if len(run) > 0 && !testutil.Within(run, stored) {
 				t.Fatal("the frames are a copy, not the stored batch's bytes")
 			}
 			if !bytes.Equal(out[:3], []byte{1, 2, 3}) {
@@ -633,11 +634,4 @@ func TestSendConfirmations(t *testing.T) {
 			t.Errorf("%s: %v %v", name, err, c)
 		}
 	}
-}
-
-// aliases reports whether sub lies inside b's memory.
-func aliases(sub, b []byte) bool {
-	start, end := uintptr(unsafe.Pointer(&b[0])), uintptr(unsafe.Pointer(&b[len(b)-1]))
-	p := uintptr(unsafe.Pointer(&sub[0]))
-	return p >= start && p <= end
 }
