@@ -36,3 +36,31 @@ func TestFrameTableSlicesLikeTheWalk(t *testing.T) {
 		t.Fatal("a batch with offset deltas 0, 5 got a table")
 	}
 }
+
+// BuildFrameTable over a 1000 x 1 KB batch in the CPU's caches (one batch
+// again and again) and out of them (300 batches, 300 MB, in turn): what a
+// table costs built at commit, while the batch is hot, against built by
+// the first poll that slices it.
+func BenchmarkBuildFrameTable(b *testing.B) {
+	for _, c := range []struct {
+		name    string
+		batches int
+	}{{"cached", 1}, {"uncached", 300}} {
+		b.Run(c.name, func(b *testing.B) {
+			frames := make([][]byte, 1000)
+			for i := range frames {
+				frames[i] = testFrame(uint64(i+1), uint32(i), 0, bytes.Repeat([]byte{'p'}, 1000), nil)
+			}
+			batches := make([]Batch, c.batches)
+			for i := range batches {
+				batches[i] = testBatch(1, frames...)
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				if _, ok := BuildFrameTable(batches[i%len(batches)]); !ok {
+					b.Fatal("no table")
+				}
+			}
+		})
+	}
+}
