@@ -337,7 +337,7 @@ type plannedLine struct {
 // them.
 func (r *runner) lines() []plannedLine {
 	ls := []plannedLine{
-		{name: LeanSink, measure: func(ctx context.Context) (Figures, error) { return r.lean(ctx, r.sink, 0, 0, 0, true) }},
+		{name: LeanSink, measure: func(ctx context.Context) (Figures, error) { return r.lean(ctx, r.sink, 0, 0, 0, pollWhole) }},
 		{name: LeanStoring, measure: func(ctx context.Context) (Figures, error) { return r.storing(ctx, false) }},
 	}
 	if r.cfg.Fsync {
@@ -438,7 +438,7 @@ func (r *runner) storing(ctx context.Context, fsync bool) (Figures, error) {
 	if err != nil {
 		return Figures{}, err
 	}
-	f, err := r.lean(ctx, addr, 0, 0, 0, false)
+	f, err := r.lean(ctx, addr, 0, 0, 0, noPoll)
 	stop() // its files closed: every byte is in them
 	if err != nil {
 		return f, err
@@ -469,7 +469,11 @@ func (r *runner) leanNode(ctx context.Context, fsync bool) (Figures, error) {
 		return Figures{}, err
 	}
 	defer drop()
-	return r.lean(ctx, r.node, stream, topic, readyMessages, !fsync)
+	polls := pollWholeAndSliced
+	if fsync {
+		polls = noPoll // polls do not sync: the plain line measures them
+	}
+	return r.lean(ctx, r.node, stream, topic, readyMessages, polls)
 }
 
 // sdkNode measures the SDK against the node on a fresh stream (created
@@ -556,11 +560,20 @@ func (r *runner) sdk(ctx context.Context, addr, prefix string) (Figures, error) 
 	return Figures{SendMBps: send.Producers.MBPerSec, SendP99Ms: send.Producers.Latency.P99Us / 1e3, PollMBps: poll.Consumers.MBPerSec}, nil
 }
 
-// lean runs Producers lean connections that send, then (withPoll) the
-// same connections poll back what was sent, from offset first (on a
+// leanPolls is what a lean measurement polls after its sends.
+type leanPolls uint8
+
+const (
+	noPoll             leanPolls = iota
+	pollWhole                    // everything from offset first
+	pollWholeAndSliced           // that, then everything again from offset 0 (SlicedPollMBps)
+)
+
+// lean runs Producers lean connections that send, then the same
+// connections poll back what was sent (polls), from offset first (on a
 // node, past the ready message: polls of whole batches, like the sink's
-// canned ones; a poll that slices two batches is a different workload).
-func (r *runner) lean(ctx context.Context, addr string, stream, topic uint32, first uint64, withPoll bool) (Figures, error) {
+// canned ones; the sliced pass from 0 is the other workload).
+func (r *runner) lean(ctx context.Context, addr string, stream, topic uint32, first uint64, polls leanPolls) (Figures, error) {
 	cfg := r.cfg
 	conns := make([]*lean.Conn, cfg.Producers)
 	defer func() {
@@ -588,10 +601,10 @@ func (r *runner) lean(ctx context.Context, addr string, stream, topic uint32, fi
 	})
 	defer stop()
 	f, err := r.leanSend(conns)
-	if err != nil || !withPoll {
+	if err != nil || polls == noPoll {
 		return f, err
 	}
-	if f.PollMBps, err = r.leanPoll(conns, stream, topic, first); err != nil || addr != r.node {
+	if f.PollMBps, err = r.leanPoll(conns, stream, topic, first); err != nil || polls == pollWhole {
 		return f, err
 	}
 	f.SlicedPollMBps, err = r.leanPoll(conns, stream, topic, 0)
