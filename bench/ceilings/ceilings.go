@@ -47,6 +47,11 @@
 // fsync lines (polls do not sync). NodeEnv configures a started node:
 // IGGY_PARTITION_MEMORY_BUDGET below what a measurement writes makes its
 // polls read evicted batches from the segment files (cold polls).
+//
+// BaseProducers adds the storing sink's line and the node's with that many
+// connections sending the same bytes, interleaved with the others in
+// every round, and the ratios of Producers over them: how the node scales
+// with producers, beside how the storing sink does, in one run.
 package ceilings
 
 import (
@@ -80,6 +85,13 @@ type Config struct {
 	Batches    int `json:"batches"`    // batches per producer [200]
 	Producers  int `json:"producers"`  // connections [1]
 	Partitions int `json:"partitions"` // partitions of the topic [Producers]
+	// BaseProducers, when set, adds the node's lines and the storing
+	// sink's with that many connections sending the same bytes
+	// (Batches x Producers / BaseProducers batches each), and the ratios
+	// of Producers over them: whether more producers are slower, in one
+	// run ("16 producers on one partition at least the 4-producer
+	// figure").
+	BaseProducers int `json:"base_producers,omitempty"`
 	// Dir holds the storing sink's files (a subdirectory per
 	// measurement, removed after it) and a started node's data; "" is a
 	// temporary directory. Put it on tmpfs to measure the code, not the
@@ -129,6 +141,9 @@ func (c *Config) defaults() {
 	}
 	if c.Partitions <= 0 {
 		c.Partitions = c.Producers
+	}
+	if c.BaseProducers == c.Producers {
+		c.BaseProducers = 0
 	}
 	if c.Username == "" && c.Password == "" {
 		c.Username, c.Password = bench.DefaultUsername, bench.DefaultPassword
@@ -187,6 +202,10 @@ const (
 	SDKNode         = "sdk -> node"
 	LeanNodeSync    = "lean -> node, enforce_fsync"
 	SDKNodeSync     = "sdk -> node, enforce_fsync"
+	// The lines with BaseProducers connections.
+	LeanStoringBase = "lean -> storing sink, base"
+	LeanNodeBase    = "lean -> node, base"
+	SDKNodeBase     = "sdk -> node, base"
 )
 
 // ratioSpec is a ratio of num's figure over den's (the same figure of
@@ -211,11 +230,29 @@ var ratioSpecs = []ratioSpec{
 	{"poll: node / sink (lean)", LeanNode, LeanSink, pollOf, nil},
 	{"poll: node sliced / sink (lean)", LeanNode, LeanSink, slicedPollOf, pollOf},
 	{"poll: node / sink (SDK)", SDKNode, SDKSink, pollOf, nil},
+	{"send: storing sink / with base producers (lean)", LeanStoring, LeanStoringBase, sendOf, nil},
+	{"send: node / with base producers (lean)", LeanNode, LeanNodeBase, sendOf, nil},
+	{"send: node / with base producers (SDK)", SDKNode, SDKNodeBase, sendOf, nil},
+}
+
+// load is how many connections a measurement opens and how many batches
+// each sends.
+type load struct{ producers, batches int }
+
+// baseLoad is the base lines' load: BaseProducers connections sending
+// what the full load sends (zero without BaseProducers).
+func (c Config) baseLoad() load {
+	if c.BaseProducers <= 0 {
+		return load{}
+	}
+	return load{c.BaseProducers, max(1, c.Batches*c.Producers/c.BaseProducers)}
 }
 
 // runner holds what the measurements share.
 type runner struct {
 	cfg   Config
+	full  load // Producers x Batches
+	base  load // BaseProducers, the same bytes; zero without
 	dir   string
 	sink  string // the plain sink's address
 	node  string // node address, "" without one
@@ -231,7 +268,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Partitions > 1000 || cfg.Messages*(lean.FrameHeaderSize+cfg.Size)+1024 > lean.MaxFrameSize {
 		return res, fmt.Errorf("ceilings: %d partitions, batches of %d x %d B: out of range", cfg.Partitions, cfg.Messages, cfg.Size)
 	}
-	r := &runner{cfg: cfg, dir: cfg.Dir, tag: strconv.FormatInt(time.Now().UnixMilli()%(1<<31), 36)}
+	r := &runner{cfg: cfg, dir: cfg.Dir, tag: strconv.FormatInt(time.Now().UnixMilli()%(1<<31), 36),
+		full: load{cfg.Producers, cfg.Batches}, base: cfg.baseLoad()}
 	if r.dir == "" {
 		d, err := os.MkdirTemp("", "ceilings-")
 		if err != nil {
@@ -336,24 +374,33 @@ type plannedLine struct {
 // lines lists the measurements of this run, in the order a round runs
 // them.
 func (r *runner) lines() []plannedLine {
+	full, base := r.full, r.base
 	ls := []plannedLine{
-		{name: LeanSink, measure: func(ctx context.Context) (Figures, error) { return r.lean(ctx, r.sink, 0, 0, 0, pollWhole) }},
-		{name: LeanStoring, measure: func(ctx context.Context) (Figures, error) { return r.storing(ctx, false) }},
+		{name: LeanSink, measure: func(ctx context.Context) (Figures, error) { return r.lean(ctx, full, r.sink, 0, 0, 0, pollWhole) }},
+		{name: LeanStoring, measure: func(ctx context.Context) (Figures, error) { return r.storing(ctx, full, false) }},
+	}
+	if base.producers > 0 {
+		ls = append(ls, plannedLine{name: LeanStoringBase, measure: func(ctx context.Context) (Figures, error) { return r.storing(ctx, base, false) }})
 	}
 	if r.cfg.Fsync {
-		ls = append(ls, plannedLine{name: LeanStoringSync, measure: func(ctx context.Context) (Figures, error) { return r.storing(ctx, true) }})
+		ls = append(ls, plannedLine{name: LeanStoringSync, measure: func(ctx context.Context) (Figures, error) { return r.storing(ctx, full, true) }})
 	}
-	ls = append(ls, plannedLine{name: SDKSink, measure: func(ctx context.Context) (Figures, error) { return r.sdk(ctx, r.sink, "") }})
+	ls = append(ls, plannedLine{name: SDKSink, measure: func(ctx context.Context) (Figures, error) { return r.sdk(ctx, full, r.sink, "") }})
 	if r.node == "" {
 		return ls
 	}
 	ls = append(ls,
-		plannedLine{name: LeanNode, measure: func(ctx context.Context) (Figures, error) { return r.leanNode(ctx, false) }},
-		plannedLine{name: SDKNode, measure: func(ctx context.Context) (Figures, error) { return r.sdkNode(ctx, false) }})
+		plannedLine{name: LeanNode, measure: func(ctx context.Context) (Figures, error) { return r.leanNode(ctx, full, false) }},
+		plannedLine{name: SDKNode, measure: func(ctx context.Context) (Figures, error) { return r.sdkNode(ctx, full, false) }})
+	if base.producers > 0 {
+		ls = append(ls,
+			plannedLine{name: LeanNodeBase, measure: func(ctx context.Context) (Figures, error) { return r.leanNode(ctx, base, false) }},
+			plannedLine{name: SDKNodeBase, measure: func(ctx context.Context) (Figures, error) { return r.sdkNode(ctx, base, false) }})
+	}
 	if r.cfg.Fsync {
 		ls = append(ls,
-			plannedLine{name: LeanNodeSync, measure: func(ctx context.Context) (Figures, error) { return r.leanNode(ctx, true) }},
-			plannedLine{name: SDKNodeSync, measure: func(ctx context.Context) (Figures, error) { return r.sdkNode(ctx, true) }})
+			plannedLine{name: LeanNodeSync, measure: func(ctx context.Context) (Figures, error) { return r.leanNode(ctx, full, true) }},
+			plannedLine{name: SDKNodeSync, measure: func(ctx context.Context) (Figures, error) { return r.sdkNode(ctx, full, true) }})
 	}
 	return ls
 }
@@ -427,7 +474,7 @@ func StartSinkProcess(ctx context.Context, bin string, args []string, log io.Wri
 
 // storing measures the lean client against a storing sink writing into a
 // fresh subdirectory of Dir, removed afterwards.
-func (r *runner) storing(ctx context.Context, fsync bool) (Figures, error) {
+func (r *runner) storing(ctx context.Context, l load, fsync bool) (Figures, error) {
 	r.seq++
 	dir := filepath.Join(r.dir, fmt.Sprintf("store-%d", r.seq))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -438,12 +485,12 @@ func (r *runner) storing(ctx context.Context, fsync bool) (Figures, error) {
 	if err != nil {
 		return Figures{}, err
 	}
-	f, err := r.lean(ctx, addr, 0, 0, 0, noPoll)
+	f, err := r.lean(ctx, l, addr, 0, 0, 0, noPoll)
 	stop() // its files closed: every byte is in them
 	if err != nil {
 		return f, err
 	}
-	want := int64(r.cfg.Producers) * int64(r.cfg.Batches) * int64(lean.BatchHeaderSize+r.cfg.Messages*(lean.FrameHeaderSize+r.cfg.Size))
+	want := int64(l.producers) * int64(l.batches) * int64(lean.BatchHeaderSize+r.cfg.Messages*(lean.FrameHeaderSize+r.cfg.Size))
 	if got := dirBytes(dir); got != want {
 		return f, fmt.Errorf("the storing sink holds %d bytes, want %d", got, want)
 	}
@@ -463,7 +510,7 @@ func dirBytes(dir string) int64 {
 }
 
 // leanNode measures the lean client against the node on a fresh stream.
-func (r *runner) leanNode(ctx context.Context, fsync bool) (Figures, error) {
+func (r *runner) leanNode(ctx context.Context, l load, fsync bool) (Figures, error) {
 	stream, topic, drop, err := r.nodeTopic(ctx, fsync)
 	if err != nil {
 		return Figures{}, err
@@ -473,19 +520,19 @@ func (r *runner) leanNode(ctx context.Context, fsync bool) (Figures, error) {
 	if fsync {
 		polls = noPoll // polls do not sync: the plain line measures them
 	}
-	return r.lean(ctx, r.node, stream, topic, readyMessages, polls)
+	return r.lean(ctx, l, r.node, stream, topic, readyMessages, polls)
 }
 
 // sdkNode measures the SDK against the node on a fresh stream (created
 // here so the fsync variant's topic has enforce_fsync; bench.Run reuses
 // it by name).
-func (r *runner) sdkNode(ctx context.Context, fsync bool) (Figures, error) {
+func (r *runner) sdkNode(ctx context.Context, l load, fsync bool) (Figures, error) {
 	_, _, drop, err := r.nodeTopic(ctx, fsync)
 	if err != nil {
 		return Figures{}, err
 	}
 	defer drop()
-	f, err := r.sdk(ctx, r.node, r.streamPrefix())
+	f, err := r.sdk(ctx, l, r.node, r.streamPrefix())
 	if fsync {
 		f.PollMBps = 0 // polls do not sync: the plain lines measure them
 	}
@@ -541,18 +588,18 @@ const readyMessages = 1
 // sdk runs bench.Run twice: the producers, then as many consumers reading
 // what they sent (offset 0 of each partition). prefix names the stream
 // (empty: the sink, where every setup creates anew).
-func (r *runner) sdk(ctx context.Context, addr, prefix string) (Figures, error) {
+func (r *runner) sdk(ctx context.Context, l load, addr, prefix string) (Figures, error) {
 	c := bench.Config{
 		Address: addr, Username: r.cfg.Username, Password: r.cfg.Password,
-		Producers: r.cfg.Producers, Streams: 1, PartitionsPerTopic: r.cfg.Partitions,
-		MessageSize: r.cfg.Size, MessagesPerBatch: r.cfg.Messages, BatchCount: r.cfg.Batches,
+		Producers: l.producers, Streams: 1, PartitionsPerTopic: r.cfg.Partitions,
+		MessageSize: r.cfg.Size, MessagesPerBatch: r.cfg.Messages, BatchCount: l.batches,
 		StreamPrefix: prefix, RequestTimeout: time.Minute,
 	}
 	send, err := bench.Run(ctx, c)
 	if err != nil {
 		return Figures{}, err
 	}
-	c.Producers, c.Consumers = 0, r.cfg.Producers
+	c.Producers, c.Consumers = 0, l.producers
 	poll, err := bench.Run(ctx, c)
 	if err != nil {
 		return Figures{}, err
@@ -569,13 +616,13 @@ const (
 	pollWholeAndSliced           // that, then everything again from offset 0 (SlicedPollMBps)
 )
 
-// lean runs Producers lean connections that send, then the same
+// lean runs l's lean connections that send l's batches each, then the same
 // connections poll back what was sent (polls), from offset first (on a
 // node, past the ready message: polls of whole batches, like the sink's
 // canned ones; the sliced pass from 0 is the other workload).
-func (r *runner) lean(ctx context.Context, addr string, stream, topic uint32, first uint64, polls leanPolls) (Figures, error) {
+func (r *runner) lean(ctx context.Context, l load, addr string, stream, topic uint32, first uint64, polls leanPolls) (Figures, error) {
 	cfg := r.cfg
-	conns := make([]*lean.Conn, cfg.Producers)
+	conns := make([]*lean.Conn, l.producers)
 	defer func() {
 		for _, c := range conns {
 			if c != nil {
@@ -600,24 +647,24 @@ func (r *runner) lean(ctx context.Context, addr string, stream, topic uint32, fi
 		}
 	})
 	defer stop()
-	f, err := r.leanSend(conns)
+	f, err := r.leanSend(conns, l.batches)
 	if err != nil || polls == noPoll {
 		return f, err
 	}
-	if f.PollMBps, err = r.leanPoll(conns, stream, topic, first); err != nil || polls == pollWhole {
+	if f.PollMBps, err = r.leanPoll(conns, l.batches, stream, topic, first); err != nil || polls == pollWhole {
 		return f, err
 	}
-	f.SlicedPollMBps, err = r.leanPoll(conns, stream, topic, 0)
+	f.SlicedPollMBps, err = r.leanPoll(conns, l.batches, stream, topic, 0)
 	return f, err
 }
 
-// leanSend sends Batches prepared batches on every connection at once.
-func (r *runner) leanSend(conns []*lean.Conn) (Figures, error) {
+// leanSend sends batches prepared batches on every connection at once.
+func (r *runner) leanSend(conns []*lean.Conn, batches int) (Figures, error) {
 	hists := make([]*bench.Histogram, len(conns))
 	span, err := parallel(conns, func(i int, c *lean.Conn) error {
 		h := bench.NewHistogram()
 		hists[i] = h
-		for range r.cfg.Batches {
+		for range batches {
 			t0 := time.Now()
 			if _, err := c.Send(); err != nil {
 				return err
@@ -633,15 +680,15 @@ func (r *runner) leanSend(conns []*lean.Conn) (Figures, error) {
 	for _, h := range hists {
 		all.Merge(h)
 	}
-	payload := uint64(len(conns)) * uint64(r.cfg.Batches) * uint64(r.cfg.Messages) * uint64(r.cfg.Size)
+	payload := uint64(len(conns)) * uint64(batches) * uint64(r.cfg.Messages) * uint64(r.cfg.Size)
 	return Figures{SendMBps: mbps(payload, span), SendP99Ms: all.Summary().P99Us / 1e3}, nil
 }
 
-// leanPoll has connection i read Batches x Messages messages of partition
+// leanPoll has connection i read batches x Messages messages of partition
 // i mod Partitions from offset first, and returns the MB/s of payload read.
-func (r *runner) leanPoll(conns []*lean.Conn, stream, topic uint32, first uint64) (float64, error) {
+func (r *runner) leanPoll(conns []*lean.Conn, batches int, stream, topic uint32, first uint64) (float64, error) {
 	read := make([]uint64, len(conns))
-	quota := uint64(r.cfg.Batches) * uint64(r.cfg.Messages)
+	quota := uint64(batches) * uint64(r.cfg.Messages)
 	span, err := parallel(conns, func(i int, c *lean.Conn) error {
 		offset, got := first, uint64(0)
 		for got < quota {
@@ -759,6 +806,9 @@ func (r Result) WriteText(w io.Writer) error {
 	}
 	printf("ceilings: %d producers x %d batches x %d messages x %d B, %d partitions, %d rounds (medians)\n",
 		c.Producers, c.Batches, c.Messages, c.Size, c.Partitions, c.Rounds)
+	if b := c.baseLoad(); b.producers > 0 {
+		printf("  (the base lines: %d producers x %d batches)\n", b.producers, b.batches)
+	}
 	for _, l := range r.Lines {
 		printf("  %-28s %s\n", l.Name, l.Median.text())
 	}

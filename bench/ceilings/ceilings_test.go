@@ -15,7 +15,8 @@ import (
 )
 
 // A tiny run against an in-process node (loopback port 0) measures every
-// line, node and fsync ones included: figures positive where measured,
+// line, node, base-producer and fsync ones included (the storing sink's
+// lines check that it holds every byte sent): figures positive where measured,
 // no poll figure where none is measured, every ratio finite and positive,
 // and the node keeps none of the run's streams.
 func TestRunAgainstNode(t *testing.T) {
@@ -32,7 +33,7 @@ func TestRunAgainstNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	res, err := Run(ctx, Config{Rounds: 2, Messages: 30, Size: 50, Batches: 3, Producers: 3, Partitions: 2,
-		Fsync: true, Address: n.TCPAddr(), Dir: t.TempDir()})
+		BaseProducers: 1, Fsync: true, Address: n.TCPAddr(), Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,11 +44,11 @@ func TestRunAgainstNode(t *testing.T) {
 		if len(l.Rounds) != 2 || l.Median.SendMBps <= 0 || l.Median.SendP99Ms <= 0 || (l.Median.PollMBps > 0) != polls {
 			t.Errorf("line %+v", l)
 		}
-		if sliced := l.Name == LeanNode; (l.Median.SlicedPollMBps > 0) != sliced {
+		if sliced := l.Name == LeanNode || l.Name == LeanNodeBase; (l.Median.SlicedPollMBps > 0) != sliced {
 			t.Errorf("line %s: sliced poll %v MB/s, want it measured only on %s", l.Name, l.Median.SlicedPollMBps, LeanNode)
 		}
 	}
-	want := []string{LeanSink, LeanStoring, LeanStoringSync, SDKSink, LeanNode, SDKNode, LeanNodeSync, SDKNodeSync}
+	want := []string{LeanSink, LeanStoring, LeanStoringBase, LeanStoringSync, SDKSink, LeanNode, SDKNode, LeanNodeBase, SDKNodeBase, LeanNodeSync, SDKNodeSync}
 	if strings.Join(names, "|") != strings.Join(want, "|") {
 		t.Errorf("lines %q, want %q", names, want)
 	}

@@ -21,6 +21,7 @@ import (
 //
 //	go run ./cmd/bench ceilings --node --fsync --dir /dev/shm/ceil
 //	go run ./cmd/bench ceilings --address 127.0.0.1:8090 --producers 16 --partitions 16
+//	go run ./cmd/bench ceilings --node --producers 16 --base-producers 4 --partitions 1
 //	go run ./cmd/bench ceilings --node --env IGGY_PARTITION_MEMORY_BUDGET=16MiB   # cold polls
 func runCeilings(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("bench ceilings", flag.ContinueOnError)
@@ -31,6 +32,7 @@ func runCeilings(args []string, out io.Writer) error {
 	fs.IntVar(&cfg.Batches, "batches", 200, "batches per producer per measurement")
 	fs.IntVar(&cfg.Producers, "producers", 1, "producer connections (and as many polling ones)")
 	fs.IntVar(&cfg.Partitions, "partitions", 0, "partitions of the topic, producer i on i mod partitions (0: one per producer)")
+	fs.IntVar(&cfg.BaseProducers, "base-producers", 0, "also measure the storing sink and the node with this many producers sending the same bytes, and the ratios of --producers over them")
 	fs.StringVar(&cfg.Dir, "dir", "", "storing sink files and a started node's data (default: a temporary directory; use tmpfs to measure code, not disk)")
 	fs.BoolVar(&cfg.Fsync, "fsync", false, "also measure the storing sink with fsync and the node with enforce_fsync")
 	fs.StringVar(&cfg.Address, "address", "", "a running node to measure too (host:port)")
@@ -61,8 +63,8 @@ func runCeilings(args []string, out io.Writer) error {
 	if cfg.StartNode && cfg.Address != "" {
 		return errors.New("--address and --node/--node-bin are alternatives; give one")
 	}
-	if cfg.Rounds < 1 || cfg.Messages < 1 || cfg.Size < 1 || cfg.Batches < 1 || cfg.Producers < 1 || cfg.Partitions < 0 {
-		return errors.New("--rounds, --messages, --size, --batches and --producers must be positive")
+	if cfg.Rounds < 1 || cfg.Messages < 1 || cfg.Size < 1 || cfg.Batches < 1 || cfg.Producers < 1 || cfg.Partitions < 0 || cfg.BaseProducers < 0 {
+		return errors.New("--rounds, --messages, --size, --batches and --producers must be positive, --partitions and --base-producers not negative")
 	}
 	if *sinkProcess {
 		self, err := os.Executable()
