@@ -193,6 +193,9 @@ func (c *connection) handle(ctx actor.Context, buf []byte) *replyOut {
 		// (client-plane.md 4.1, compatible server).
 		return &replyOut{frame: eviction(c.bound.client, wire.EvictInvalidRequestOperation)}
 	case op.Partition():
+		if op == wire.OpSendMessages {
+			req.checkBatch()
+		}
 		ctx.Send(c.node.metadata, req) // resolved by metadata, then routed to the partition
 		return nil
 	default:

@@ -57,6 +57,41 @@ type clientRequest struct {
 	// sendsFiles: the connection writes stored batches from their files
 	// (plain TCP, sendfile), so a poll may reply with stored sources.
 	sendsFiles bool
+	// batch is a SendMessages batch's verdict, reached on the connection's
+	// turn (checkBatch).
+	batch batchVerdict
+}
+
+// batchVerdict is what wire.ValidateBatch said of a SendMessages batch
+// before the request reached its partition.
+type batchVerdict struct {
+	checked bool
+	err     error
+}
+
+// checkBatch validates a SendMessages request's batch (client-plane.md
+// 13.1 steps 3-6: layout, message count, every checksum) on the
+// connection actor's turn, one pass over the bytes while they are fresh
+// from the socket, in parallel across connections; the partition actor,
+// which every producer of a partition shares, only reads the verdict
+// (partitionActor.onSend), after the metadata actor's checks, so the order
+// of the errors a client sees is the spec's. A body that does not decode
+// is left to the metadata actor, which answers it.
+func (r *clientRequest) checkBatch() {
+	var s wire.SendMessages
+	if s.Decode(r.frame[wire.HeaderSize:]) != nil {
+		return
+	}
+	r.batch = batchVerdict{checked: true, err: wire.ValidateBatch(s.Batch, s.MessagesCount)}
+}
+
+// validate is the verdict on m's batch: the connection's, or reached now
+// (a forwarded send, an HTTP one).
+func (m *partitionSend) validate() error {
+	if m.req.batch.checked {
+		return m.req.batch.err
+	}
+	return wire.ValidateBatch(m.batch, m.messagesCount)
 }
 
 // countEntities asks the metadata actor for entityCounts (the entity

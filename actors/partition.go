@@ -689,7 +689,7 @@ func (p *partitionActor) publishStats() {
 // submits it to consensus.
 func (p *partitionActor) onSend(ctx actor.Context, m *partitionSend) {
 	req := m.req
-	if err := wire.ValidateBatch(m.batch, m.messagesCount); err != nil {
+	if err := m.validate(); err != nil {
 		code, _ := wire.CodeOf(err)
 		p.replyTo(ctx, req, denyReply(&req.hdr, req.connID, 0, code))
 		return

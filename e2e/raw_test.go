@@ -335,6 +335,19 @@ func TestBadBatchesStoreNothing(t *testing.T) {
 	if err != nil || p.MessagesCount != 0 {
 		t.Fatalf("a rejected batch was stored: %+v %v", p, err)
 	}
+	// The batch is checked on the connection's turn, but the stream is
+	// resolved first (13.1 step 2 before 3-6): a bad batch to a stream
+	// that does not exist gets what a good one gets.
+	toMissing := func(b []byte) uint32 {
+		body := wire.AppendSendMessagesHeader(nil, wire.ID(77), wire.ID(0), wire.PartitionID(0), 1)
+		r.send(request(wire.OpSendMessages, 0, 1, session, append(body, b...)))
+		return wire.HeaderOf(r.read()).Reply().Status
+	}
+	bad := append([]byte(nil), batch...)
+	bad[wire.BatchHeaderSize] ^= 1
+	if good, got := toMissing(batch), toMissing(bad); got != good || good == 0 || got == uint32(wire.ErrInvalidMessageChecksum) {
+		t.Fatalf("a bad batch to a missing stream: status %d, a good one %d", got, good)
+	}
 }
 
 // client-plane.md 5.3: a retried metadata request gets the cached reply
