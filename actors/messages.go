@@ -62,11 +62,13 @@ type clientRequest struct {
 	batch batchVerdict
 }
 
-// batchVerdict is what wire.ValidateBatch said of a SendMessages batch
-// before the request reached its partition.
+// batchVerdict is what wire.ValidateBatchIndexed said of a SendMessages
+// batch before the request reached its partition, with the frame table it
+// gathered (kept by the partition log, partition.Log.ApplySendIndexed).
 type batchVerdict struct {
 	checked bool
 	err     error
+	table   wire.FrameTable
 }
 
 // checkBatch validates a SendMessages request's batch (client-plane.md
@@ -82,7 +84,8 @@ func (r *clientRequest) checkBatch() {
 	if s.Decode(r.frame[wire.HeaderSize:]) != nil {
 		return
 	}
-	r.batch = batchVerdict{checked: true, err: wire.ValidateBatch(s.Batch, s.MessagesCount)}
+	table, err := wire.ValidateBatchIndexed(s.Batch, s.MessagesCount)
+	r.batch = batchVerdict{checked: true, err: err, table: table}
 }
 
 // validate is the verdict on m's batch: the connection's, or reached now

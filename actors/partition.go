@@ -922,7 +922,11 @@ func (p *partitionActor) apply(ctx actor.Context, c vsr.Committed) {
 		if pd == nil && p.alreadyStored(batch) {
 			break // repaired past a restart: these offsets are in the segments
 		}
-		if err := p.plog.ApplySend(batch); err != nil {
+		var table wire.FrameTable // the connection's (checkBatch); none for a backup's or a repaired op
+		if pd != nil {
+			table = pd.req.batch.table
+		}
+		if err := p.plog.ApplySendIndexed(batch, table); err != nil {
 			p.log.Error("apply send", "err", err)
 		} else if p.storeAtCommit {
 			p.toStore = append(p.toStore, batch) // with the Ready's others (storeCommitted)
@@ -1070,8 +1074,9 @@ func (p *partitionActor) onPoll(ctx actor.Context, m *partitionPoll) {
 	frame := clientplane.GetFrame(wire.HeaderSize + wire.PolledMessagesHeaderSize + p.pollHint(m.poll.Count))
 	// Whole cached batches ride by reference (wire.Splice): the edge
 	// writes them from the cache, so a poll copies only what it builds.
-	// Whole evicted batches go from their files (sendfile) when the reply
-	// goes straight to a plain TCP client; a relay joins the reply first.
+	// Evicted batches, whole or sliced by their kept frame tables, go
+	// from their files (sendfile) when the reply goes straight to a plain
+	// TCP client; a relay joins the reply first.
 	fromFiles := m.req.sendsFiles && m.req.relay == nil
 	frame, splices, polled, err := p.plog.AppendPollReplySpliced(frame[:wire.HeaderSize], nil, fromFiles, m.partition, m.poll.Strategy, m.poll.Count, stored, has)
 	if err != nil {

@@ -37,7 +37,7 @@ func FuzzPoll(f *testing.F) {
 				}
 			case 1: // commit the oldest pending batch
 				if len(pending) > 0 {
-					h.commit(pending[0])
+					h.commitIndexed(pending[0], next()%2 == 0)
 					pending = pending[1:]
 				}
 			case 2: // a failed append drops the newest pending batch
@@ -90,6 +90,19 @@ func checkPoll(t *testing.T, l *Log, s wire.PollingStrategy, count uint32, store
 	}
 	if joined, err := wire.JoinSpliced(nil, built, splices); err != nil || !bytes.Equal(joined, out) {
 		t.Fatalf("spliced poll %+v differs from the copied one (%v)", s, err)
+	}
+	// So does the reply that serves evicted batches, whole or sliced, from
+	// their stored bytes.
+	reply, _, err := l.AppendPollReply(nil, 3, s, count, stored, has)
+	if err != nil {
+		t.Fatalf("poll reply %+v: %v", s, err)
+	}
+	built, splices, sp, err = l.AppendPollReplySpliced(nil, nil, true, 3, s, count, stored, has)
+	if err != nil || sp != p {
+		t.Fatalf("stored-spliced poll %+v: %+v %v, copied %+v", s, sp, err, p)
+	}
+	if joined, err := wire.JoinSpliced(nil, built, splices); err != nil || !bytes.Equal(joined, reply) {
+		t.Fatalf("stored-spliced poll %+v differs from the copied one (%v)", s, err)
 	}
 	checkCache(t, l)
 	if p.Count > count {

@@ -13,7 +13,8 @@ import (
 // memStore is an in-memory Store holding copies of persisted batches.
 type memStore struct {
 	batches map[uint64][]byte
-	reads   int
+	reads   int // ReadBatch calls
+	sources int // BatchSource calls (nothing read until the reply is written)
 	fail    error
 }
 
@@ -33,11 +34,23 @@ func (m *memStore) ReadBatch(baseOffset uint64) ([]byte, error) {
 
 // BatchSource serves a stored batch as a splice source (SourceReader).
 func (m *memStore) BatchSource(baseOffset uint64) (wire.SpliceSource, error) {
-	b, err := m.ReadBatch(baseOffset)
-	if err != nil {
-		return nil, err
+	m.sources++
+	if m.fail != nil {
+		return nil, m.fail
 	}
-	return testutil.MemSource{B: b}, nil
+	b, ok := m.batches[baseOffset]
+	if !ok {
+		return nil, errors.New("memstore: no batch")
+	}
+	return memSource{testutil.MemSource{B: b}}, nil
+}
+
+// memSource is the memStore's batch source, with the ranges a poll
+// slices evicted batches by (RangeSource).
+type memSource struct{ testutil.MemSource }
+
+func (m memSource) Range(from, to int) wire.SpliceSource {
+	return memSource{testutil.MemSource{B: m.B[from:to], Fail: m.Fail}}
 }
 
 func (m *memStore) put(b []byte) { m.batches[wire.Batch(b).BaseOffset()] = append([]byte(nil), b...) }
@@ -119,9 +132,20 @@ func (h *harness) stamp(n, payloadSize int) []byte {
 }
 
 // commit applies a journaled batch and persists it.
-func (h *harness) commit(b []byte) {
+func (h *harness) commit(b []byte) { h.commitIndexed(b, false) }
+
+// commitIndexed is commit, with the frame table admission gathers when
+// indexed (ApplySendIndexed).
+func (h *harness) commitIndexed(b []byte, indexed bool) {
 	h.t.Helper()
-	if err := h.log.ApplySend(b); err != nil {
+	var table wire.FrameTable
+	if indexed {
+		var err error
+		if table, err = wire.ValidateBatchIndexed(b, wire.Batch(b).MessageCount()); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	if err := h.log.ApplySendIndexed(b, table); err != nil {
 		h.t.Fatal(err)
 	}
 	h.store.put(b)
@@ -210,14 +234,29 @@ func checkCache(t testing.TB, l *Log) {
 	if len(l.cache) > 0 && (l.cacheFirst < 0 || l.cacheFirst+len(l.cache) != l.index.len()) {
 		t.Fatalf("cache of %d from %d, index of %d", len(l.cache), l.cacheFirst, l.index.len())
 	}
-	if len(l.tables) != len(l.cache) {
-		t.Fatalf("%d frame tables for %d cached batches", len(l.tables), len(l.cache))
+	// The tables cover an index suffix that holds the cached one.
+	if len(l.tables) > 0 && (l.tablesFirst < 0 || l.tablesFirst+len(l.tables) != l.index.len()) {
+		t.Fatalf("tables of %d from %d, index of %d", len(l.tables), l.tablesFirst, l.index.len())
+	}
+	if len(l.cache) > 0 && (len(l.tables) == 0 || l.tablesFirst > l.cacheFirst) {
+		t.Fatalf("tables of %d from %d, cache of %d from %d", len(l.tables), l.tablesFirst, len(l.cache), l.cacheFirst)
 	}
 	bytes := uint64(len(l.readBack))
 	for c, b := range l.cache {
-		bytes += uint64(len(b)) + uint64(l.tables[c].Bytes())
+		bytes += uint64(len(b))
 		if e := l.index.at(l.cacheFirst + c); wire.Batch(b).BaseOffset() != e.baseOffset {
 			t.Fatalf("cached batch %d at %d, index says %d", c, wire.Batch(b).BaseOffset(), e.baseOffset)
+		}
+	}
+	for k, si := range l.tables {
+		bytes += si.bytes()
+		if e := l.index.at(l.tablesFirst + k); si.table.Len() > 0 && !si.table.Covers(int(e.size), e.count) {
+			t.Fatalf("table %d does not fit its batch", k)
+		}
+		// An evicted batch's table keeps its header; no other does.
+		wantHeader := !l.cached(l.tablesFirst+k) && si.table.Len() > 0
+		if (si.header != nil) != wantHeader || (wantHeader && wire.Batch(si.header).BaseOffset() != l.index.at(l.tablesFirst+k).baseOffset) {
+			t.Fatalf("table %d: header kept %v, want %v", k, si.header != nil, wantHeader)
 		}
 	}
 	if bytes != l.cachedBytes {

@@ -145,6 +145,8 @@ func (l *Log) poll(dst []byte, splices []wire.Splice, mode spliceMode, s wire.Po
 			splices = append(splices, wire.Splice{At: len(dst), From: src})
 			spliced += uint64(src.Len())
 			n = e.count
+		} else if out, outSplices, taken, ok := l.storedSlice(dst, splices, mode, i, e, start, count-p.Count, &spliced); ok {
+			dst, splices, n = out, outSplices, taken
 		} else if whole, ok := l.appendEvictedWhole(dst, i, e, start, count-p.Count); ok {
 			dst, n = whole, e.count
 		} else if batch, ok, err := l.readBackAt(mode, i, e); ok || err != nil {
@@ -227,12 +229,53 @@ func (l *Log) cachedPlain(i int) ([]byte, bool) {
 // tableOf returns the frame table of index entry i's cached batch,
 // building it (and counting it in the cache's bytes) the first time.
 func (l *Log) tableOf(i int) wire.FrameTable {
-	c := i - l.cacheFirst
-	if !l.tables[c].Built() {
-		l.tables[c], _ = wire.BuildFrameTable(l.cache[c])
-		l.cachedBytes += uint64(l.tables[c].Bytes())
+	si := &l.tables[i-l.tablesFirst]
+	if !si.table.Built() {
+		si.table, _ = wire.BuildFrameTable(l.cache[i-l.cacheFirst])
+		l.cachedBytes += uint64(si.table.Bytes())
 	}
-	return l.tables[c]
+	return si.table
+}
+
+// RangeSource is an optional extension of a SourceReader's sources: a
+// run of the source's bytes as a source of its own (a slice's frames).
+type RangeSource interface {
+	Range(from, to int) wire.SpliceSource
+}
+
+// storedSlice serves a slice of evicted index entry i from its stored
+// bytes when the poll asks for those (spliceStored) and the log is plain:
+// the record's header built from the batch's kept header and frame table
+// (tables), its frames a range of the stored batch, sent from the file.
+// A poll that does not line up with the batches slices one evicted batch
+// in two without reading it into memory. ok false: the other paths serve
+// it (a failure here is theirs to report).
+func (l *Log) storedSlice(dst []byte, splices []wire.Splice, mode spliceMode, i int, e indexEntry, start uint64, remaining uint32, spliced *uint64) ([]byte, []wire.Splice, uint32, bool) {
+	if mode != spliceStored || l.cfg.Cipher != nil || l.cached(i) || i < l.tablesFirst || i >= l.tablesFirst+len(l.tables) {
+		return dst, splices, 0, false
+	}
+	si := l.tables[i-l.tablesFirst]
+	if si.header == nil || !si.table.Covers(int(e.size), e.count) {
+		return dst, splices, 0, false
+	}
+	sr, ok := l.store.(SourceReader)
+	if !ok {
+		return dst, splices, 0, false
+	}
+	src, err := sr.BatchSource(e.baseOffset)
+	if err != nil || uint64(src.Len()) != uint64(e.size) {
+		return dst, splices, 0, false
+	}
+	ranged, ok := src.(RangeSource)
+	if !ok {
+		return dst, splices, 0, false
+	}
+	out, from, to, n := wire.AppendSliceHeader(dst, wire.Batch(si.header), si.table, start, remaining)
+	if n > 0 {
+		splices = append(splices, wire.Splice{At: len(out), From: ranged.Range(from, to)})
+		*spliced += uint64(to - from)
+	}
+	return out, splices, n, true
 }
 
 // cached reports whether index entry i's batch is in the cache.

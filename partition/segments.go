@@ -101,6 +101,7 @@ func (l *Log) removeSegments(n int) Truncated {
 	drop := l.index.findOffset(t.OldestRetained)
 	l.index.dropFront(drop)
 	l.dropCachedBefore(drop)
+	l.dropTablesBefore(drop)
 	l.dropReadBack() // it may be among the dropped batches
 	l.messages -= t.Messages
 	l.sizeBytes -= t.Bytes
@@ -122,6 +123,22 @@ func (l *Log) dropCachedBefore(n int) {
 	l.cacheFirst -= n
 	if len(l.cache) == 0 {
 		l.cacheFirst = 0
+	}
+}
+
+// dropTablesBefore keeps the tables aligned after the index lost its
+// first n entries (after dropCachedBefore: a cached batch's eviction
+// reads its table).
+func (l *Log) dropTablesBefore(n int) {
+	k := min(max(n-l.tablesFirst, 0), len(l.tables))
+	for _, si := range l.tables[:k] {
+		l.cachedBytes -= si.bytes()
+	}
+	clear(l.tables[:k])
+	l.tables = l.tables[k:]
+	l.tablesFirst = max(l.tablesFirst, n) - n
+	if len(l.tables) == 0 {
+		l.tablesFirst = 0
 	}
 }
 

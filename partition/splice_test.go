@@ -145,3 +145,59 @@ func TestSlicedPollsReadEachEvictedBatchOnce(t *testing.T) {
 		t.Fatalf("copied polls: %d store reads (want 8: two per poll), read-back kept %v", h.store.reads, h.log.readBack != nil)
 	}
 }
+
+// Evicted batches that kept their frame table (from admission,
+// ApplySendIndexed) are sliced from their stored bytes: each record's
+// header is built from the kept header and table, its frames are a range
+// of the stored batch (sent from the file), and nothing is read into
+// memory. The tables are shed after the batches: once gone, the same
+// polls read each batch back.
+func TestStoredSlicesOfIndexedBatchesReadNothing(t *testing.T) {
+	const batches, perBatch = 5, 10
+	h := newHarness(t, Config{})
+	for range batches {
+		h.commitIndexed(h.stamp(perBatch, 100), true)
+	}
+	// Room for the tables (12 B a message) and headers, not for a batch.
+	h.log.ShedCache(batches * (12*perBatch + wire.BatchHeaderSize))
+	if len(h.log.cache) != 0 || len(h.log.tables) != batches {
+		t.Fatalf("%d batches cached, %d tables kept; want 0 and %d", len(h.log.cache), len(h.log.tables), batches)
+	}
+	poll := func() (fromStore int) {
+		t.Helper()
+		for from := uint64(5); from < 45; from += 10 {
+			built, splices, p, err := h.log.AppendPollReplySpliced(nil, nil, true, 1, wire.OffsetStrategy(from), 10, 0, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range splices {
+				if s.From != nil {
+					fromStore++
+				}
+			}
+			body, err := wire.JoinSpliced(nil, built, splices)
+			if err != nil {
+				t.Fatal(err)
+			}
+			copied, _, err := h.log.AppendPollReply(nil, 1, wire.OffsetStrategy(from), 10, 0, false)
+			if err != nil || !bytes.Equal(body, copied) {
+				t.Fatalf("poll from %d: the stored slices differ from the copied reply (%v)", from, err)
+			}
+			checkMessages(t, body[16:], decodeRecords(t, body[16:], p.Count), from, from+9)
+			checkCache(t, h.log)
+			h.store.reads = 0 // the copied reply's
+		}
+		return fromStore
+	}
+	if n := poll(); n != 8 || h.store.sources != 8 || h.log.readBack != nil {
+		t.Fatalf("4 polls of 2 slices: %d from the store, %d sources, read-back kept %v; want 8, 8, none", n, h.store.sources, h.log.readBack != nil)
+	}
+	h.log.ShedCache(0)
+	if h.log.CachedBytes() != 0 || len(h.log.tables) != 0 {
+		t.Fatalf("ShedCache(0) kept %d bytes, %d tables", h.log.CachedBytes(), len(h.log.tables))
+	}
+	h.store.sources = 0
+	if n := poll(); n != 0 || h.store.sources != 0 {
+		t.Fatalf("without tables: %d slices from the store, %d sources; want them read back", n, h.store.sources)
+	}
+}

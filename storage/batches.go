@@ -356,11 +356,21 @@ func (s *Store) AppendBatchTo(dst []byte, group, baseOffset uint64) ([]byte, err
 // error dst is returned unchanged.
 func appendEntry(dst []byte, e batchEntry, path string, readAt func(p []byte, pos int64) error) ([]byte, error) {
 	at := len(dst)
-	dst = slices.Grow(dst, int(e.length))[:at+int(e.length)]
-	if err := readAt(dst[at:], e.pos); err != nil {
-		return dst[:at], err
+	dst, err := appendRead(dst, e, readAt)
+	if err != nil {
+		return dst, err
 	}
 	if err := checkRecord(dst[at:], e, path); err != nil {
+		return dst[:at], err
+	}
+	return dst, nil
+}
+
+// appendRead appends e's bytes, read with readAt, to dst.
+func appendRead(dst []byte, e batchEntry, readAt func(p []byte, pos int64) error) ([]byte, error) {
+	at := len(dst)
+	dst = slices.Grow(dst, int(e.length))[:at+int(e.length)]
+	if err := readAt(dst[at:], e.pos); err != nil {
 		return dst[:at], err
 	}
 	return dst, nil

@@ -26,10 +26,21 @@ func (s *Store) BatchSource(group, baseOffset uint64) (wire.SpliceSource, error)
 }
 
 // fileRange is one stored batch: its index entry's bytes of the file at
-// path.
+// path; or, part set, a run of them (Range).
 type fileRange struct {
 	path  string
 	entry batchEntry
+	part  bool
+}
+
+// Range is the source of the batch's bytes [from, to): a slice's frames,
+// which a poll serves from the file after a header it built itself
+// (partition.Log, evicted batches with a frame table).
+func (r *fileRange) Range(from, to int) wire.SpliceSource {
+	if from < 0 || to < from || int64(to) > r.entry.length {
+		panic(fmt.Sprintf("storage: range [%d, %d) of a %d-byte batch", from, to, r.entry.length))
+	}
+	return &fileRange{path: r.path, entry: batchEntry{base: r.entry.base, pos: r.entry.pos + int64(from), length: int64(to - from)}, part: true}
 }
 
 func (r *fileRange) Len() int { return int(r.entry.length) }
@@ -54,17 +65,22 @@ func (r *fileRange) WriteTo(w io.Writer) (int64, error) {
 	return n, err
 }
 
-// AppendTo reads the range into dst and checks it against the index.
+// AppendTo reads the range into dst and checks a whole batch against the
+// index (a part has no header to check).
 func (r *fileRange) AppendTo(dst []byte) ([]byte, error) {
 	f, err := os.Open(r.path)
 	if err != nil {
 		return dst, fmt.Errorf("storage: %w", err)
 	}
 	defer f.Close()
-	return appendEntry(dst, r.entry, r.path, func(p []byte, pos int64) error {
+	readAt := func(p []byte, pos int64) error {
 		if _, err := f.ReadAt(p, pos); err != nil {
 			return fmt.Errorf("storage: read %s at %d: %w", r.path, pos, err)
 		}
 		return nil
-	})
+	}
+	if r.part {
+		return appendRead(dst, r.entry, readAt)
+	}
+	return appendEntry(dst, r.entry, r.path, readAt)
 }

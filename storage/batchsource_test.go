@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"testing"
+
+	"iggynode/wire"
 )
 
 // A batch source sends the stored batch, byte for byte, to a TCP socket
@@ -63,6 +65,18 @@ func TestBatchSourceSendsTheStoredBatch(t *testing.T) {
 			t.Fatalf("batch %d: WriteTo %d %v", i, n, err)
 		}
 		want = append(want, b...)
+		// A run of the batch's bytes (a slice's frames), sent and read.
+		from, to := 256+i*31, len(b)-i*17
+		part := src.(interface {
+			Range(from, to int) wire.SpliceSource
+		}).Range(from, to)
+		if mem, err := part.AppendTo(nil); err != nil || !bytes.Equal(mem, b[from:to]) || part.Len() != to-from {
+			t.Fatalf("batch %d: range [%d, %d) AppendTo %v", i, from, to, err)
+		}
+		if n, err := part.WriteTo(conn.(*net.TCPConn)); err != nil || n != int64(to-from) {
+			t.Fatalf("batch %d: range WriteTo %d %v", i, n, err)
+		}
+		want = append(want, b[from:to]...)
 	}
 	_ = conn.Close()
 	if b := <-got; !bytes.Equal(b, want) {

@@ -280,6 +280,29 @@ func batchErr(code ErrorCode, format string, args ...any) error {
 // Failures are reported in the order of 13.1: layout, frame checksum, batch
 // checksum, message count.
 func ValidateBatch(b []byte, messagesCount uint32) error {
+	return validateBatch(b, messagesCount, nil)
+}
+
+// ValidateBatchIndexed is ValidateBatch that also returns b's frame table,
+// gathered in the same pass (BuildFrameTable's, without a second walk):
+// built and empty when the offset deltas are not the frame indexes, the
+// zero table when b is refused.
+func ValidateBatchIndexed(b []byte, messagesCount uint32) (FrameTable, error) {
+	var t FrameTable
+	if len(b) >= BatchHeaderSize {
+		n := min(Batch(b).MessageCount(), uint32(len(b)/FrameHeaderSize))
+		t = FrameTable{ends: make([]uint32, 0, n), sums: make([]uint64, 0, n), built: true}
+	}
+	if err := validateBatch(b, messagesCount, &t); err != nil {
+		return FrameTable{}, err
+	}
+	return t, nil
+}
+
+// validateBatch is ValidateBatch, appending to t (when not nil) each
+// frame's end and checksum while the offset deltas are the frame indexes
+// (t emptied at the first that is not).
+func validateBatch(b []byte, messagesCount uint32, t *FrameTable) error {
 	if len(b) < BatchHeaderSize {
 		return batchErr(ErrInvalidCommand, "%d bytes, shorter than the 256-byte header", len(b))
 	}
@@ -318,6 +341,14 @@ func ValidateBatch(b []byte, messagesCount uint32) error {
 			badFrame = int(n)
 		}
 		c.add(rest)
+		if t != nil && t.ends != nil {
+			if MessageFrame(rest).OffsetDelta() == n {
+				t.ends = append(t.ends, uint32(len(b)-len(rest)+int(size)))
+				t.sums = append(t.sums, binary.LittleEndian.Uint64(rest))
+			} else {
+				t.ends, t.sums = nil, nil // slices by walking (BuildFrameTable refuses it too)
+			}
+		}
 		rest = rest[size:]
 		n++
 	}

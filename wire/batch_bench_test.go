@@ -149,3 +149,28 @@ func BenchmarkBatchOpen(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBatchValidateIndexed is admission gathering the frame table
+// (ValidateBatchIndexed), beside BenchmarkBatchValidate.
+func BenchmarkBatchValidateIndexed(b *testing.B) {
+	batch := benchBatch(b)
+	b.SetBytes(int64(len(batch)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ValidateBatchIndexed(batch, benchMessages); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBatchValidate is admission alone.
+func BenchmarkBatchValidate(b *testing.B) {
+	batch := benchBatch(b)
+	b.SetBytes(int64(len(batch)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := ValidateBatch(batch, benchMessages); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

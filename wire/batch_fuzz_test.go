@@ -3,6 +3,8 @@ package wire
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -34,6 +36,17 @@ func FuzzBatchValidate(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte, messagesCount uint32) {
 		err := ValidateBatch(b, messagesCount)
+		// The indexed pass says the same and gathers BuildFrameTable's table.
+		table, ierr := ValidateBatchIndexed(b, messagesCount)
+		if fmt.Sprint(ierr) != fmt.Sprint(err) {
+			t.Fatalf("ValidateBatchIndexed: %v, ValidateBatch: %v", ierr, err)
+		}
+		if err == nil {
+			built, _ := BuildFrameTable(Batch(b))
+			if !table.Built() || !slices.Equal(table.ends, built.ends) || !slices.Equal(table.sums, built.sums) {
+				t.Fatalf("table %+v, BuildFrameTable's %+v", table, built)
+			}
+		}
 		// Walkers never panic on unvalidated input.
 		for it := Batch(b).Frames(); ; {
 			if _, ok := it.Next(); !ok {

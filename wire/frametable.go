@@ -43,6 +43,15 @@ func BuildFrameTable(b Batch) (FrameTable, bool) {
 	return t, true
 }
 
+// Len is the number of frames t indexes (0: none, or a batch that walks).
+func (t FrameTable) Len() int { return len(t.ends) }
+
+// Covers reports whether t indexes count frames ending at size: a batch of
+// that shape, as its index entry describes it.
+func (t FrameTable) Covers(size int, count uint32) bool {
+	return count > 0 && len(t.ends) == int(count) && int(t.ends[count-1]) == size
+}
+
 // Built reports whether BuildFrameTable made t (the zero table: not yet).
 func (t FrameTable) Built() bool { return t.built }
 
@@ -56,31 +65,48 @@ func AppendRecordHeaderIndexed(dst []byte, b Batch, t FrameTable, start uint64, 
 	if len(t.ends) == 0 {
 		return AppendRecordHeader(dst, b, start, maxCount)
 	}
+	out, from, to, taken := AppendSliceHeader(dst, b, t, start, maxCount)
+	if taken == 0 {
+		return dst, nil, 0
+	}
+	return out, b[from:to], taken
+}
+
+// AppendSliceHeader appends the header of the poll record that serves at
+// most maxCount messages of a batch from start, found by its table t (not
+// empty), and returns where the record's frames are in the batch,
+// [from, to), and how many: only hdr, the batch's header, is read, so a
+// batch no longer in memory is served from its stored bytes. The header
+// is hdr's own when the record is the whole batch.
+func AppendSliceHeader(dst []byte, hdr Batch, t FrameTable, start uint64, maxCount uint32) (out []byte, from, to int, taken uint32) {
 	count := uint32(len(t.ends))
+	if len(hdr) < BatchHeaderSize || count == 0 {
+		return dst, 0, 0, 0
+	}
 	first := uint32(0)
-	if base := b.BaseOffset(); start > base {
+	if base := hdr.BaseOffset(); start > base {
 		if start-base >= uint64(count) {
-			return dst, nil, 0
+			return dst, 0, 0, 0
 		}
 		first = uint32(start - base)
 	}
 	taken = min(maxCount, count-first)
 	if taken == 0 {
-		return dst, nil, 0
+		return dst, 0, 0, 0
 	}
-	from, to := BatchHeaderSize, int(t.ends[first+taken-1])
+	from, to = BatchHeaderSize, int(t.ends[first+taken-1])
 	if first > 0 {
 		from = int(t.ends[first-1])
 	}
-	if from == BatchHeaderSize && to == len(b) {
-		return append(dst, b[:BatchHeaderSize]...), b[BatchHeaderSize:], taken
+	if from == BatchHeaderSize && uint64(to) == hdr.Length() {
+		return append(dst, hdr[:BatchHeaderSize]...), from, to, taken
 	}
 	var c batchHasher
 	at := len(dst)
-	dst = beginSliceHeader(dst, b, BatchHeaderSize+to-from, taken, &c)
+	dst = beginSliceHeader(dst, hdr, BatchHeaderSize+to-from, taken, &c)
 	for _, s := range t.sums[first : first+taken] {
 		c.addSum(s)
 	}
 	binary.LittleEndian.PutUint64(dst[at+BatchChecksumOffset:], c.sum())
-	return dst, b[from:to], taken
+	return dst, from, to, taken
 }

@@ -22,6 +22,12 @@ func TestFrameTableSlicesLikeTheWalk(t *testing.T) {
 	for start := uint64(90); start <= 112; start++ {
 		for count := uint32(0); count <= 11; count++ {
 			wantHdr, wantFrames, wantN := AppendRecordHeader([]byte{9}, b, start, count)
+			// From the header alone: the same header, the frames' place.
+			hdr, from, to, n := AppendSliceHeader([]byte{9}, Batch(b[:BatchHeaderSize]), table, start, count)
+			if n != wantN || !bytes.Equal(hdr, wantHdr) || (n > 0 && !bytes.Equal(b[from:to], wantFrames)) {
+				t.Fatalf("start %d count %d from the header: %d messages, header equal %v, [%d, %d); walk %d", start, count,
+					n, bytes.Equal(hdr, wantHdr), from, to, wantN)
+			}
 			for _, tb := range []FrameTable{table, {}} { // an empty table walks
 				hdr, fr, n := AppendRecordHeaderIndexed([]byte{9}, b, tb, start, count)
 				if n != wantN || !bytes.Equal(hdr, wantHdr) || !bytes.Equal(fr, wantFrames) {
@@ -34,6 +40,9 @@ func TestFrameTableSlicesLikeTheWalk(t *testing.T) {
 	odd := testBatch(5000, testFrame(1, 0, 0, []byte("x"), nil), testFrame(2, 5, 0, []byte("y"), nil))
 	if _, ok := BuildFrameTable(odd); ok {
 		t.Fatal("a batch with offset deltas 0, 5 got a table")
+	}
+	if tb, err := ValidateBatchIndexed(odd, 2); err != nil || !tb.Built() || tb.Bytes() != 0 {
+		t.Fatalf("validated with offset deltas 0, 5: table of %d bytes (built %v), %v; want built and empty", tb.Bytes(), tb.Built(), err)
 	}
 }
 
