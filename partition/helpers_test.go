@@ -22,6 +22,10 @@ func newMemStore() *memStore { return &memStore{batches: make(map[uint64][]byte)
 
 func (m *memStore) ReadBatch(baseOffset uint64) ([]byte, error) {
 	m.reads++
+	return m.lookup(baseOffset)
+}
+
+func (m *memStore) lookup(baseOffset uint64) ([]byte, error) {
 	if m.fail != nil {
 		return nil, m.fail
 	}
@@ -35,12 +39,9 @@ func (m *memStore) ReadBatch(baseOffset uint64) ([]byte, error) {
 // BatchSource serves a stored batch as a splice source (SourceReader).
 func (m *memStore) BatchSource(baseOffset uint64) (wire.SpliceSource, error) {
 	m.sources++
-	if m.fail != nil {
-		return nil, m.fail
-	}
-	b, ok := m.batches[baseOffset]
-	if !ok {
-		return nil, errors.New("memstore: no batch")
+	b, err := m.lookup(baseOffset)
+	if err != nil {
+		return nil, err
 	}
 	return memSource{testutil.MemSource{B: b}}, nil
 }

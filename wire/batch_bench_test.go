@@ -150,27 +150,25 @@ func BenchmarkBatchOpen(b *testing.B) {
 	}
 }
 
-// BenchmarkBatchValidateIndexed is admission gathering the frame table
-// (ValidateBatchIndexed), beside BenchmarkBatchValidate.
-func BenchmarkBatchValidateIndexed(b *testing.B) {
-	batch := benchBatch(b)
-	b.SetBytes(int64(len(batch)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := ValidateBatchIndexed(batch, benchMessages); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkBatchValidate is admission alone.
+// BenchmarkBatchValidate is admission alone, and gathering the frame
+// table too (ValidateBatchIndexed).
 func BenchmarkBatchValidate(b *testing.B) {
-	batch := benchBatch(b)
-	b.SetBytes(int64(len(batch)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := ValidateBatch(batch, benchMessages); err != nil {
-			b.Fatal(err)
-		}
+	for _, c := range []struct {
+		name     string
+		validate func([]byte, uint32) error
+	}{
+		{"plain", ValidateBatch},
+		{"indexed", func(batch []byte, n uint32) error { _, err := ValidateBatchIndexed(batch, n); return err }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			batch := benchBatch(b)
+			b.SetBytes(int64(len(batch)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.validate(batch, benchMessages); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
