@@ -47,6 +47,10 @@ func TestBatchVerdictReachedOnceOnTheConnection(t *testing.T) {
 		t.Fatalf("the partition hashed the batch again: %v", err)
 	}
 
+	if good.batch.table.Len() != 1 {
+		t.Fatalf("the verdict's frame table indexes %d frames, want 1", good.batch.table.Len())
+	}
+
 	unchecked := &clientRequest{frame: frameOf(bad)}
 	if err := sendOf(unchecked).validate(); !errors.Is(err, wire.ErrInvalidMessageChecksum) {
 		t.Fatalf("unchecked request: %v, want the partition's own check", err)

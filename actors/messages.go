@@ -78,7 +78,9 @@ type batchVerdict struct {
 // which every producer of a partition shares, only reads the verdict
 // (partitionActor.onSend), after the metadata actor's checks, so the order
 // of the errors a client sees is the spec's. A body that does not decode
-// is left to the metadata actor, which answers it.
+// is left to the metadata actor, which answers it. The frame table comes
+// with the verdict (an encrypted log drops it: its records are opened,
+// never sliced).
 func (r *clientRequest) checkBatch() {
 	var s wire.SendMessages
 	if s.Decode(r.frame[wire.HeaderSize:]) != nil {
