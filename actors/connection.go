@@ -194,7 +194,9 @@ func (c *connection) handle(ctx actor.Context, buf []byte) *replyOut {
 		return &replyOut{frame: eviction(c.bound.client, wire.EvictInvalidRequestOperation)}
 	case op.Partition():
 		if op == wire.OpSendMessages {
-			req.checkBatch()
+			if s, ok := req.checkBatch(); ok && c.routeSend(ctx, req, &s) {
+				return nil
+			}
 		}
 		ctx.Send(c.node.metadata, req) // resolved by metadata, then routed to the partition
 		return nil
@@ -235,6 +237,8 @@ func (c *connection) read(ctx actor.Context, req *clientRequest) *replyOut {
 		return &replyOut{frame: readReply(hdr, commit, 0, nil)}
 	case !code.Known():
 		return &replyOut{frame: readReply(hdr, commit, wire.ErrInvalidCommand, nil)}
+	case code == wire.CodePollMessages && c.routePoll(ctx, req):
+		return nil
 	}
 	ctx.Send(c.node.metadata, req)
 	return nil

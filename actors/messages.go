@@ -76,18 +76,19 @@ type batchVerdict struct {
 // connection actor's turn, one pass over the bytes while they are fresh
 // from the socket, in parallel across connections; the partition actor,
 // which every producer of a partition shares, only reads the verdict
-// (partitionActor.onSend), after the metadata actor's checks, so the order
+// (partitionActor.onSend), after the routing checks, so the order
 // of the errors a client sees is the spec's. A body that does not decode
 // is left to the metadata actor, which answers it. The frame table comes
 // with the verdict (an encrypted log drops it: its records are opened,
-// never sliced).
-func (r *clientRequest) checkBatch() {
-	var s wire.SendMessages
+// never sliced). It returns the decoded body, for the connection's own
+// routing (routing.go).
+func (r *clientRequest) checkBatch() (s wire.SendMessages, ok bool) {
 	if s.Decode(r.frame[wire.HeaderSize:]) != nil {
-		return
+		return s, false
 	}
 	table, err := wire.ValidateBatchIndexed(s.Batch, s.MessagesCount)
 	r.batch = batchVerdict{checked: true, err: err, table: table}
+	return s, true
 }
 
 // validate is the verdict on m's batch: the connection's, or reached now

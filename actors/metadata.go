@@ -36,12 +36,18 @@ type metadataActor struct {
 	state      *metadata.State
 	core       *vsr.Replica
 	partitions map[uint64]*actor.PID
-	conns      map[uint32]*connInfo
-	inflight   map[wire.U128]bool
-	booted     chan error
-	snapshotOp uint64 // op of the last metadata snapshot
-	repairs    repairWatch
-	tr         *groupTrace // spans and gauges (telemetry.go)
+	// routed are the partitions' routes for connections (routing.go),
+	// kept with partitions; publishedRoutes and partsChanged say when the
+	// view is to be published again.
+	routed          map[uint64]*partitionRoute
+	publishedRoutes *metadata.Routes
+	partsChanged    bool
+	conns           map[uint32]*connInfo
+	inflight        map[wire.U128]bool
+	booted          chan error
+	snapshotOp      uint64 // op of the last metadata snapshot
+	repairs         repairWatch
+	tr              *groupTrace // spans and gauges (telemetry.go)
 	// progress is each group's polled and committed offsets per partition
 	// on this node (server-behaviour.md 7.4.5), for cooperative hand-offs.
 	progress map[groupPartition]*groupProgress
@@ -150,6 +156,7 @@ func (m *metadataActor) Receive(ctx actor.Context) {
 		}
 		m.time.arm(m.n.clock, wire.MetadataGroup, ctx.Self(), k, armed)
 	}
+	m.publishRoutes()
 }
 
 func (m *metadataActor) receive(ctx actor.Context) {
@@ -264,6 +271,7 @@ func (m *metadataActor) boot(ctx actor.Context) error {
 	st := m.n.store
 	cfg := m.stateConfig()
 	m.partitions, m.conns, m.inflight = map[uint64]*actor.PID{}, map[uint32]*connInfo{}, map[wire.U128]bool{}
+	m.routed, m.partsChanged = map[uint64]*partitionRoute{}, true
 	snap, ok, err := st.LoadSnapshot(wire.MetadataGroup)
 	if err != nil {
 		return fmt.Errorf("metadata snapshot: %w", err)
@@ -539,12 +547,15 @@ func (m *metadataActor) startPartition(ctx actor.Context, ref metadata.Partition
 		}
 		m.pushedPlacement[ref.Group] = placed
 	}
-	props := m.n.props(newPartitionActor(m.n, ref, m.partitionSettings(ref.Stream, ref.Topic), voters, placed, ok))
+	route := &partitionRoute{}
+	props := m.n.props(newPartitionActor(m.n, ref, m.partitionSettings(ref.Stream, ref.Topic), voters, placed, ok, route))
 	pid, err := ctx.SpawnNamed(props, "p-"+strconv.FormatUint(ref.Group, 16)+"-"+strconv.FormatUint(ref.CreationID, 10))
 	if err != nil {
 		return err
 	}
+	route.pid = pid // before the view that holds it is published
 	m.partitions[ref.Group] = pid
+	m.routed[ref.Group], m.partsChanged = route, true
 	m.announceRoute(ctx, ref.Group, pid)
 	return nil
 }
@@ -919,6 +930,7 @@ func (m *metadataActor) apply(ctx actor.Context, c vsr.Committed) {
 	m.n.refs.commit.Store(c.Op)
 	delete(m.inflight, res.Client)
 	m.carryOut(ctx, res.Effects)
+	m.publishRoutes() // before the reply: what it changed routes from now on (routing.go)
 	if _, isR := vsr.RosterOf(c.Frame); isR {
 		m.rosterCommitted(ctx)
 	}
@@ -975,6 +987,11 @@ func (m *metadataActor) dropPartition(ctx actor.Context, group uint64) {
 // stopPartition sends pid its partitionDrop and forgets it; restart, if
 // any, starts once it terminated (partitionStopped).
 func (m *metadataActor) stopPartition(ctx actor.Context, group uint64, pid *actor.PID, left bool, restart []metadata.PartitionRef) {
+	if r := m.routed[group]; r != nil {
+		r.close() // the sends that took it are ahead of the drop (routing.go)
+		delete(m.routed, group)
+		m.partsChanged = true
+	}
 	ctx.Send(pid, &partitionDrop{left: left})
 	delete(m.partitions, group)
 	delete(m.pushedPlacement, group)

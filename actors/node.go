@@ -44,6 +44,9 @@ type nodeRefs struct {
 	// removed: the metadata roster no longer names this node; clients are
 	// answered NodeRemoved (reconfig.go).
 	removed atomic.Bool
+	// routes is the routing view connections send partition traffic with
+	// (routing.go), published by the metadata actor.
+	routes atomic.Pointer[routeView]
 }
 
 // Options are the parts of a node that tests and cmd/node inject.

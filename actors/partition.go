@@ -56,6 +56,9 @@ import (
 // and recognised as stored (alreadyStored), so the key may lag, never
 // lead, the segments.
 type partitionActor struct {
+	// route is how connections reach this actor (routing.go), closed when
+	// it stops for good.
+	route *partitionRoute
 	// startVoters are the voters the group was created on (0: the
 	// configured roster's); a reconfigured group's own roster record wins.
 	startVoters uint32
@@ -227,9 +230,9 @@ type pending struct {
 // voters are the ones the group started on (metadata.State.PartitionVoters;
 // 0: the configured roster's); placed, ok: where the metadata group placed
 // it (placement.go; ok false: on every voter).
-func newPartitionActor(n *Node, ref metadata.PartitionRef, s partitionSettings, voters uint32, placed metadata.Placement, ok bool) actor.Producer {
+func newPartitionActor(n *Node, ref metadata.PartitionRef, s partitionSettings, voters uint32, placed metadata.Placement, ok bool, route *partitionRoute) actor.Producer {
 	return func() actor.Actor {
-		p := &partitionActor{node: n, ref: ref, settings: s, startVoters: voters, log: n.log.With("partition", ref.Group)}
+		p := &partitionActor{node: n, ref: ref, settings: s, startVoters: voters, log: n.log.With("partition", ref.Group), route: route}
 		if ok {
 			p.startView = placed.StartView
 			p.onPlacement(&partitionPlacement{placement: placed})
@@ -356,6 +359,7 @@ func (p *partitionActor) receive(ctx actor.Context) {
 			p.startDiskWait(ctx)
 		}
 	case *actor.Stopping:
+		p.route.close()
 		p.saveTail(true)
 		p.tr.close()
 		p.node.clock.cancel(p.ref.Group)

@@ -249,7 +249,9 @@ func (m *metadataActor) routePoll(ctx actor.Context, req *clientRequest) {
 		emptyPoll(ref.Partition)
 		return
 	}
-	ctx.Send(pid, &partitionPoll{req: req, poll: r, kind: r.Consumer.Kind, key: key, partition: ref.Partition})
+	poll := consumerPoll(req, r, ref.Partition)
+	poll.key = key // a group's id for a group poll
+	ctx.Send(pid, poll)
 }
 
 // routeGetOffset resolves a GetConsumerOffset (8.5.1) and routes it.

@@ -155,6 +155,9 @@ func (s *State) Apply(frame []byte) Result {
 			body = append(wire.AppendResultOK(make([]byte, 0, 4+len(payload))), payload...)
 		}
 		res.Code, res.Effects = code, c.effects
+		if code == 0 && routingOp(ph.Operation) {
+			s.routesStale = true
+		}
 		s.followPartitions(c.effects)
 		s.placePartitions(c.effects)
 		res.Reply = replyFrame(ph, ph.Op, body)

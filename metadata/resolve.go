@@ -51,24 +51,11 @@ func (s *State) ResolvePartition(stream, topic wire.Identifier, partitionID uint
 // included, is ResourceNotFound (20).
 func (s *State) ResolveSend(stream, topic wire.Identifier, p wire.Partitioning) (PartitionRef, wire.ErrorCode) {
 	st, t, code := s.resolveTopic(stream, topic)
-	if code != 0 || len(t.Partitions) == 0 {
+	if code != 0 {
 		return PartitionRef{}, wire.ErrResourceNotFound
 	}
-	n := uint32(len(t.Partitions))
-	var idx uint32
-	switch p.Kind {
-	case wire.PartitionByID:
-		if p.ID >= n {
-			return PartitionRef{}, wire.ErrResourceNotFound
-		}
-		idx = p.ID
-	case wire.PartitionBalanced:
-		key := topicKey(st.ID, t.ID)
-		idx = s.cursors[key] % n
-		s.cursors[key] = idx + 1
-	case wire.PartitionByMessageKey:
-		idx = wire.PartitionIndexForKey(p.Key, n)
-	default:
+	idx, ok := sendIndex(uint32(len(t.Partitions)), p, s.cursor(st.ID, t.ID))
+	if !ok {
 		return PartitionRef{}, wire.ErrResourceNotFound
 	}
 	return refOf(st, t, t.Partitions[idx]), 0

@@ -3,6 +3,7 @@ package metadata
 import (
 	"errors"
 	"sort"
+	"sync/atomic"
 
 	"iggynode/wire"
 )
@@ -188,7 +189,11 @@ type State struct {
 	// a duplicate).
 	tokenByHash map[string]*Token
 	stats       map[uint64]PartitionStats
-	cursors     map[uint64]uint32 // Balanced round-robin cursor per (stream, topic)
+	cursors     map[uint64]*atomic.Uint32 // Balanced round-robin cursor per (stream, topic), shared with routes
+
+	// routes is the routing copy (routes.go), rebuilt when stale.
+	routes      *Routes
+	routesStale bool
 }
 
 // New returns an empty state (no users: call Bootstrap on a fresh node).
@@ -205,7 +210,7 @@ func New(cfg Config) *State {
 		clients:        NewClientTable(cfg.ClientsTableMax),
 		tokenByHash:    make(map[string]*Token),
 		stats:          make(map[uint64]PartitionStats),
-		cursors:        make(map[uint64]uint32),
+		cursors:        make(map[uint64]*atomic.Uint32),
 		placement:      make(map[uint64]Placement),
 	}
 }
@@ -225,6 +230,7 @@ func (s *State) Bootstrap(username, passwordHash string) error {
 		ID: RootUserID, CreatedAt: rootCreatedAt, Status: wire.UserActive,
 		Username: username, PasswordHash: passwordHash, Permissions: rootPermissions(),
 	})
+	s.routesStale = true
 	return nil
 }
 
