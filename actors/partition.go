@@ -409,6 +409,7 @@ func (p *partitionActor) receive(ctx actor.Context) {
 	case *partitionPurge:
 		p.purge()
 	case *partitionDrop:
+		p.answerHeld(ctx)
 		if m.left {
 			p.node.dropGroupData(p.ref.Group, p.log) // its roster record (removed) stays
 		} else {
@@ -756,6 +757,23 @@ func (p *partitionActor) driveSoon(ctx actor.Context) {
 		p.drivePending = true
 		ctx.Send(ctx.Self(), &driveSends{})
 	}
+}
+
+// answerHeld answers every request the actor holds before it stops for
+// good: the sends whose drive was deferred (driveSoon) are driven, so a
+// group of one commits and answers them; what is left (a cluster's
+// uncommitted ops, the queue behind them, requests forwarded to the
+// primary) is answered as of unknown outcome or not accepted, as a view
+// change would. Without it a send admitted just before the drop waited
+// for its client's deadline.
+func (p *partitionActor) answerHeld(ctx actor.Context) {
+	if p.core == nil {
+		return
+	}
+	p.drive(ctx)
+	p.core.Abandon()
+	p.drive(ctx)
+	p.refuseForwarded(ctx, func(*forwarded) bool { return true })
 }
 
 // drive carries out the core's outputs until it is quiet: journal (stamp

@@ -184,14 +184,20 @@ func (p *partitionActor) expireForwarded() []*clientRequest {
 // the node-level heartbeat lost (the client retries elsewhere rather
 // than wait out forwardTimeoutTicks), and moves the guess off it.
 func (p *partitionActor) forwardsLost(ctx actor.Context, peer uint8) {
+	p.refuseForwarded(ctx, func(fw *forwarded) bool { return fw.to == peer })
+	if p.placed.guess == peer && !p.servesLocally() {
+		p.placed.nextGuess(p.node.cluster.self, p.node.peerLive.live)
+	}
+}
+
+// refuseForwarded answers 58 to the parked requests that match: the
+// client retries elsewhere.
+func (p *partitionActor) refuseForwarded(ctx actor.Context, match func(*forwarded) bool) {
 	for nonce, fw := range p.parked {
-		if fw.to == peer {
+		if match(fw) {
 			delete(p.parked, nonce)
 			p.replyTo(ctx, fw.req, denyReply(&fw.req.hdr, fw.req.connID, 0, wire.ErrTransientNotAccepted))
 		}
-	}
-	if p.placed.guess == peer && !p.servesLocally() {
-		p.placed.nextGuess(p.node.cluster.self, p.node.peerLive.live)
 	}
 }
 

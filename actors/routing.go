@@ -88,8 +88,8 @@ func (c *connection) routeSend(ctx actor.Context, req *clientRequest, s *wire.Se
 	if v == nil || req.http != nil {
 		return false
 	}
-	ref, ok := v.routes.ResolveSend(s.Stream, s.Topic, s.Partitioning)
-	if !ok || !v.routes.Allowed(req.bound.userID, metadata.RuleSend, ref.Stream, ref.Topic) {
+	ref, ok := v.routes.SendAs(req.bound.userID, s.Stream, s.Topic, s.Partitioning)
+	if !ok {
 		return false
 	}
 	pr := v.parts[ref.Group]

@@ -105,10 +105,16 @@ func (r *Routes) topic(stream, topic wire.Identifier) (*routeTopic, bool) {
 	return lookup(topic, st.topics, st.topicByName)
 }
 
-// ResolveSend is State.ResolveSend where it succeeds.
-func (r *Routes) ResolveSend(stream, topic wire.Identifier, p wire.Partitioning) (PartitionRef, bool) {
+// SendAs is State.ResolveSend where it succeeds for a user that
+// State.Allowed lets send to the topic; the permission is checked before
+// a Balanced cursor moves, so a send this refuses (and the state then
+// answers) advances it once, as on the state alone.
+func (r *Routes) SendAs(userID uint32, stream, topic wire.Identifier, p wire.Partitioning) (PartitionRef, bool) {
 	t, ok := r.topic(stream, topic)
-	if !ok {
+	if !ok || len(t.partitions) == 0 {
+		return PartitionRef{}, false
+	}
+	if first := t.partitions[0]; !r.Allowed(userID, RuleSend, first.Stream, first.Topic) {
 		return PartitionRef{}, false
 	}
 	idx, ok := sendIndex(uint32(len(t.partitions)), p, t.cursor)

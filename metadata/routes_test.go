@@ -32,9 +32,12 @@ func routesAgree(t *testing.T, step string, s *State) {
 				}
 				for _, p := range []wire.Partitioning{wire.PartitionID(part), wire.MessagesKey([]byte{byte(part), 9})} {
 					want, code := s.ResolveSend(sid, tid, p)
-					got, ok := r.ResolveSend(sid, tid, p)
-					if ok != (code == 0) || ok && got != want {
-						t.Fatalf("%s: ResolveSend(%v, %v, %v): routes %+v %v, state %+v %d", step, sid, tid, p, got, ok, want, code)
+					for _, u := range users {
+						got, ok := r.SendAs(u, sid, tid, p)
+						allowed := code == 0 && s.Allowed(u, RuleSend, want.Stream, want.Topic)
+						if ok != allowed || ok && got != want {
+							t.Fatalf("%s: SendAs(%d, %v, %v, %v): routes %+v %v, state %+v %d", step, u, sid, tid, p, got, ok, want, code)
+						}
 					}
 				}
 			}
@@ -112,7 +115,7 @@ func TestBalancedCursorIsShared(t *testing.T) {
 	for i := range 7 {
 		var ref PartitionRef
 		if i%2 == 0 {
-			ref, _ = r.ResolveSend(wire.ID(0), wire.ID(0), wire.Balanced())
+			ref, _ = r.SendAs(RootUserID, wire.ID(0), wire.ID(0), wire.Balanced())
 		} else {
 			ref, _ = h.s.ResolveSend(wire.ID(0), wire.ID(0), wire.Balanced())
 		}
@@ -123,7 +126,15 @@ func TestBalancedCursorIsShared(t *testing.T) {
 			t.Fatalf("balanced sends went to %v, want 0 1 2 0 1 2 0", got)
 		}
 	}
-	if _, ok := r.ResolveSend(wire.ID(0), wire.ID(0), wire.PartitionID(3)); ok {
+	if _, ok := r.SendAs(RootUserID, wire.ID(0), wire.ID(0), wire.PartitionID(3)); ok {
 		t.Fatal("a partition id past the count routes")
+	}
+	// A user the routes refuse does not move the cursor: the state, which
+	// answers that send, moves it once.
+	if _, ok := r.SendAs(42, wire.ID(0), wire.ID(0), wire.Balanced()); ok {
+		t.Fatal("an unknown user routes")
+	}
+	if ref, _ := h.s.ResolveSend(wire.ID(0), wire.ID(0), wire.Balanced()); ref.Partition != 1 {
+		t.Fatalf("after a refused send the next balanced send went to %d, want 1", ref.Partition)
 	}
 }

@@ -115,3 +115,25 @@ func (r *Replica) fateWork() int {
 
 // Awaiting reports how many cancelled prepares wait for their fate.
 func (r *Replica) Awaiting() int { return len(r.fates) }
+
+// Abandon gives up every admitted request this replica holds a tag for
+// (queued, in the pipeline, awaiting its fate): the shell is about to stop
+// it for good (its partition deleted, or moved off this node), so their
+// outcome is unknown here. The tags go to Ready.Canceled, in op order and
+// then in arrival order; the ops themselves stay (a replica that goes on
+// would still commit them, answering no one).
+func (r *Replica) Abandon() {
+	for _, op := range slices.Sorted(maps.Keys(r.log)) {
+		if e := r.log[op]; e.tag != nil {
+			r.ready.Canceled = append(r.ready.Canceled, e.tag)
+			e.tag = nil
+		}
+	}
+	for i := range r.queue {
+		if t := r.queue[i].Tag; t != nil {
+			r.ready.Canceled = append(r.ready.Canceled, t)
+			r.queue[i].Tag = nil
+		}
+	}
+	r.cancelFates(^uint64(0))
+}

@@ -146,3 +146,32 @@ func TestRemovedReplicaIgnoresHintsOfLaterEpochs(t *testing.T) {
 		}
 	}
 }
+
+// A replica the shell stops for good gives up every request it holds,
+// those in the pipeline and those queued behind it, in order: none is left
+// unanswered, and none is answered again when its op commits later.
+func TestAbandonCancelsEveryHeldRequest(t *testing.T) {
+	c := newClusterWith(3, func(cfg *Config) { cfg.PrepareQueueDepth = 2 })
+	submitOps(t, c, 1)
+	c.lose = losePrepareOks
+	for i, tag := range []string{"a", "b", "c"} { // c waits for a pipeline slot
+		submit(t, c.reps[0], tag, uint64(10+i), tag)
+	}
+	c.settle()
+	if len(c.canceled[0]) != 0 || len(tagsOf(c.committed[0])) != 0 {
+		t.Fatal("answered before the abandon")
+	}
+	c.reps[0].Abandon()
+	c.settle()
+	if !slices.Equal(c.canceled[0], []any{"a", "b", "c"}) {
+		t.Fatalf("canceled %v, want a b c", c.canceled[0])
+	}
+	c.lose = nil
+	c.run(200)
+	if c.reps[0].CommitMin() < 4 {
+		t.Fatalf("the ops did not commit after all: commit %d", c.reps[0].CommitMin())
+	}
+	if a := tagsOf(c.committed[0]); len(a) != 0 || len(c.canceled[0]) != 3 {
+		t.Fatalf("answered %v canceled %v after the commit", a, c.canceled[0])
+	}
+}
