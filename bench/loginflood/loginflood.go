@@ -1,5 +1,6 @@
 // Package loginflood measures what a flood of wrong-password logins costs
-// everyone else (issue 17): Connections raw TCP connections from FloodFrom
+// everyone else (issue 17), or with Token one of valid token logins, each
+// committed: Connections raw TCP connections from FloodFrom
 // send Register requests with a wrong password for Username back to back
 // (lockstep per connection, a fresh client id each time, re-dialling when
 // the server closes), while from ProbeFrom a login probe connects and logs
@@ -55,6 +56,12 @@ type Config struct {
 	Send bool
 	// RequestTimeout bounds every request (10 s by default).
 	RequestTimeout time.Duration
+	// Token floods with valid logins instead: a personal access token of
+	// Username, created for the run and deleted after it, each login on a
+	// fresh connection, so every one commits a Register and its close a
+	// Logout (a reconnect storm of token clients: cheap to verify, all
+	// work for the metadata group).
+	Token bool
 }
 
 func (c Config) withDefaults() Config {
@@ -111,6 +118,8 @@ type Flood struct {
 	Throttled int64 `json:"throttled"`
 	Other     int64 `json:"other"`
 	Dials     int64 `json:"dials"`
+	// Accepted counts the logins that succeeded (Token).
+	Accepted int64 `json:"accepted"`
 }
 
 // Run floods and probes until Warmup + Duration has passed or ctx ends.
@@ -140,6 +149,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		defer sender.Close()
 	}
 
+	var body []byte
+	if cfg.Token {
+		token, err := reader.CreatePersonalAccessToken(ctx, "loginflood", 0)
+		if err != nil {
+			return nil, fmt.Errorf("loginflood: token: %w", err)
+		}
+		defer func() { _ = reader.DeletePersonalAccessToken(context.WithoutCancel(ctx), "loginflood") }()
+		body = wire.LoginRegisterWithPAT{ClientInfo: floodClientInfo, Token: token}.AppendTo(nil)
+	} else {
+		body = wire.LoginRegister{ClientInfo: floodClientInfo, Username: cfg.Username, Password: cfg.WrongPassword}.AppendTo(nil)
+	}
+
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Warmup+cfg.Duration)
 	defer cancel()
 	var flood floodCounters
@@ -148,7 +169,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			flood.run(runCtx, cfg)
+			flood.run(runCtx, cfg, body)
 		}()
 	}
 	select {
@@ -272,19 +293,21 @@ func probe(ctx context.Context, cfg Config, op func(context.Context) error) prob
 }
 
 type floodCounters struct {
-	attempts, refused, throttled, other, dials atomic.Int64
+	attempts, refused, throttled, other, dials, accepted atomic.Int64
 }
 
 func (f *floodCounters) snapshot() Flood {
 	return Flood{Attempts: f.attempts.Load(), Refused: f.refused.Load(), Throttled: f.throttled.Load(),
-		Other: f.other.Load(), Dials: f.dials.Load()}
+		Other: f.other.Load(), Dials: f.dials.Load(), Accepted: f.accepted.Load()}
 }
 
-// run is one flooding connection: Register with the wrong password, read
-// the answer, again, until ctx ends; re-dial after a transport error.
-func (f *floodCounters) run(ctx context.Context, cfg Config) {
-	body := wire.LoginRegister{ClientInfo: wire.ClientVersionInfo{Version: wire.ProtocolVersion, SDKName: "loginflood", SDKVersion: "1"},
-		Username: cfg.Username, Password: cfg.WrongPassword}.AppendTo(nil)
+var floodClientInfo = wire.ClientVersionInfo{Version: wire.ProtocolVersion, SDKName: "loginflood", SDKVersion: "1"}
+
+// run is one flooding connection: the Register body, read the answer,
+// again, until ctx ends; re-dial after a transport error and after a
+// login that succeeded (a bound connection's next Register commits
+// nothing).
+func (f *floodCounters) run(ctx context.Context, cfg Config, body []byte) {
 	frame := make([]byte, wire.HeaderSize+len(body))
 	copy(frame[wire.HeaderSize:], body)
 	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(cfg.FloodFrom)}, Timeout: cfg.RequestTimeout}
@@ -329,26 +352,36 @@ func (f *floodCounters) run(ctx context.Context, cfg Config) {
 			nc = nil
 			continue
 		}
-		f.classify(reply)
+		if f.classify(reply) {
+			nc.Close()
+			nc = nil
+		}
 	}
 }
 
-func (f *floodCounters) classify(frame []byte) {
+// classify counts one answer; true: the login succeeded.
+func (f *floodCounters) classify(frame []byte) bool {
 	h := wire.HeaderOf(frame)
 	switch h.Command() {
 	case wire.CmdEviction:
 		if h.Eviction().Reason == wire.EvictInvalidCredentials {
 			f.refused.Add(1)
-			return
+			return false
 		}
 	case wire.CmdReply:
 		var re *wire.ResultError
-		if _, err := wire.SplitResult(frame[wire.HeaderSize:]); errors.As(err, &re) && re.Code == wire.ErrTransientNotAccepted {
+		_, err := wire.SplitResult(frame[wire.HeaderSize:])
+		switch {
+		case err == nil:
+			f.accepted.Add(1)
+			return true
+		case errors.As(err, &re) && re.Code == wire.ErrTransientNotAccepted:
 			f.throttled.Add(1)
-			return
+			return false
 		}
 	}
 	f.other.Add(1)
+	return false
 }
 
 // exchange writes frame and reads one reply frame (header, then body).
@@ -404,7 +437,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Send != nil {
 		line("send", *r.Send)
 	}
-	_, err := fmt.Fprintf(w, "flood  attempts=%d refused=%d throttled=%d other=%d dials=%d\n",
-		r.Flood.Attempts, r.Flood.Refused, r.Flood.Throttled, r.Flood.Other, r.Flood.Dials)
+	_, err := fmt.Fprintf(w, "flood  attempts=%d refused=%d throttled=%d accepted=%d other=%d dials=%d\n",
+		r.Flood.Attempts, r.Flood.Refused, r.Flood.Throttled, r.Flood.Accepted, r.Flood.Other, r.Flood.Dials)
 	return err
 }

@@ -32,6 +32,7 @@ func runLoginFlood(args []string, out io.Writer) error {
 	fs.DurationVar(&cfg.ProbeInterval, "probe-interval", 0, "pause between two probes of a kind (default 20ms)")
 	fs.BoolVar(&cfg.Send, "send", false, "add a producer probe (one-message batches to stream loginflood)")
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", 0, "per-request deadline (default 10s)")
+	fs.BoolVar(&cfg.Token, "token", false, "flood with valid logins of a personal access token, one per fresh connection (each commits a Register and a Logout)")
 	jsonPath := fs.String("json", "", "write the report as JSON to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
