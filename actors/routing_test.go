@@ -30,6 +30,19 @@ func suspendMetadata(t *testing.T, n *Node) (resume func()) {
 	return resume
 }
 
+// connectAs logs user in to n; the client closes with the test.
+// ServerBalanced: the SDK picks a Balanced send's partition itself
+// otherwise, with a GetTopic, which the metadata actor answers.
+func connectAs(t *testing.T, ctx context.Context, n *Node, user, password string) *client.Client {
+	t.Helper()
+	c, err := client.Connect(ctx, client.Options{Address: n.TCPAddr(), Username: user, Password: password, ServerBalanced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 // Sends and a consumer's polls reach their partition with the metadata
 // actor's mailbox stopped (DESIGN.md: routing of partition traffic does
 // not queue behind metadata work), for root and for a user whose
@@ -39,11 +52,7 @@ func TestPartitionTrafficDoesNotWaitForTheMetadataActor(t *testing.T) {
 	n := startTestNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	root, err := client.Connect(ctx, client.Options{Address: n.TCPAddr(), Username: "iggy", Password: "iggy", ServerBalanced: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
+	root := connectAs(t, ctx, n, "iggy", "iggy")
 	if _, err := root.CreateStream(ctx, "s", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -57,18 +66,7 @@ func TestPartitionTrafficDoesNotWaitForTheMetadataActor(t *testing.T) {
 	if _, err := root.CreateUser(ctx, "nobody", "secret12", wire.UserActive, &wire.Permissions{}); err != nil {
 		t.Fatal(err)
 	}
-	// ServerBalanced: the SDK picks a Balanced send's partition itself
-	// otherwise, with a GetTopic, which the metadata actor answers.
-	prod, err := client.Connect(ctx, client.Options{Address: n.TCPAddr(), Username: "producer", Password: "secret12", ServerBalanced: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-	nobody, err := client.Connect(ctx, client.Options{Address: n.TCPAddr(), Username: "nobody", Password: "secret12"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nobody.Close()
+	prod, nobody := connectAs(t, ctx, n, "producer", "secret12"), connectAs(t, ctx, n, "nobody", "secret12")
 
 	resume := suspendMetadata(t, n)
 	denied := make(chan error, 1)
@@ -119,11 +117,7 @@ func TestEveryRequestIsAnsweredWhileTopicsComeAndGo(t *testing.T) {
 	n := startTestNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	admin, err := client.Connect(ctx, client.Options{Address: n.TCPAddr(), Username: "iggy", Password: "iggy"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
+	admin := connectAs(t, ctx, n, "iggy", "iggy")
 	if _, err := admin.CreateStream(ctx, "s", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -135,11 +129,7 @@ func TestEveryRequestIsAnsweredWhileTopicsComeAndGo(t *testing.T) {
 	errs := make(chan error, 8)
 	var answered sync.Map
 	for w := range 4 {
-		c, err := client.Connect(ctx, client.Options{Address: n.TCPAddr(), Username: "iggy", Password: "iggy"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := connectAs(t, ctx, n, "iggy", "iggy")
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -152,6 +142,7 @@ func TestEveryRequestIsAnsweredWhileTopicsComeAndGo(t *testing.T) {
 				default:
 				}
 				rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
+				var err error
 				if w%2 == 0 {
 					_, err = c.SendMessages(rctx, wire.Named("s"), wire.Named("t"), wire.Balanced(), []wire.Message{client.NewMessage([]byte("m"))})
 				} else {
