@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"maps"
 	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -73,11 +74,7 @@ func (m *metadataActor) publishRoutes() {
 	if r == m.publishedRoutes && !m.partsChanged {
 		return
 	}
-	parts := make(map[uint64]*partitionRoute, len(m.routed))
-	for g, pr := range m.routed {
-		parts[g] = pr
-	}
-	m.n.refs.routes.Store(&routeView{routes: r, parts: parts})
+	m.n.refs.routes.Store(&routeView{routes: r, parts: maps.Clone(m.routed)})
 	m.publishedRoutes, m.partsChanged = r, false
 }
 

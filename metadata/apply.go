@@ -156,7 +156,7 @@ func (s *State) Apply(frame []byte) Result {
 		}
 		res.Code, res.Effects = code, c.effects
 		if code == 0 && routingOp(ph.Operation) {
-			s.routesStale = true
+			s.routes = nil // rebuilt when next asked for (routes.go)
 		}
 		s.followPartitions(c.effects)
 		s.placePartitions(c.effects)

@@ -31,14 +31,20 @@ const (
 // grant (2.1.5). A user that does not exist, or has no permission set, is
 // denied (2.2.6 Recommended, 2.3.1).
 func (s *State) Allowed(userID uint32, rule Rule, stream, topic uint32) bool {
+	var p *wire.Permissions
+	if u, ok := s.users[userID]; ok {
+		p = u.Permissions
+	}
+	return permitted(userID, p, rule, stream, topic)
+}
+
+// permitted is the rule for a user with permissions p (nil: none): root
+// may do anything.
+func permitted(userID uint32, p *wire.Permissions, rule Rule, stream, topic uint32) bool {
 	if userID == RootUserID {
 		return true
 	}
-	u, ok := s.users[userID]
-	if !ok || u.Permissions == nil {
-		return false
-	}
-	return allows(u.Permissions, rule, stream, topic)
+	return p != nil && allows(p, rule, stream, topic)
 }
 
 func allows(p *wire.Permissions, rule Rule, stream, topic uint32) bool {

@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"maps"
 	"sync/atomic"
 
 	"iggynode/wire"
@@ -19,8 +20,8 @@ import (
 type Routes struct {
 	streams      map[uint32]*routeStream
 	streamByName map[string]uint32
-	// perms are the permissions of every user but root (always allowed);
-	// decoded permissions are replaced, never changed in place.
+	// perms are every user's permissions; decoded permissions are
+	// replaced, never changed in place.
 	perms map[uint32]*wire.Permissions
 }
 
@@ -34,20 +35,21 @@ type routeTopic struct {
 	cursor     *atomic.Uint32
 }
 
-// Routes returns the routes of the current state. It is rebuilt only
-// after an op that can change them (routesStale): logins, consumer group
-// and token ops never do, so a login flood costs no rebuild.
+// Routes returns the routes of the current state. They are rebuilt, at
+// O(streams + topics + partitions + users), only after an op that can
+// change them (an Apply or Bootstrap drops s.routes): logins, consumer
+// group and token ops never do, so a login flood costs no rebuild.
 func (s *State) Routes() *Routes {
-	if s.routes != nil && !s.routesStale {
+	if s.routes != nil {
 		return s.routes
 	}
 	r := &Routes{
 		streams:      make(map[uint32]*routeStream, len(s.streams)),
-		streamByName: make(map[string]uint32, len(s.streamByName)),
+		streamByName: maps.Clone(s.streamByName),
 		perms:        make(map[uint32]*wire.Permissions, len(s.users)),
 	}
 	for id, st := range s.streams {
-		rs := &routeStream{topics: make(map[uint32]*routeTopic, len(st.topics)), topicByName: make(map[string]uint32, len(st.topicByName))}
+		rs := &routeStream{topics: make(map[uint32]*routeTopic, len(st.topics)), topicByName: maps.Clone(st.topicByName)}
 		for tid, t := range st.topics {
 			rt := &routeTopic{partitions: make([]PartitionRef, len(t.Partitions)), cursor: s.cursor(st.ID, t.ID)}
 			for i, p := range t.Partitions {
@@ -55,20 +57,12 @@ func (s *State) Routes() *Routes {
 			}
 			rs.topics[tid] = rt
 		}
-		for name, tid := range st.topicByName {
-			rs.topicByName[name] = tid
-		}
 		r.streams[id] = rs
 	}
-	for name, id := range s.streamByName {
-		r.streamByName[name] = id
-	}
 	for id, u := range s.users {
-		if id != RootUserID && u.Permissions != nil {
-			r.perms[id] = u.Permissions
-		}
+		r.perms[id] = u.Permissions
 	}
-	s.routes, s.routesStale = r, false
+	s.routes = r
 	return r
 }
 
@@ -135,11 +129,7 @@ func (r *Routes) ResolvePartition(stream, topic wire.Identifier, partitionID uin
 
 // Allowed is State.Allowed.
 func (r *Routes) Allowed(userID uint32, rule Rule, stream, topic uint32) bool {
-	if userID == RootUserID {
-		return true
-	}
-	p, ok := r.perms[userID]
-	return ok && allows(p, rule, stream, topic)
+	return permitted(userID, r.perms[userID], rule, stream, topic)
 }
 
 // sendIndex is the partition index a SendMessages' partitioning picks

@@ -191,9 +191,8 @@ type State struct {
 	stats       map[uint64]PartitionStats
 	cursors     map[uint64]*atomic.Uint32 // Balanced round-robin cursor per (stream, topic), shared with routes
 
-	// routes is the routing copy (routes.go), rebuilt when stale.
-	routes      *Routes
-	routesStale bool
+	// routes is the routing copy (routes.go); nil: to be rebuilt.
+	routes *Routes
 }
 
 // New returns an empty state (no users: call Bootstrap on a fresh node).
@@ -230,7 +229,7 @@ func (s *State) Bootstrap(username, passwordHash string) error {
 		ID: RootUserID, CreatedAt: rootCreatedAt, Status: wire.UserActive,
 		Username: username, PasswordHash: passwordHash, Permissions: rootPermissions(),
 	})
-	s.routesStale = true
+	s.routes = nil
 	return nil
 }
 
