@@ -17,18 +17,18 @@ import (
 // 0.3): the next frame is looked at only after the current one's reply.
 type connection struct {
 	conn clientplane.Conn
-	// sendsFiles: conn writes stored batches from their files
-	// (clientplane.SendsFiles; a property of the carrier, fixed).
-	sendsFiles bool
-	id         uint32
-	node       *nodeRefs
-	log        *slog.Logger
-	bound      *binding
-	pending    [][]byte
-	busy       bool
-	seen       bool
-	closed     bool
-	self       *actor.PID
+	// readsSources: conn reads stored batches from their files as it
+	// writes a reply (clientplane.ReadsSources; fixed per carrier).
+	readsSources bool
+	id           uint32
+	node         *nodeRefs
+	log          *slog.Logger
+	bound        *binding
+	pending      [][]byte
+	busy         bool
+	seen         bool
+	closed       bool
+	self         *actor.PID
 	// lastSeenUs is when the connection last sent a frame (every request
 	// counts as a heartbeat, client-plane.md 5.6).
 	lastSeenUs uint64
@@ -172,7 +172,7 @@ func (c *connection) handle(ctx actor.Context, buf []byte) *replyOut {
 		return &replyOut{frame: denyReply(&hdr, c.id, commit, wire.ErrNodeRemoved)}
 	}
 	req := &clientRequest{conn: ctx.Self(), connID: c.id, hdr: hdr, frame: buf, bound: c.bound, address: c.conn.RemoteAddr(), span: c.req.span,
-		sendsFiles: c.sendsFiles}
+		readsSources: c.readsSources}
 	httpRequest(c.conn, req)
 	switch op := hdr.Operation; {
 	case op == wire.OpNonReplicated:

@@ -54,9 +54,9 @@ type clientRequest struct {
 	http *httpAssertion
 	// span is the request's span when tracing (its op spans link to it).
 	span *spanRecord
-	// sendsFiles: the connection writes stored batches from their files
-	// (plain TCP, sendfile), so a poll may reply with stored sources.
-	sendsFiles bool
+	// readsSources: the connection reads stored batches from their files
+	// as it writes the reply, so a poll may reply with stored sources.
+	readsSources bool
 	// batch is a SendMessages batch's verdict, reached on the connection's
 	// turn (checkBatch).
 	batch batchVerdict

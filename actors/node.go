@@ -399,7 +399,7 @@ func (n *Node) Restarts() uint64 { return n.refs.restarts.Load() }
 // Open implements clientplane.Handler: one connection actor per connection.
 func (n *Node) Open(c clientplane.Conn) clientplane.Session {
 	id := n.connID.Add(1)
-	conn := &connection{conn: c, sendsFiles: clientplane.SendsFiles(c), id: id, node: n.refs, log: n.log, clock: n.opts.Clock}
+	conn := &connection{conn: c, readsSources: clientplane.ReadsSources(c), id: id, node: n.refs, log: n.log, clock: n.opts.Clock}
 	n.refs.tel.connections[c.Transport()].Add(1)
 	pid := n.conns.Spawn(n.props(func() actor.Actor { return conn }))
 	return &session{root: n.system.Root, pid: pid}

@@ -1096,10 +1096,11 @@ func (p *partitionActor) onPoll(ctx actor.Context, m *partitionPoll) {
 	frame := clientplane.GetFrame(wire.HeaderSize + wire.PolledMessagesHeaderSize + p.pollHint(m.poll.Count))
 	// Whole cached batches ride by reference (wire.Splice): the edge
 	// writes them from the cache, so a poll copies only what it builds.
-	// Evicted batches, whole or sliced by their kept frame tables, go
-	// from their files (sendfile) when the reply goes straight to a plain
-	// TCP client; a relay joins the reply first.
-	fromFiles := m.req.sendsFiles && m.req.relay == nil
+	// Evicted batches, whole or sliced by their kept frame tables, ride
+	// as sources the connection reads from their files when it writes
+	// the reply (clientplane.ReadsSources), not this actor; a relay joins
+	// the reply here, so it reads them here.
+	fromFiles := m.req.readsSources && m.req.relay == nil
 	frame, splices, polled, err := p.plog.AppendPollReplySpliced(frame[:wire.HeaderSize], nil, fromFiles, m.partition, m.poll.Strategy, m.poll.Count, stored, has)
 	if err != nil {
 		p.log.Error("poll read failure", "err", err)

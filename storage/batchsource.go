@@ -2,7 +2,6 @@ package storage
 
 import (
 	"fmt"
-	"io"
 	"os"
 
 	"iggynode/wire"
@@ -10,8 +9,8 @@ import (
 
 // BatchSource returns the stored batch of group at baseOffset as a
 // wire.SpliceSource: its file, position and length, read only when the
-// poll reply that carries it is written (plane/client sends it with
-// sendfile on a plain TCP socket). The source opens the file itself, so
+// poll reply that carries it is written (plane/client reads it in the
+// connection's writer). The source opens the file itself, so
 // it holds no handle of the store's cache while it waits for the write;
 // a file deleted meanwhile (retention) is still read whole once opened,
 // and one deleted before fails the write. Not for encrypted logs: their
@@ -44,26 +43,6 @@ func (r *fileRange) Range(from, to int) wire.SpliceSource {
 }
 
 func (r *fileRange) Len() int { return int(r.entry.length) }
-
-// WriteTo opens the file and copies the range to w: io.Copy hands a
-// *net.TCPConn the LimitedReader of an *os.File, which it sends with
-// sendfile(2).
-func (r *fileRange) WriteTo(w io.Writer) (int64, error) {
-	f, err := os.Open(r.path)
-	if err != nil {
-		return 0, fmt.Errorf("storage: %w", err)
-	}
-	defer f.Close()
-	pos, length := r.entry.pos, int64(r.entry.length)
-	if _, err := f.Seek(pos, io.SeekStart); err != nil {
-		return 0, fmt.Errorf("storage: seek %s: %w", r.path, err)
-	}
-	n, err := io.Copy(w, &io.LimitedReader{R: f, N: length})
-	if err == nil && n != length {
-		err = fmt.Errorf("storage: %s at %d: %d of %d bytes: %w", r.path, pos, n, length, ErrCorrupt)
-	}
-	return n, err
-}
 
 // AppendTo reads the range into dst and checks a whole batch against the
 // index (a part has no header to check).

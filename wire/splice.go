@@ -2,7 +2,6 @@ package wire
 
 import (
 	"fmt"
-	"io"
 )
 
 // Splice is a run of bytes a frame carries at offset At of its built part,
@@ -12,9 +11,8 @@ import (
 // bytes must not change until the frame is written.
 //
 // From, when set, holds the run instead of Bytes: a stored batch that is
-// no longer in memory, sent from its file when the frame is written
-// (sendfile on a plain TCP socket, one kernel copy instead of a read into
-// memory and a write out of it).
+// no longer in memory, read from its file by the connection's writer when
+// the frame is written (not by the partition that built the reply).
 type Splice struct {
 	At    int
 	Bytes []byte
@@ -26,11 +24,7 @@ type Splice struct {
 // them (its file is gone) fails the write, and the connection with it.
 type SpliceSource interface {
 	Len() int
-	// WriteTo writes the Len bytes to w: from a file to a *net.TCPConn,
-	// io.Copy's ReaderFrom is sendfile.
-	WriteTo(w io.Writer) (int64, error)
-	// AppendTo appends the Len bytes to dst (a carrier that needs them in
-	// memory).
+	// AppendTo appends the Len bytes to dst.
 	AppendTo(dst []byte) ([]byte, error)
 }
 
@@ -53,9 +47,10 @@ func SplicedLen(built []byte, splices []Splice) int {
 // AppendSplicePieces appends the pieces of built with splices in wire
 // order: built up to the first splice, its bytes, built up to the next,
 // and so on. Splices are in ascending At, each within built. A splice
-// with a source appends its bytes read into memory (a carrier that sends
-// sources from their files walks the splices itself).
-func AppendSplicePieces(dst [][]byte, built []byte, splices []Splice) ([][]byte, error) {
+// with a source appends its bytes read into a buffer from buffer(n) (at
+// least n bytes of capacity), which it also appends to read, so the
+// caller can recycle them after the write.
+func AppendSplicePieces(dst, read [][]byte, built []byte, splices []Splice, buffer func(n int) []byte) ([][]byte, [][]byte, error) {
 	from := 0
 	for _, s := range splices {
 		if s.At > from {
@@ -63,11 +58,11 @@ func AppendSplicePieces(dst [][]byte, built []byte, splices []Splice) ([][]byte,
 		}
 		switch {
 		case s.From != nil:
-			b, err := s.From.AppendTo(make([]byte, 0, s.From.Len()))
+			b, err := s.From.AppendTo(buffer(s.From.Len())[:0])
 			if err != nil {
-				return dst, fmt.Errorf("wire: spliced source: %w", err)
+				return dst, read, fmt.Errorf("wire: spliced source: %w", err)
 			}
-			dst = append(dst, b)
+			dst, read = append(dst, b), append(read, b)
 		case len(s.Bytes) > 0:
 			dst = append(dst, s.Bytes)
 		}
@@ -76,7 +71,7 @@ func AppendSplicePieces(dst [][]byte, built []byte, splices []Splice) ([][]byte,
 	if from < len(built) || len(dst) == 0 {
 		dst = append(dst, built[from:])
 	}
-	return dst, nil
+	return dst, read, nil
 }
 
 // JoinSpliced appends the frame built with splices to dst as one

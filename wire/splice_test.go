@@ -11,9 +11,14 @@ func TestSplicePieces(t *testing.T) {
 	built := []byte("abcdef")
 	splices := []Splice{{At: 0, Bytes: []byte("X")}, {At: 2, Bytes: []byte("YY")}, {At: 2, From: testutil.MemSource{B: []byte("Z")}}, {At: 6, Bytes: []byte("W")}}
 	var joined []byte
-	pieces, err := AppendSplicePieces(nil, built, splices)
+	buffers := 0
+	buffer := func(n int) []byte { buffers++; return make([]byte, 0, n) }
+	pieces, read, err := AppendSplicePieces(nil, nil, built, splices, buffer)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if buffers != 1 || len(read) != 1 || string(read[0]) != "Z" {
+		t.Fatalf("the source read into %d buffers, read %q: want one, \"Z\"", buffers, read)
 	}
 	for _, p := range pieces {
 		if len(p) == 0 {
@@ -28,14 +33,14 @@ func TestSplicePieces(t *testing.T) {
 	if n := SplicedLen(built, splices); n != len("XabYYZcdefW") {
 		t.Fatalf("SplicedLen %d", n)
 	}
-	if got, _ := AppendSplicePieces(nil, built, nil); len(got) != 1 || string(got[0]) != "abcdef" {
+	if got, _, _ := AppendSplicePieces(nil, nil, built, nil, buffer); len(got) != 1 || string(got[0]) != "abcdef" {
 		t.Fatalf("no splices: %q", got)
 	}
 	bad := []Splice{{At: 1, From: testutil.MemSource{B: []byte("Q"), Fail: true}}}
 	if _, err := JoinSpliced(nil, built, bad); err == nil {
 		t.Fatal("an unreadable source joined")
 	}
-	if _, err := AppendSplicePieces(nil, built, bad); !errors.Is(err, testutil.ErrSourceGone) {
+	if _, _, err := AppendSplicePieces(nil, nil, built, bad, buffer); !errors.Is(err, testutil.ErrSourceGone) {
 		t.Fatalf("an unreadable source: %v", err)
 	}
 }

@@ -2,7 +2,6 @@ package testutil
 
 import (
 	"errors"
-	"io"
 	"unsafe"
 )
 
@@ -18,14 +17,6 @@ type MemSource struct {
 var ErrSourceGone = errors.New("testutil: source gone")
 
 func (m MemSource) Len() int { return len(m.B) }
-
-func (m MemSource) WriteTo(w io.Writer) (int64, error) {
-	if m.Fail {
-		return 0, ErrSourceGone
-	}
-	n, err := w.Write(m.B)
-	return int64(n), err
-}
 
 func (m MemSource) AppendTo(dst []byte) ([]byte, error) {
 	if m.Fail {

@@ -223,20 +223,17 @@ func (c *frameConn) settleLogin() {
 	}
 }
 
-// SendsFiles reports whether conn writes a splice's wire.SpliceSource
-// from its file (plain TCP: sendfile); other carriers read it into memory
-// first, which costs more than the copy the poll would have made.
-func SendsFiles(conn Conn) bool {
-	fc, ok := conn.(*frameConn)
-	if !ok {
-		return false
+// ReadsSources reports whether conn takes frames whose splices have
+// sources (wire.SpliceSource) and reads them itself: the edge's writer of
+// TCP, TLS and WebSocket connections reads them into pooled buffers as it
+// writes the frame, QUIC's joins them into the frame it sends. Either way
+// the partition that built the reply does not read them.
+func ReadsSources(conn Conn) bool {
+	switch conn.(type) {
+	case *frameConn, *quicConn:
+		return true
 	}
-	t, ok := fc.carrier.(*tcpCarrier)
-	if !ok {
-		return false
-	}
-	_, isTLS := t.nc.(*tls.Conn)
-	return !isTLS
+	return false
 }
 
 func (c *frameConn) RemoteAddr() string   { return c.carrier.remoteAddr() }

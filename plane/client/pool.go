@@ -3,6 +3,8 @@ package clientplane
 import (
 	"math/bits"
 	"sync"
+
+	"iggynode/wire"
 )
 
 // Reply frames of polls are large (up to 64 MiB) and short-lived. Touching
@@ -53,4 +55,29 @@ func putFrame(b []byte) {
 	}
 	b = b[:0]
 	framePools[c].Put(&b)
+}
+
+// readSources is a writer's pieces of spliced frames: a frame's pieces in
+// wire order (wire.AppendSplicePieces), each stored batch read into a
+// pooled frame that goes back to the pool after the write. Reused frame
+// after frame; it keeps no batch alive past its write.
+type readSources struct {
+	list, read [][]byte
+}
+
+// pieces returns the frame's pieces and the release to call once they are
+// written (also after an error).
+func (r *readSources) pieces(built []byte, splices []wire.Splice) ([][]byte, func(), error) {
+	list, read, err := wire.AppendSplicePieces(r.list[:0], r.read[:0], built, splices, GetFrame)
+	r.list, r.read = list, read
+	return list, r.release, err
+}
+
+func (r *readSources) release() {
+	for _, b := range r.read {
+		putFrame(b)
+	}
+	clear(r.list)
+	clear(r.read)
+	r.list, r.read = r.list[:0], r.read[:0]
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -81,9 +82,6 @@ type fileSource struct {
 }
 
 func (s fileSource) Len() int { return int(s.len) }
-func (s fileSource) WriteTo(w io.Writer) (int64, error) {
-	return io.Copy(w, io.NewSectionReader(s.f, s.off, s.len))
-}
 func (s fileSource) AppendTo(dst []byte) ([]byte, error) {
 	at := len(dst)
 	dst = append(dst, make([]byte, s.len)...)
@@ -93,7 +91,8 @@ func (s fileSource) AppendTo(dst []byte) ([]byte, error) {
 
 // A frame that mixes built bytes, spliced memory and stored sources (two
 // sources back to back, one at the very end) reaches a plain TCP peer
-// byte for byte, and TCP connections say they send files, TLS ones not.
+// byte for byte, the buffers the sources were read into go back to the
+// pool, and TCP and TLS connections say they read sources.
 func TestSourcesGoOutInWireOrder(t *testing.T) {
 	f, err := os.CreateTemp(t.TempDir(), "batches")
 	if err != nil {
@@ -150,13 +149,19 @@ func TestSourcesGoOutInWireOrder(t *testing.T) {
 	if b := <-got; string(b) != string(want) {
 		t.Fatalf("read %d bytes, want the %d-byte frame in wire order", len(b), len(want))
 	}
+	// The sources' buffers were handed back and no piece is kept.
+	r := carrier.sources
+	if len(r.read) != 0 || cap(r.read) < 4 || slices.ContainsFunc(r.list[:cap(r.list)], func(b []byte) bool { return b != nil }) ||
+		slices.ContainsFunc(r.read[:cap(r.read)], func(b []byte) bool { return b != nil }) {
+		t.Fatalf("after the write: %d source buffers held, pieces %d", len(r.read), len(r.list))
+	}
 	plain := &frameConn{carrier: carrier}
 	ss, err := GenerateSelfSigned()
 	if err != nil {
 		t.Fatal(err)
 	}
 	overTLS := &frameConn{carrier: newTCPCarrier(tls.Server(server, ss.ServerConfig()))}
-	if !SendsFiles(plain) || SendsFiles(overTLS) {
-		t.Fatalf("SendsFiles: plain TCP %v, TLS %v", SendsFiles(plain), SendsFiles(overTLS))
+	if !ReadsSources(plain) || !ReadsSources(overTLS) || ReadsSources(nil) {
+		t.Fatalf("ReadsSources: plain TCP %v, TLS %v, no carrier %v", ReadsSources(plain), ReadsSources(overTLS), ReadsSources(nil))
 	}
 }

@@ -75,10 +75,10 @@ func (l *TCPListener) Close() { l.drain() }
 // tcpCarrier carries back-to-back frames over a byte stream, plain or TLS
 // (transports.md 5.2): header, size check, then exactly size-256 body bytes.
 type tcpCarrier struct {
-	nc     net.Conn
-	br     *bufio.Reader
-	bw     *bufio.Writer
-	pieces [][]byte // writeSpliced's, reused
+	nc      net.Conn
+	br      *bufio.Reader
+	bw      *bufio.Writer
+	sources readSources // writeSpliced's
 }
 
 func newTCPCarrier(nc net.Conn) *tcpCarrier {
@@ -100,22 +100,24 @@ func (t *tcpCarrier) writeFrame(frame []byte) error {
 	return err
 }
 
-// writeSpliced writes one frame given in pieces. Plain TCP: the frames
-// buffered before it, then the pieces with writev (net.Buffers): one for
-// a frame held in memory; a stored batch (wire.SpliceSource) sends itself
-// from its file between them (sendfile: the kernel copies the page cache
-// to the socket, the batch never enters memory). TLS has no writev (a
-// Write per piece would be a record and a segment each), so the pieces
-// go through the buffer, which copies the small ones and hands large
-// ones straight to the connection.
+// writeSpliced writes one frame given in pieces. A stored batch
+// (wire.SpliceSource) is read from its file into a pooled buffer here, in
+// the connection's writer, never in the partition actor (readSources):
+// over plain TCP as fast as sendfile was, and the same path for TLS and
+// WebSocket, whose cold polls it made 20-50 % faster (docs/benchmarks.md,
+// "Stored batches read by the connection's writer"). Plain TCP: the
+// frames buffered before it, then the pieces with writev (net.Buffers).
+// TLS has no writev (a Write per piece would be a record and a segment
+// each), so the pieces go through the buffer, which copies the small ones
+// and hands large ones straight to the connection.
 func (t *tcpCarrier) writeSpliced(built []byte, splices []wire.Splice) error {
-	defer clear(t.pieces) // keep no batch alive past its write
+	pieces, release, err := t.sources.pieces(built, splices)
+	defer release()
+	if err != nil {
+		return err
+	}
 	if _, isTLS := t.nc.(*tls.Conn); isTLS {
-		var err error
-		if t.pieces, err = wire.AppendSplicePieces(t.pieces[:0], built, splices); err != nil {
-			return err
-		}
-		for _, piece := range t.pieces {
+		for _, piece := range pieces {
 			if _, err := t.bw.Write(piece); err != nil {
 				return err
 			}
@@ -125,39 +127,9 @@ func (t *tcpCarrier) writeSpliced(built []byte, splices []wire.Splice) error {
 	if err := t.bw.Flush(); err != nil {
 		return err
 	}
-	pieces, from := t.pieces[:0], 0
-	defer func() { t.pieces = pieces }()
-	send := func() error {
-		if len(pieces) == 0 {
-			return nil
-		}
-		bufs := net.Buffers(pieces)
-		_, err := bufs.WriteTo(t.nc)
-		clear(pieces)
-		pieces = pieces[:0]
-		return err
-	}
-	for _, s := range splices {
-		if s.At > from {
-			pieces, from = append(pieces, built[from:s.At]), s.At
-		}
-		if s.From == nil {
-			if len(s.Bytes) > 0 {
-				pieces = append(pieces, s.Bytes)
-			}
-			continue
-		}
-		if err := send(); err != nil {
-			return err
-		}
-		if _, err := s.From.WriteTo(t.nc); err != nil {
-			return err
-		}
-	}
-	if from < len(built) || len(splices) == 0 {
-		pieces = append(pieces, built[from:])
-	}
-	return send()
+	bufs := net.Buffers(pieces)
+	_, err = bufs.WriteTo(t.nc)
+	return err
 }
 
 func (t *tcpCarrier) flush() error { return t.bw.Flush() }

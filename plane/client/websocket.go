@@ -172,6 +172,7 @@ type wsCarrier struct {
 	ws         *websocket.Conn
 	raw        net.Conn // the TCP socket under ws (and under TLS for WSS)
 	maxMessage uint32
+	sources    readSources // writeSpliced's
 }
 
 func (t *wsCarrier) remoteAddr() string { return t.raw.RemoteAddr().String() }
@@ -229,28 +230,22 @@ func (t *wsCarrier) writeFrame(frame []byte) error {
 	return w.Close()
 }
 
-// writeSpliced writes the pieces into one binary message.
+// writeSpliced writes the pieces into one binary message, a stored
+// batch read into a pooled buffer first (readSources).
 func (t *wsCarrier) writeSpliced(built []byte, splices []wire.Splice) error {
+	pieces, release, err := t.sources.pieces(built, splices)
+	defer release()
+	if err != nil {
+		return err
+	}
 	w, err := t.ws.NextWriter(websocket.BinaryMessage)
 	if err != nil {
 		return err
 	}
-	from := 0
-	for _, s := range splices {
-		if _, err := w.Write(built[from:s.At]); err != nil {
+	for _, piece := range pieces {
+		if _, err := w.Write(piece); err != nil {
 			return err
 		}
-		if s.From != nil {
-			if _, err := s.From.WriteTo(w); err != nil {
-				return err
-			}
-		} else if _, err := w.Write(s.Bytes); err != nil {
-			return err
-		}
-		from = s.At
-	}
-	if _, err := w.Write(built[from:]); err != nil {
-		return err
 	}
 	return w.Close()
 }
