@@ -92,6 +92,9 @@ type Options struct {
 	// verifyPassword replaces metadata.VerifyPassword on the login pool
 	// (tests slow it down); nil: the real Argon2id check.
 	verifyPassword func(hash, password string) bool
+	// beforeJournalWrite runs in a partition's write behind before it
+	// writes (tests hold the write); nil: nothing.
+	beforeJournalWrite func(group uint64)
 }
 
 // Node is one running iggynode: an actor system, its storage and its

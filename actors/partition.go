@@ -38,7 +38,12 @@ import (
 // Group commit: a send (or a peer frame) defers its drive behind the
 // mailbox (driveSoon), so the requests that queued meanwhile share one
 // Ready, one AppendBatches (one writev; one fsync under enforce_fsync) and
-// then their replies. The hot path writes badger at most twice per Ready,
+// then their replies. A group of one writes that journal behind the
+// mailbox (writeBehind): polls, offsets and the sends of the next group
+// are taken in while the write and its fsync run, and the core's next
+// Ready waits for it to return; what must not interleave with a write (a
+// purge, a truncation, segment deletion, retention, a drop, a stop)
+// settles it first. The hot path writes badger at most twice per Ready,
 // not per op, and only in groups with backups: the journal head
 // (journalHeadKey, unsynced: a restarted replica must not nack what it
 // may have acknowledged) and the last applied op (appliedKey, synced like
@@ -127,8 +132,14 @@ type partitionActor struct {
 	// formatting them per Ready was 2 % of a replica's CPU).
 	keyJournalHead, keyApplied string
 	toStore                    [][]byte
-	storedFrom                 []int // journalAll: the index in the Ready of each of toStore
 	replies                    []heldReply
+	// writing is the segment write in flight (writeBehind), nil if none:
+	// drive takes no Ready until it has returned. spareWrite is the last
+	// one, kept for its buffers; syncWrites makes drive write in place
+	// (settle).
+	writing, spareWrite *journalWrite
+	writeSeq            uint64
+	syncWrites          bool
 }
 
 // driveSends is the partition's note to itself that sends were submitted
@@ -358,7 +369,10 @@ func (p *partitionActor) receive(ctx actor.Context) {
 		if p.storeAtCommit {
 			p.startDiskWait(ctx)
 		}
+	case *actor.Restarting:
+		p.waitWrite() // the next incarnation boots from the segments
 	case *actor.Stopping:
+		p.settle(ctx)
 		p.route.close()
 		p.saveTail(true)
 		p.tr.close()
@@ -386,6 +400,11 @@ func (p *partitionActor) receive(ctx actor.Context) {
 	case *driveSends:
 		p.drivePending = false
 		p.drive(ctx)
+	case *journalWritten:
+		if w := p.writing; w != nil && w.seq == m.seq { // else settle finished it
+			p.writeReturned(w)
+			p.drive(ctx)
+		}
 	case *partitionPoll:
 		if !p.servesLocally() {
 			p.forwardRead(ctx, m.req, routedPollBody(m.req.hdr.Code, m), m)
@@ -405,8 +424,10 @@ func (p *partitionActor) receive(ctx actor.Context) {
 	case *handOverTo:
 		p.onHandOver(ctx, m)
 	case *partitionTruncate:
+		p.settle(ctx)
 		p.truncate(m.upTo)
 	case *partitionPurge:
+		p.settle(ctx)
 		p.purge()
 	case *partitionDrop:
 		p.answerHeld(ctx)
@@ -419,6 +440,7 @@ func (p *partitionActor) receive(ctx actor.Context) {
 	case *partitionLeaveCheck:
 		p.onLeaveCheck(ctx)
 	case *partitionSegments:
+		p.settle(ctx)
 		upTo, ok := p.plog.DeleteSegmentsUpTo(m.count)
 		m.reply <- segmentsAnswer{upTo, ok}
 	case *peerFrame:
@@ -472,6 +494,7 @@ func (p *partitionActor) receive(ctx actor.Context) {
 	case *inspectPartition:
 		m.fn(p)
 	case *partitionMaintain:
+		p.settle(ctx)
 		p.clean(m.nowUs)
 		m.done()
 	}
@@ -731,11 +754,12 @@ func (p *partitionActor) onSend(ctx actor.Context, m *partitionSend) {
 		Operation: wire.OpSendMessages, UserID: req.bound.userID, Frame: frame, Tag: &pending{req: req},
 	}
 	err := p.core.Submit(submission, p.node.opts.Clock())
-	if errors.Is(err, vsr.ErrBusy) && p.drivePending {
-		// The sends this turn deferred fill the pipeline: drive them now
-		// (a group of one commits them at once) rather than refuse this
-		// one, which the send-at-a-time design never did.
-		p.drive(ctx)
+	if errors.Is(err, vsr.ErrBusy) && (p.drivePending || p.writing != nil) {
+		// The sends this turn deferred (or the write behind) fill the
+		// pipeline: drive them now with their writes in place (a group of
+		// one commits them at once) rather than refuse this one, which
+		// the send-at-a-time design never did.
+		p.driveInPlace(ctx)
 		err = p.core.Submit(submission, p.node.opts.Clock())
 	}
 	if err != nil {
@@ -760,8 +784,9 @@ func (p *partitionActor) driveSoon(ctx actor.Context) {
 }
 
 // answerHeld answers every request the actor holds before it stops for
-// good: the sends whose drive was deferred (driveSoon) are driven, so a
-// group of one commits and answers them; what is left (a cluster's
+// good: the write in flight returns and the sends whose drive was
+// deferred (driveSoon) are driven with their writes in place, so a group
+// of one commits and answers them; what is left (a cluster's
 // uncommitted ops, the queue behind them, requests forwarded to the
 // primary) is answered as of unknown outcome or not accepted, as a view
 // change would. Without it a send admitted just before the drop waited
@@ -770,16 +795,19 @@ func (p *partitionActor) answerHeld(ctx actor.Context) {
 	if p.core == nil {
 		return
 	}
-	p.drive(ctx)
+	p.driveInPlace(ctx)
+	p.syncWrites = true // it stops for good: nothing is written behind from here on
 	p.core.Abandon()
 	p.drive(ctx)
 	p.refuseForwarded(ctx, func(*forwarded) bool { return true })
 }
 
 // drive carries out the core's outputs until it is quiet: journal (stamp
-// and store) before acknowledging, then apply commits and reply.
+// and store) before acknowledging, then apply commits and reply. While a
+// segment write is in flight (writeBehind) it takes no Ready: the core's
+// outputs wait for the write to return, as they would for a slow disk.
 func (p *partitionActor) drive(ctx actor.Context) {
-	for p.core.HasReady() {
+	for p.writing == nil && p.core.HasReady() {
 		rd := p.core.Ready()
 		if rd.State != nil && !p.node.persistState(p.log, p.core, p.ref.Group, *rd.State, p.plog.HighWatermark()) {
 			rd.Send = nil // 6.13
@@ -794,7 +822,18 @@ func (p *partitionActor) drive(ctx actor.Context) {
 			}
 		}
 		leading := p.core.Leading()
-		head := p.journalAll(rd.Journal, leading)
+		w := p.stampJournal(rd.Journal, leading)
+		if len(w.toStore) > 0 && !p.storeAtCommit && !p.syncWrites {
+			// A group of one: the segments are its journal. This Ready's
+			// commits are of ops journaled before; they are applied and
+			// answered now, and its journal is written behind the mailbox.
+			p.applyReady(ctx, rd, leading)
+			w.send, w.quiet = rd.Send, rd.Quiet
+			p.writeBehind(ctx, w)
+			break
+		}
+		w.stored, w.err = p.node.store.AppendBatches(p.ref.Group, w.toStore, p.settings.enforceFsync)
+		head := p.journaled(w)
 		if head != 0 && p.storeAtCommit {
 			// The journal is memory (9.4 rule 1); its head is not: after a
 			// restart the core must not nack what it may have acknowledged
@@ -808,38 +847,7 @@ func (p *partitionActor) drive(ctx actor.Context) {
 		p.tr.sent(rd.Send)
 		p.node.send(rd.Send)
 		p.node.postQuiet(p.ref.Group, rd.Quiet)
-		for _, c := range rd.Commit {
-			_, replies := c.Tag.(*pending)
-			p.tr.committed(c, leading)
-			p.apply(ctx, c)
-			p.tr.applied(c.Op, replies)
-			if p.storeAtCommit { // a group of one has no one to repair
-				p.tail.add(c.Frame, p.tailCap())
-				p.tailDirty = true
-			}
-		}
-		p.storeCommitted(ctx)
-		p.sendHeldReplies(ctx, len(p.replies))
-		if n := len(rd.Commit); n > 0 {
-			p.recordApplied(wire.HeaderOf(rd.Commit[n-1].Frame).Prepare()) // once per Ready, not per op
-			p.saveTail(false)
-		}
-		for _, t := range rd.Canceled {
-			if pd, ok := t.(*pending); ok {
-				code := wire.ErrTransientNotCommitted
-				if p.cancelCode != 0 {
-					code = p.node.refusedForSpace()
-				}
-				p.replyTo(ctx, pd.req, denyReply(&pd.req.hdr, pd.req.connID, 0, code))
-			}
-		}
-		for _, t := range rd.Rejected {
-			// Another prepare took its op: it never committed, so the
-			// client may send it again anywhere.
-			if pd, ok := t.(*pending); ok {
-				p.replyTo(ctx, pd.req, denyReply(&pd.req.hdr, pd.req.connID, 0, wire.ErrTransientNotAccepted))
-			}
-		}
+		p.applyReady(ctx, rd, leading)
 	}
 	p.cancelCode = 0
 	p.repairs.observe(p.log, p.core, p.tr)
@@ -849,52 +857,192 @@ func (p *partitionActor) drive(ctx actor.Context) {
 	p.reportFollow(ctx)
 }
 
-// journalAll journals a Ready's prepares in order and reports each to
-// the core: every batch is stamped (at the primary) or its stamp checked
-// (at a backup) first, then those the group keeps at journal time are
-// stored together (AppendBatches: one write, one fsync under
-// enforce_fsync). It returns the last op journaled, 0 if none. On the
-// first failure the core truncates that op and every later one, so the
-// rest are not reported.
-func (p *partitionActor) journalAll(frames [][]byte, leading bool) (head uint64) {
-	toStore, storedFrom := p.toStore[:0], p.storedFrom[:0]
-	defer func() { clear(toStore); p.toStore, p.storedFrom = toStore[:0], storedFrom[:0] }()
-	failed, failure := len(frames), error(nil)
+// applyReady applies a Ready's commits, stores their batches where the
+// group stores at commit, and answers its requests: the replies after the
+// batches they follow are stored, the canceled and the rejected.
+func (p *partitionActor) applyReady(ctx actor.Context, rd vsr.Ready, leading bool) {
+	for _, c := range rd.Commit {
+		_, replies := c.Tag.(*pending)
+		p.tr.committed(c, leading)
+		p.apply(ctx, c)
+		p.tr.applied(c.Op, replies)
+		if p.storeAtCommit { // a group of one has no one to repair
+			p.tail.add(c.Frame, p.tailCap())
+			p.tailDirty = true
+		}
+	}
+	p.storeCommitted(ctx)
+	p.sendHeldReplies(ctx, len(p.replies))
+	if n := len(rd.Commit); n > 0 {
+		p.recordApplied(wire.HeaderOf(rd.Commit[n-1].Frame).Prepare()) // once per Ready, not per op
+		p.saveTail(false)
+	}
+	for _, t := range rd.Canceled {
+		if pd, ok := t.(*pending); ok {
+			code := wire.ErrTransientNotCommitted
+			if p.cancelCode != 0 {
+				code = p.node.refusedForSpace()
+			}
+			p.replyTo(ctx, pd.req, denyReply(&pd.req.hdr, pd.req.connID, 0, code))
+		}
+	}
+	for _, t := range rd.Rejected {
+		// Another prepare took its op: it never committed, so the client
+		// may send it again anywhere.
+		if pd, ok := t.(*pending); ok {
+			p.replyTo(ctx, pd.req, denyReply(&pd.req.hdr, pd.req.connID, 0, wire.ErrTransientNotAccepted))
+		}
+	}
+}
+
+// journalWrite is one Ready's journal: its prepares, stamped, the batches
+// to store and, once written, how many were stored. A group of one writes
+// it behind the mailbox (writeBehind): then send and quiet are what of its
+// Ready waits for the write, and done closes when it has returned.
+type journalWrite struct {
+	frames     [][]byte
+	toStore    [][]byte
+	storedFrom []int // the index in frames of each of toStore
+	failed     int   // the first frame whose stamp failed (len(frames): none)
+	failure    error
+	leading    bool
+	stored     int
+	err        error
+	send       []vsr.Envelope
+	quiet      []vsr.QuietEntry
+	done       chan struct{}
+	seq        uint64 // which write behind (a journalWrite is reused)
+}
+
+// journalWritten is the write behind the mailbox numbered seq that
+// returned.
+type journalWritten struct{ seq uint64 }
+
+// stampJournal stamps (at the primary) or checks the stamp of (at a
+// backup) a Ready's prepares in order, up to the first that fails, and
+// collects the batches the group keeps at journal time.
+func (p *partitionActor) stampJournal(frames [][]byte, leading bool) *journalWrite {
+	w := p.spareWrite
+	if w == nil {
+		w = &journalWrite{}
+	}
+	p.spareWrite = nil
+	w.frames, w.toStore, w.storedFrom = frames, w.toStore[:0], w.storedFrom[:0]
+	w.failed, w.failure, w.leading, w.stored, w.err, w.done = len(frames), nil, leading, 0, nil, nil
 	for i, f := range frames {
 		ph := wire.HeaderOf(f).Prepare()
 		store, err := p.stampForJournal(ph, f[wire.HeaderSize:])
 		if err != nil {
-			failed, failure = i, err
+			w.failed, w.failure = i, err
 			break
 		}
 		if store {
-			toStore, storedFrom = append(toStore, f[wire.HeaderSize:]), append(storedFrom, i)
+			w.toStore, w.storedFrom = append(w.toStore, f[wire.HeaderSize:]), append(w.storedFrom, i)
 		}
 	}
-	stored, err := p.node.store.AppendBatches(p.ref.Group, toStore, p.settings.enforceFsync)
+	return w
+}
+
+// writeBehind stores w's batches off the actor (one AppendBatches: one
+// writev, one fsync under enforce_fsync; DESIGN.md: never hold an actor on
+// a sync): the mailbox goes on meanwhile (polls, offsets, the sends that
+// form the next group), and drive takes the next Ready only once the write
+// has returned (journalWritten, or settle).
+func (p *partitionActor) writeBehind(ctx actor.Context, w *journalWrite) {
+	w.done = make(chan struct{})
+	p.writeSeq++
+	w.seq = p.writeSeq
+	p.writing = w
+	self, root, store, group, fsync := ctx.Self(), p.node.root(), p.node.store, p.ref.Group, p.settings.enforceFsync
+	hook := p.node.opts.beforeJournalWrite
+	go func() {
+		if hook != nil {
+			hook(group)
+		}
+		w.stored, w.err = store.AppendBatches(group, w.toStore, fsync)
+		seq := w.seq
+		close(w.done)
+		root.Send(self, &journalWritten{seq})
+	}()
+}
+
+// writeReturned finishes the write in flight once it has returned: its
+// prepares are reported journaled (or the core truncates from the first
+// unstored one) and what of its Ready waited for it goes out.
+func (p *partitionActor) writeReturned(w *journalWrite) {
+	<-w.done
+	p.writing = nil
+	p.journaled(w)
+	p.tr.sent(w.send)
+	p.node.send(w.send)
+	p.node.postQuiet(p.ref.Group, w.quiet)
+	w.send, w.quiet = nil, nil
+}
+
+// settle finishes the write in flight, if any (driveInPlace): a purge, a
+// truncation, a drop or a stop must not interleave with a write, and
+// starts from the state a drive without writes behind leaves.
+func (p *partitionActor) settle(ctx actor.Context) {
+	if p.writing != nil {
+		p.driveInPlace(ctx)
+	}
+}
+
+// driveInPlace waits for the write in flight and drives the core until it
+// is quiet, writing in place (no write behind).
+func (p *partitionActor) driveInPlace(ctx actor.Context) {
+	p.syncWrites = true
+	defer func() { p.syncWrites = false }()
+	if p.writing != nil {
+		p.writeReturned(p.writing)
+	}
+	p.drive(ctx)
+}
+
+// waitWrite waits for the write in flight to return, leaving its
+// outcome unreported (an actor that restarts boots from the segments).
+func (p *partitionActor) waitWrite() {
+	if w := p.writing; w != nil {
+		<-w.done
+	}
+}
+
+// journaled reports a written journal to the core: each prepare up to the
+// first that failed (its stamp, or the store) is journaled; on that one
+// the core truncates it and every later one, so the rest are not
+// reported. It returns the last op journaled, 0 if none, and recycles w.
+func (p *partitionActor) journaled(w *journalWrite) (head uint64) {
+	defer func() {
+		clear(w.frames)
+		clear(w.toStore)
+		w.frames = nil
+		p.spareWrite = w
+	}()
+	stored, err := w.stored, w.err
 	if err != nil {
-		p.plog.RollbackJournal(wire.Batch(toStore[stored]).BaseOffset())
+		p.plog.RollbackJournal(wire.Batch(w.toStore[stored]).BaseOffset())
 		if storage.IsNoSpace(err) {
 			p.journalSpace.failed(p.log, "journal append", err)
 		} else {
 			p.log.Error("journal append failed", "err", err)
 		}
-	} else if len(toStore) > 0 {
+	} else if len(w.toStore) > 0 {
 		p.journalSpace.succeeded(p.log, "journal append")
 	}
 	p.countStored(stored)
-	for i, f := range frames[:min(failed+1, len(frames))] {
+	frames := w.frames
+	for i, f := range frames[:min(w.failed+1, len(frames))] {
 		ph := wire.HeaderOf(f).Prepare()
 		opErr := error(nil)
-		if i == failed {
-			opErr = failure
+		if i == w.failed {
+			opErr = w.failure
 		}
-		if stored < len(toStore) && i == storedFrom[stored] {
+		if stored < len(w.toStore) && i == w.storedFrom[stored] {
 			opErr = err // the first batch the store did not take
 		}
 		if opErr == nil {
 			head = ph.Op
-			p.tr.journaled(ph, leading)
+			p.tr.journaled(ph, w.leading)
 		}
 		p.core.Journaled(ph.Op, opErr)
 		if opErr != nil {

@@ -503,7 +503,7 @@ func (p *partitionActor) partitionOffer() (*vsr.Offer, bool) {
 	if p.core.CommitMax() == 0 {
 		return nil, true
 	}
-	if p.drivePending || p.core.HasReady() {
+	if p.drivePending || p.writing != nil || p.core.HasReady() {
 		// A frame stepped since the last drive may have moved commit_min
 		// past what the segments hold (the drive applies and stores it):
 		// an offer now would name an op whose batch it lacks, one batch

@@ -1,0 +1,171 @@
+package actors
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"iggynode/client"
+	"iggynode/config"
+	"iggynode/wire"
+)
+
+// heldWrites holds a node's journal writes while armed: each one reports
+// that it started and waits for release.
+type heldWrites struct {
+	armed   atomic.Bool
+	started chan struct{}
+	release chan struct{}
+}
+
+func newHeldWrites() *heldWrites {
+	return &heldWrites{started: make(chan struct{}, 16), release: make(chan struct{})}
+}
+
+func (h *heldWrites) hook(uint64) {
+	if h.armed.Load() {
+		h.started <- struct{}{}
+		<-h.release
+	}
+}
+
+// startHeldNode starts a single node in dir whose journal writes h holds.
+func startHeldNode(t testing.TB, dir string, h *heldWrites) *Node {
+	t.Helper()
+	cfg := config.Default()
+	cfg.System.Path = dir
+	cfg.TCP.Address, cfg.HTTP.Address = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.QUIC.Enabled, cfg.WebSocket.Enabled = false, false
+	opts := Options{Config: cfg, RootUsername: "iggy", RootPassword: "iggy",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if h != nil {
+		opts.beforeJournalWrite = h.hook
+	}
+	return startNode(t, opts)
+}
+
+func pollAll(ctx context.Context, t *testing.T, c *client.Client) uint32 {
+	t.Helper()
+	p, err := c.PollMessages(ctx, wire.SingleConsumer(wire.ID(1)), wire.ID(0), wire.ID(0), wire.Partition(0), wire.OffsetStrategy(0), 100, false)
+	if err != nil {
+		t.Fatalf("poll: %v", err)
+	}
+	return p.MessagesCount
+}
+
+// A group of one writes its journal behind the mailbox: while a send's
+// segment write is held, a poll of the partition is answered (with what
+// is committed, not the batch being written) and the send is not; once
+// the write returns the send is answered and its message polled.
+func TestPollsAreServedWhileTheJournalIsWritten(t *testing.T) {
+	h := newHeldWrites()
+	n := startHeldNode(t, t.TempDir(), h)
+	ctx, c := rootClient(t, n)
+	if _, err := c.CreateStream(ctx, "wb", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateTopic(ctx, wire.ID(0), "t", 1, wire.Options{{Key: wire.OptEnforceFsync, Kind: wire.KindBool, Value: []byte{1}}}); err != nil {
+		t.Fatal(err)
+	}
+	send := func(c *client.Client, payload string) error {
+		_, err := c.SendMessages(ctx, wire.ID(0), wire.ID(0), wire.PartitionID(0), []wire.Message{client.NewMessage([]byte(payload))})
+		return err
+	}
+	if err := send(c, "first"); err != nil {
+		t.Fatal(err)
+	}
+	h.armed.Store(true)
+	_, producer := rootClient(t, n)
+	sent := make(chan error, 1)
+	go func() { sent <- send(producer, "second") }()
+	select {
+	case <-h.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the send's journal write never started")
+	}
+	polled := make(chan uint32, 1)
+	go func() { polled <- pollAll(ctx, t, c) }()
+	select {
+	case got := <-polled:
+		if got != 1 {
+			t.Fatalf("a poll during the write got %d messages, want the 1 committed", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a poll waited for the partition's segment write")
+	}
+	select {
+	case err := <-sent:
+		t.Fatalf("the send was answered (%v) before its batch was written", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	h.armed.Store(false)
+	close(h.release)
+	if err := <-sent; err != nil {
+		t.Fatalf("the send after its write returned: %v", err)
+	}
+	if got := pollAll(ctx, t, c); got != 2 {
+		t.Fatalf("after the write: %d messages, want 2", got)
+	}
+}
+
+// What must not interleave with a write waits for it: a purge that
+// arrives while a send's write is held runs after the write returned and
+// the send committed, so the send is answered, the purge empties the
+// partition, and a restart finds it empty and takes new sends.
+func TestAPurgeWaitsForTheWriteInFlight(t *testing.T) {
+	dir := t.TempDir()
+	h := newHeldWrites()
+	n := startHeldNode(t, dir, h)
+	ctx, c := rootClient(t, n)
+	if _, err := c.CreateStream(ctx, "wb", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateTopic(ctx, wire.ID(0), "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.armed.Store(true)
+	_, producer := rootClient(t, n)
+	sent := make(chan error, 1)
+	go func() {
+		_, err := producer.SendMessages(ctx, wire.ID(0), wire.ID(0), wire.PartitionID(0), []wire.Message{client.NewMessage([]byte("held"))})
+		sent <- err
+	}()
+	select {
+	case <-h.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the send's journal write never started")
+	}
+	purged := make(chan error, 1)
+	go func() { purged <- c.PurgeTopic(ctx, wire.ID(0), wire.ID(0)) }()
+	time.Sleep(200 * time.Millisecond) // the purge reaches the partition and waits
+	h.armed.Store(false)
+	close(h.release)
+	if err := <-sent; err != nil {
+		t.Fatalf("the held send: %v", err)
+	}
+	if err := <-purged; err != nil {
+		t.Fatalf("purge: %v", err)
+	}
+	if got := pollAll(ctx, t, c); got != 0 {
+		t.Fatalf("after the purge: %d messages, want 0", got)
+	}
+	if r := n.Restarts(); r != 0 {
+		t.Fatalf("%d actor restarts", r)
+	}
+	_ = n.Close()
+	n = startHeldNode(t, dir, nil)
+	ctx, c = rootClient(t, n)
+	if got := pollAll(ctx, t, c); got != 0 {
+		t.Fatalf("after a restart: %d messages, want 0", got)
+	}
+	if _, err := c.SendMessages(ctx, wire.ID(0), wire.ID(0), wire.PartitionID(0), []wire.Message{client.NewMessage([]byte("after"))}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.PollMessages(ctx, wire.SingleConsumer(wire.ID(1)), wire.ID(0), wire.ID(0), wire.Partition(0), wire.OffsetStrategy(0), 100, false)
+	if err != nil || p.MessagesCount != 1 || string(client.Messages(p)[0].Payload) != "after" {
+		t.Fatalf("a send after the restart: %v, %d messages", err, p.MessagesCount)
+	}
+}
