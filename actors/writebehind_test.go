@@ -32,6 +32,16 @@ func (h *heldWrites) hook(uint64) {
 	}
 }
 
+// waitStarted waits for a held write to start.
+func (h *heldWrites) waitStarted(t *testing.T) {
+	t.Helper()
+	select {
+	case <-h.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the send's journal write never started")
+	}
+}
+
 // startHeldNode starts a single node in dir whose journal writes h holds.
 func startHeldNode(t testing.TB, dir string, h *heldWrites) *Node {
 	t.Helper()
@@ -81,11 +91,7 @@ func TestPollsAreServedWhileTheJournalIsWritten(t *testing.T) {
 	_, producer := rootClient(t, n)
 	sent := make(chan error, 1)
 	go func() { sent <- send(producer, "second") }()
-	select {
-	case <-h.started:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the send's journal write never started")
-	}
+	h.waitStarted(t)
 	polled := make(chan uint32, 1)
 	go func() { polled <- pollAll(ctx, t, c) }()
 	select {
@@ -133,11 +139,7 @@ func TestAPurgeWaitsForTheWriteInFlight(t *testing.T) {
 		_, err := producer.SendMessages(ctx, wire.ID(0), wire.ID(0), wire.PartitionID(0), []wire.Message{client.NewMessage([]byte("held"))})
 		sent <- err
 	}()
-	select {
-	case <-h.started:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the send's journal write never started")
-	}
+	h.waitStarted(t)
 	purged := make(chan error, 1)
 	go func() { purged <- c.PurgeTopic(ctx, wire.ID(0), wire.ID(0)) }()
 	time.Sleep(200 * time.Millisecond) // the purge reaches the partition and waits

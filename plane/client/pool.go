@@ -65,14 +65,15 @@ type readSources struct {
 	list, read [][]byte
 }
 
-// pieces returns the frame's pieces and the release to call once they are
-// written (also after an error).
-func (r *readSources) pieces(built []byte, splices []wire.Splice) ([][]byte, func(), error) {
+// pieces returns the frame's pieces; call release once they are written
+// (also after an error).
+func (r *readSources) pieces(built []byte, splices []wire.Splice) ([][]byte, error) {
 	list, read, err := wire.AppendSplicePieces(r.list[:0], r.read[:0], built, splices, GetFrame)
 	r.list, r.read = list, read
-	return list, r.release, err
+	return list, err
 }
 
+// release gives the buffers pieces read into back to the pool.
 func (r *readSources) release() {
 	for _, b := range r.read {
 		putFrame(b)

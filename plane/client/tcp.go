@@ -111,8 +111,8 @@ func (t *tcpCarrier) writeFrame(frame []byte) error {
 // each), so the pieces go through the buffer, which copies the small ones
 // and hands large ones straight to the connection.
 func (t *tcpCarrier) writeSpliced(built []byte, splices []wire.Splice) error {
-	pieces, release, err := t.sources.pieces(built, splices)
-	defer release()
+	pieces, err := t.sources.pieces(built, splices)
+	defer t.sources.release()
 	if err != nil {
 		return err
 	}
