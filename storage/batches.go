@@ -69,11 +69,12 @@ func (s *Store) AppendBatches(group uint64, batches [][]byte, sync bool) (int, e
 	if admitted == 0 {
 		return 0, wrap(0, refused)
 	}
-	g, err := s.lockedGroup(group)
+	g, err := s.changingGroup(group)
 	if err != nil {
 		return 0, wrap(0, err)
 	}
-	defer g.mu.Unlock()
+	defer g.appending.Unlock()
+	defer g.mu.Unlock() // appendRun and syncGroup let go of it around each write and fsync
 	stored, failed := 0, refused
 	for stored < admitted {
 		n, err := s.appendRun(g, batches[stored:admitted], sync)
@@ -137,7 +138,7 @@ func (s *Store) appendRun(g *groupLog, batches [][]byte, sync bool) (int, error)
 		}
 		g.floor = base
 	}
-	tail, err := s.tailFor(g, base)
+	tail, fresh, err := s.tailFor(g, base)
 	if err != nil {
 		return 0, err
 	}
@@ -153,22 +154,29 @@ func (s *Store) appendRun(g *groupLog, batches [][]byte, sync bool) (int, error)
 	}
 	f, err := s.files.acquire(tail)
 	if err != nil {
-		s.dropIfEmpty(g, tail)
+		s.dropFresh(g, tail, fresh)
 		return 0, err
 	}
-	if werr := writeAll(f, batches[:run]); werr != nil {
+	// Readers see the index as it was until the write has returned: a
+	// fresh file joins it with its first batch.
+	werr := g.unlockedFor(func() error { return writeAll(f, batches[:run]) })
+	if werr != nil {
 		// Cut a partial write so the next append starts on a record
 		// boundary; if even that fails, rebuild the index from the disk.
 		terr := f.Truncate(tail.size)
 		s.files.release(tail)
 		if terr != nil {
+			s.files.forget(tail) // invalidate forgets the listed files; a fresh one is not yet
 			s.invalidate(g)
 		} else {
-			s.dropIfEmpty(g, tail)
+			s.dropFresh(g, tail, fresh)
 		}
 		return 0, werr
 	}
 	s.files.release(tail)
+	if fresh {
+		g.files = append(g.files, tail)
+	}
 	for _, batch := range batches[:run] {
 		tail.entries = append(tail.entries, batchEntry{base: wire.Batch(batch).BaseOffset(), pos: tail.size, length: int64(len(batch))})
 		tail.size += int64(len(batch))
@@ -178,21 +186,22 @@ func (s *Store) appendRun(g *groupLog, batches [][]byte, sync bool) (int, error)
 }
 
 // tailFor returns the file the batch at base goes to: the current one, or
-// a new one named after base once the current one holds BatchFileBytes.
-func (s *Store) tailFor(g *groupLog, base uint64) (*batchFile, error) {
+// a new one named after base once the current one holds BatchFileBytes
+// (fresh: not in g.files until its first batch is written, so the rule
+// that every listed file holds a batch holds while readers look).
+func (s *Store) tailFor(g *groupLog, base uint64) (bf *batchFile, fresh bool, err error) {
 	if n := len(g.files); n > 0 && g.files[n-1].size < s.opts.BatchFileBytes {
-		return g.files[n-1], nil
+		return g.files[n-1], false, nil
 	}
-	return s.createFile(g, base)
+	bf, err = s.createFile(g, base)
+	return bf, err == nil, err
 }
 
-// dropIfEmpty removes a file just created for a batch whose write failed,
-// keeping the rule that every file holds at least one batch.
-func (s *Store) dropIfEmpty(g *groupLog, bf *batchFile) {
-	if len(bf.entries) > 0 {
+// dropFresh removes a file just created for a batch whose write failed.
+func (s *Store) dropFresh(g *groupLog, bf *batchFile, fresh bool) {
+	if !fresh {
 		return
 	}
-	g.files = g.files[:len(g.files)-1]
 	if err := s.removeFile(g, bf); err != nil {
 		s.invalidate(g)
 	}
@@ -385,10 +394,11 @@ func appendRead(dst []byte, e batchEntry, readAt func(p []byte, pos int64) error
 // a restart honours it. Not synced: the deletion is idempotent and the
 // metadata op behind it is replayed after a power loss.
 func (s *Store) DeleteBatchesBelow(group, offset uint64) error {
-	g, err := s.lockedGroup(group)
+	g, err := s.changingGroup(group)
 	if err != nil {
 		return fmt.Errorf("storage: delete batches group %d below %d: %w", group, offset, err)
 	}
+	defer g.appending.Unlock()
 	defer g.mu.Unlock()
 	if offset <= g.floor {
 		return nil
@@ -416,6 +426,8 @@ func (s *Store) DeletePartition(group uint64) error {
 	delete(s.seqs, group)
 	s.seqMu.Unlock()
 	g := s.groupLog(group)
+	g.appending.Lock()
+	defer g.appending.Unlock()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if err := s.removeGroupFiles(g); err != nil {

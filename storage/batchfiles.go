@@ -58,13 +58,19 @@ func (bf *batchFile) lastBase() uint64  { return bf.entries[len(bf.entries)-1].b
 
 // groupLog is the in-memory index of one group's batch files, built on
 // first use by walking them (loadGroup). The partition actor is the only
-// writer of its group; the mutex makes concurrent readers safe.
+// writer of its group; appending serializes the calls that change the
+// files (appends and deletions), taken before mu. mu guards the index and
+// is held only between syscalls that move data: an append lets go of it
+// around its write and its fsync, so reads of stored batches (a cold
+// poll in the partition actor, a scan) never wait for a write or a sync
+// (DESIGN.md: never hold an actor on a sync).
 type groupLog struct {
-	mu     sync.Mutex
-	group  uint64
-	dir    string
-	loaded bool
-	files  []*batchFile // ascending first base; batches ascend across files
+	appending sync.Mutex
+	mu        sync.Mutex
+	group     uint64
+	dir       string
+	loaded    bool
+	files     []*batchFile // ascending first base; batches ascend across files
 	// floor is the first retained offset: batches below it are deleted
 	// (DeleteBatchesBelow) even while a file still holds them.
 	floor uint64
@@ -95,6 +101,30 @@ func (s *Store) lockedGroup(group uint64) (*groupLog, error) {
 		return nil, err
 	}
 	return g, nil
+}
+
+// changingGroup is lockedGroup for a call that changes the group's files:
+// appending is held as well, and the caller unlocks both (mu first).
+func (s *Store) changingGroup(group uint64) (*groupLog, error) {
+	g := s.groupLog(group)
+	g.appending.Lock()
+	g.mu.Lock()
+	if err := s.loadGroup(g); err != nil {
+		g.mu.Unlock()
+		g.appending.Unlock()
+		return nil, err
+	}
+	return g, nil
+}
+
+// unlockedFor runs fn, a syscall that moves data (a write, an fsync),
+// with g.mu released: the caller holds g.appending, so nothing else
+// changes the files meanwhile, and readers go on with the index as it
+// was.
+func (g *groupLog) unlockedFor(fn func() error) error {
+	g.mu.Unlock()
+	defer g.mu.Lock()
+	return fn()
 }
 
 func batchFileName(base uint64) string {
@@ -333,7 +363,8 @@ func (s *Store) truncateFrom(g *groupLog, offset uint64) error {
 	return nil
 }
 
-// createFile starts a new file named after base at the end of g.
+// createFile starts a new file named after base, to follow g's last one;
+// the caller lists it in g.files once it holds a batch (appendRun).
 func (s *Store) createFile(g *groupLog, base uint64) (*batchFile, error) {
 	if err := os.Mkdir(g.dir, dirMode); err == nil {
 		g.parentUnsynced = true
@@ -348,7 +379,6 @@ func (s *Store) createFile(g *groupLog, base uint64) (*batchFile, error) {
 		return nil, fmt.Errorf("storage: %w", err)
 	}
 	s.files.add(bf, f)
-	g.files = append(g.files, bf)
 	g.dirUnsynced = true
 	return bf, nil
 }
@@ -366,7 +396,8 @@ func (s *Store) invalidate(g *groupLog) {
 // syncGroup fsyncs every file of g written since its last fsync (earlier
 // files first, so a synced batch never follows an unsynced one), then the
 // group directory and the partitions directory when entries changed. A
-// failed fsync is sticky for the whole store (ErrSyncFailed).
+// failed fsync is sticky for the whole store (ErrSyncFailed). The caller
+// holds g.appending and g.mu; each fsync runs with g.mu released.
 func (s *Store) syncGroup(g *groupLog) error {
 	if err := s.syncer.err(); err != nil {
 		return err
@@ -375,7 +406,12 @@ func (s *Store) syncGroup(g *groupLog) error {
 		bf := g.unsynced[0]
 		f, err := s.files.acquire(bf)
 		if err == nil {
-			err = f.Sync()
+			err = g.unlockedFor(func() error {
+				if s.beforeSync != nil {
+					s.beforeSync(g.group)
+				}
+				return f.Sync()
+			})
 			s.files.release(bf)
 		}
 		if err != nil {
@@ -384,13 +420,13 @@ func (s *Store) syncGroup(g *groupLog) error {
 		g.unsynced = g.unsynced[1:]
 	}
 	if g.dirUnsynced {
-		if err := fsyncPath(g.dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := g.unlockedFor(func() error { return fsyncPath(g.dir) }); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return s.syncer.fail(err)
 		}
 		g.dirUnsynced = false
 	}
 	if g.parentUnsynced {
-		if err := fsyncPath(s.partsDir); err != nil {
+		if err := g.unlockedFor(func() error { return fsyncPath(s.partsDir) }); err != nil {
 			return s.syncer.fail(err)
 		}
 		g.parentUnsynced = false
@@ -476,6 +512,7 @@ func (s *Store) closeBatchFiles() error {
 	s.partsMu.Unlock()
 	var errs []error
 	for _, g := range groups {
+		g.appending.Lock()
 		g.mu.Lock()
 		if g.loaded {
 			errs = append(errs, s.syncGroup(g))
@@ -485,6 +522,7 @@ func (s *Store) closeBatchFiles() error {
 		}
 		g.files, g.unsynced, g.loaded = nil, nil, false
 		g.mu.Unlock()
+		g.appending.Unlock()
 	}
 	return errors.Join(errs...)
 }

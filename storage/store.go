@@ -160,6 +160,8 @@ type Store struct {
 
 	space *Space // nil: no disk space guard
 
+	beforeSync func(group uint64) // a test's hook, before each batch-file fsync
+
 	stop     chan struct{}
 	gcDone   sync.WaitGroup
 	closeErr error
