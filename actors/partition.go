@@ -133,10 +133,11 @@ type partitionActor struct {
 	keyJournalHead, keyApplied string
 	toStore                    [][]byte
 	replies                    []heldReply
-	// writing is the segment write in flight (writeBehind), nil if none:
-	// drive takes no Ready until it has returned. spareWrite is the last
-	// one, kept for its buffers; syncWrites makes drive write in place
-	// (settle).
+	// writing is the segment write in flight (writeBehind: a group of
+	// one's journal, or a group with backups' committed batches), nil if
+	// none: drive takes no Ready until it has returned. spareWrite is the
+	// last one, kept for its buffers; syncWrites makes drive write in
+	// place (settle).
 	writing, spareWrite *journalWrite
 	writeSeq            uint64
 	syncWrites          bool
@@ -305,7 +306,9 @@ func (p *partitionActor) afterTurn(ctx actor.Context) {
 	if p.core == nil {
 		return
 	}
-	if q := p.core.Quiet(); q != p.wasQuiet {
+	// Quiet once no committed write is in flight either: the tail saved
+	// names batches the segments must hold (tail.go).
+	if q := p.core.Quiet() && p.writing == nil; q != p.wasQuiet {
 		p.wasQuiet = q
 		if q {
 			p.saveTail(true)
@@ -402,7 +405,7 @@ func (p *partitionActor) receive(ctx actor.Context) {
 		p.drive(ctx)
 	case *journalWritten:
 		if w := p.writing; w != nil && w.seq == m.seq { // else settle finished it
-			p.writeReturned(w)
+			p.writeReturned(ctx, w)
 			p.drive(ctx)
 		}
 	case *partitionPoll:
@@ -871,11 +874,17 @@ func (p *partitionActor) applyReady(ctx actor.Context, rd vsr.Ready, leading boo
 			p.tailDirty = true
 		}
 	}
-	p.storeCommitted(ctx)
-	p.sendHeldReplies(ctx, len(p.replies))
-	if n := len(rd.Commit); n > 0 {
-		p.recordApplied(wire.HeaderOf(rd.Commit[n-1].Frame).Prepare()) // once per Ready, not per op
-		p.saveTail(false)
+	if p.storeAtCommit && len(p.toStore) > 0 && !p.syncWrites {
+		p.commitBehind(ctx, wire.HeaderOf(rd.Commit[len(rd.Commit)-1].Frame).Prepare())
+	} else {
+		p.storeCommitted(ctx)
+		p.sendHeldReplies(ctx, p.replies)
+		clear(p.replies)
+		p.replies = p.replies[:0]
+		if n := len(rd.Commit); n > 0 {
+			p.recordApplied(wire.HeaderOf(rd.Commit[n-1].Frame).Prepare()) // once per Ready, not per op
+			p.saveTail(false)
+		}
 	}
 	for _, t := range rd.Canceled {
 		if pd, ok := t.(*pending); ok {
@@ -898,7 +907,10 @@ func (p *partitionActor) applyReady(ctx actor.Context, rd vsr.Ready, leading boo
 // journalWrite is one Ready's journal: its prepares, stamped, the batches
 // to store and, once written, how many were stored. A group of one writes
 // it behind the mailbox (writeBehind): then send and quiet are what of its
-// Ready waits for the write, and done closes when it has returned.
+// Ready waits for the write, and done closes when it has returned. A group
+// with backups writes a Ready's committed batches behind the mailbox the
+// same way (commitBehind, committed set): replies wait for the write, and
+// applied is the op the write records as applied after the batches.
 type journalWrite struct {
 	frames     [][]byte
 	toStore    [][]byte
@@ -912,23 +924,51 @@ type journalWrite struct {
 	quiet      []vsr.QuietEntry
 	done       chan struct{}
 	seq        uint64 // which write behind (a journalWrite is reused)
+
+	committed  bool
+	replies    []heldReply
+	applied    wire.PrepareHeader
+	persistTo  uint64 // the log's committed frontier the write makes readable from the Store
+	appliedErr error
 }
 
 // journalWritten is the write behind the mailbox numbered seq that
 // returned.
 type journalWritten struct{ seq uint64 }
 
-// stampJournal stamps (at the primary) or checks the stamp of (at a
-// backup) a Ready's prepares in order, up to the first that fails, and
-// collects the batches the group keeps at journal time.
-func (p *partitionActor) stampJournal(frames [][]byte, leading bool) *journalWrite {
+// reset readies a recycled write for the next Ready.
+func (w *journalWrite) reset() {
+	w.toStore, w.storedFrom, w.replies = w.toStore[:0], w.storedFrom[:0], w.replies[:0]
+	w.failed, w.failure, w.stored, w.err, w.done = 0, nil, 0, nil, nil
+	w.committed, w.applied, w.persistTo, w.appliedErr = false, wire.PrepareHeader{}, 0, nil
+}
+
+// takeWrite is the recycled write, or a new one.
+func (p *partitionActor) takeWrite() *journalWrite {
 	w := p.spareWrite
 	if w == nil {
 		w = &journalWrite{}
 	}
 	p.spareWrite = nil
-	w.frames, w.toStore, w.storedFrom = frames, w.toStore[:0], w.storedFrom[:0]
-	w.failed, w.failure, w.leading, w.stored, w.err, w.done = len(frames), nil, leading, 0, nil, nil
+	w.reset()
+	return w
+}
+
+// recycleWrite keeps w's buffers for the next write, holding no batch.
+func (p *partitionActor) recycleWrite(w *journalWrite) {
+	clear(w.frames)
+	clear(w.toStore)
+	clear(w.replies)
+	w.frames = nil
+	p.spareWrite = w
+}
+
+// stampJournal stamps (at the primary) or checks the stamp of (at a
+// backup) a Ready's prepares in order, up to the first that fails, and
+// collects the batches the group keeps at journal time.
+func (p *partitionActor) stampJournal(frames [][]byte, leading bool) *journalWrite {
+	w := p.takeWrite()
+	w.frames, w.leading, w.failed = frames, leading, len(frames)
 	for i, f := range frames {
 		ph := wire.HeaderOf(f).Prepare()
 		store, err := p.stampForJournal(ph, f[wire.HeaderSize:])
@@ -955,23 +995,55 @@ func (p *partitionActor) writeBehind(ctx actor.Context, w *journalWrite) {
 	p.writing = w
 	self, root, store, group, fsync := ctx.Self(), p.node.root(), p.node.store, p.ref.Group, p.settings.enforceFsync
 	hook := p.node.opts.beforeJournalWrite
+	keyApplied := p.keyApplied
 	go func() {
 		if hook != nil {
 			hook(group)
 		}
 		w.stored, w.err = store.AppendBatches(group, w.toStore, fsync)
+		if w.committed && w.err == nil {
+			w.appliedErr = store.Put(keyApplied, appliedValue(w.applied), fsync) // after the batches (recordApplied)
+		}
 		seq := w.seq
 		close(w.done)
 		root.Send(self, &journalWritten{seq})
 	}()
 }
 
+// commitBehind writes the committed batches a Ready applied (a group with
+// backups stores at commit) behind the mailbox, as writeBehind does a
+// group of one's journal: their replies and the applied record (applied,
+// the Ready's last op) wait for the write, the Ready's sends went out
+// before it, and polls, offsets and the sends that form the next group go
+// on meanwhile. Polls may see the applied batches before the write
+// returns: they are committed on a quorum (the reference server also
+// serves what it has not written yet); their producers are answered
+// after it.
+func (p *partitionActor) commitBehind(ctx actor.Context, applied wire.PrepareHeader) {
+	w := p.takeWrite()
+	w.committed, w.applied, w.persistTo = true, applied, p.plog.HighWatermark()
+	w.toStore, p.toStore = p.toStore, w.toStore
+	w.replies, p.replies = p.replies, w.replies
+	p.writeBehind(ctx, w)
+}
+
 // writeReturned finishes the write in flight once it has returned: its
 // prepares are reported journaled (or the core truncates from the first
-// unstored one) and what of its Ready waited for it goes out.
-func (p *partitionActor) writeReturned(w *journalWrite) {
+// unstored one) and what of its Ready waited for it goes out; for
+// committed batches, their replies.
+func (p *partitionActor) writeReturned(ctx actor.Context, w *journalWrite) {
 	<-w.done
 	p.writing = nil
+	if w.committed {
+		p.committedStored(ctx, w.toStore, w.replies, w.stored, w.err)
+		if w.appliedErr != nil {
+			p.log.Error("recording the applied op", "op", w.applied.Op, "err", w.appliedErr)
+		}
+		p.plog.MarkPersisted(w.persistTo)
+		p.saveTail(false)
+		p.recycleWrite(w)
+		return
+	}
 	p.journaled(w)
 	p.tr.sent(w.send)
 	p.node.send(w.send)
@@ -994,7 +1066,7 @@ func (p *partitionActor) driveInPlace(ctx actor.Context) {
 	p.syncWrites = true
 	defer func() { p.syncWrites = false }()
 	if p.writing != nil {
-		p.writeReturned(p.writing)
+		p.writeReturned(ctx, p.writing)
 	}
 	p.drive(ctx)
 }
@@ -1012,12 +1084,7 @@ func (p *partitionActor) waitWrite() {
 // the core truncates it and every later one, so the rest are not
 // reported. It returns the last op journaled, 0 if none, and recycles w.
 func (p *partitionActor) journaled(w *journalWrite) (head uint64) {
-	defer func() {
-		clear(w.frames)
-		clear(w.toStore)
-		w.frames = nil
-		p.spareWrite = w
-	}()
+	defer p.recycleWrite(w)
 	stored, err := w.stored, w.err
 	if err != nil {
 		p.plog.RollbackJournal(wire.Batch(w.toStore[stored]).BaseOffset())
@@ -1128,14 +1195,19 @@ func (p *partitionActor) recordApplied(ph wire.PrepareHeader) {
 	if !p.storeAtCommit {
 		return
 	}
+	if err := p.node.store.Put(p.keyApplied, appliedValue(ph), p.settings.enforceFsync); err != nil {
+		p.log.Error("recording the applied op", "op", ph.Op, "err", err)
+	}
+}
+
+// appliedValue is appliedKey's value: the op, its checksum and timestamp.
+func appliedValue(ph wire.PrepareHeader) []byte {
 	v := make([]byte, 32)
 	binary.LittleEndian.PutUint64(v, ph.Op)
 	binary.LittleEndian.PutUint64(v[8:], ph.Checksum.Lo)
 	binary.LittleEndian.PutUint64(v[16:], ph.Checksum.Hi)
 	binary.LittleEndian.PutUint64(v[24:], ph.Timestamp)
-	if err := p.node.store.Put(p.keyApplied, v, p.settings.enforceFsync); err != nil {
-		p.log.Error("recording the applied op", "op", ph.Op, "err", err)
-	}
+	return v
 }
 
 // alreadyStored reports whether the segments already hold this very batch
@@ -1171,39 +1243,49 @@ func (p *partitionActor) storeCommitted(ctx actor.Context) {
 	defer func() { clear(batches); p.toStore = batches[:0] }()
 	if len(batches) > 0 {
 		stored, err := p.node.store.AppendBatches(p.ref.Group, batches, p.settings.enforceFsync)
-		if err != nil {
-			// The ops whose batches (and those before) are stored get
-			// their replies before the stop; the rest replay.
-			n := 0
-			for n < len(p.replies) && p.replies[n].after <= stored {
-				n++
-			}
-			p.sendHeldReplies(ctx, n)
-			failed := batches[min(stored, len(batches)-1)]
-			if storage.IsNoSpace(err) {
-				var need int64 // the group's batches it could not store
-				for _, b := range batches[min(stored, len(batches)-1):] {
-					need += int64(len(b))
-				}
-				p.node.diskWaits.park(p.ref.Group, need)
-			}
-			panic(fmt.Sprintf("partition %d: storing committed batch at offset %d: %v", p.ref.Group, wire.Batch(failed).BaseOffset(), err))
-		}
-		if p.node.diskWaits.clear(p.ref.Group) {
-			p.log.Info("partition replica stores committed batches again")
-		}
-		p.countStored(stored)
+		p.committedStored(ctx, batches, nil, stored, err)
 	}
 	p.plog.MarkPersisted(p.plog.HighWatermark())
 }
 
-// sendHeldReplies sends the first n held replies and forgets them all.
-func (p *partitionActor) sendHeldReplies(ctx actor.Context, n int) {
-	for _, r := range p.replies[:n] {
+// committedStored carries out the outcome of storing committed batches
+// (in place or behind the mailbox): replies, which wait for the batches
+// before them (nil: the caller sends p.replies), go out; a failure stops
+// the actor (storeCommitted) after the replies of what was stored.
+func (p *partitionActor) committedStored(ctx actor.Context, batches [][]byte, replies []heldReply, stored int, err error) {
+	if err != nil {
+		// The ops whose batches (and those before) are stored get
+		// their replies before the stop; the rest replay.
+		if replies == nil {
+			replies = p.replies
+		}
+		n := 0
+		for n < len(replies) && replies[n].after <= stored {
+			n++
+		}
+		p.sendHeldReplies(ctx, replies[:n])
+		failed := batches[min(stored, len(batches)-1)]
+		if storage.IsNoSpace(err) {
+			var need int64 // the group's batches it could not store
+			for _, b := range batches[min(stored, len(batches)-1):] {
+				need += int64(len(b))
+			}
+			p.node.diskWaits.park(p.ref.Group, need)
+		}
+		panic(fmt.Sprintf("partition %d: storing committed batch at offset %d: %v", p.ref.Group, wire.Batch(failed).BaseOffset(), err))
+	}
+	if p.node.diskWaits.clear(p.ref.Group) {
+		p.log.Info("partition replica stores committed batches again")
+	}
+	p.countStored(stored)
+	p.sendHeldReplies(ctx, replies)
+}
+
+// sendHeldReplies sends replies.
+func (p *partitionActor) sendHeldReplies(ctx actor.Context, replies []heldReply) {
+	for _, r := range replies {
 		p.replyTo(ctx, r.req, r.frame)
 	}
-	clear(p.replies)
-	p.replies = p.replies[:0]
 }
 
 // countStored counts one segment write of n batches (telemetry.go).

@@ -15,17 +15,27 @@ import (
 // BenchmarkPollDuringFsyncedSends measures a consumer's polls of a
 // partition that four producers keep writing 1 MB batches to, on a topic
 // with enforce_fsync, in the data directory's filesystem (TMPDIR: use a
-// real disk). It reports the polls' median and p99 latency (what a poll
-// waits for while the partition writes and syncs its segments) and the
-// producers' MB/s meanwhile.
+// real disk): on a single node (a group of one, which writes its journal
+// behind the mailbox) and on three replicas in one process (a group with
+// backups, which writes its committed batches behind the mailbox). It
+// reports the polls' median and p99 latency (what a poll waits for while
+// the partition writes and syncs its segments) and the producers' MB/s
+// meanwhile. The polled batch (the first, one message) is evicted by then,
+// so each poll reads the store.
 //
 //	go test -run '^$' -bench PollDuringFsyncedSends -benchtime 400x ./actors
 func BenchmarkPollDuringFsyncedSends(b *testing.B) {
-	n := startHeldNode(b, b.TempDir(), nil)
+	b.Run("node", func(b *testing.B) { benchPollDuringFsyncedSends(b, startHeldNode(b, b.TempDir(), nil).TCPAddr()) })
+	b.Run("three-replicas", func(b *testing.B) {
+		benchPollDuringFsyncedSends(b, startClusterB(b, 3)[0].TCPAddr())
+	})
+}
+
+func benchPollDuringFsyncedSends(b *testing.B, addr string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	connect := func() *client.Client {
-		c, err := client.Connect(ctx, client.Options{Address: n.TCPAddr(), Username: "iggy", Password: "iggy"})
+		c, err := client.Connect(ctx, client.Options{Address: addr, Username: "iggy", Password: "iggy"})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -171,3 +171,73 @@ func TestAPurgeWaitsForTheWriteInFlight(t *testing.T) {
 		t.Fatalf("a send after the restart: %v, %d messages", err, p.MessagesCount)
 	}
 }
+
+// A group with backups stores its committed batches behind the mailbox:
+// while the primary's write of a committed send is held, the primary
+// answers a poll and holds the send's reply; once the write returns the
+// send is answered and both messages are polled.
+func TestAPrimaryServesPollsWhileItStoresCommittedBatches(t *testing.T) {
+	h := newHeldWrites()
+	nodes := startClusterWith(t, 3, func(o *Options) {
+		if o.Config.Cluster.ReplicaID == 0 { // the partition's primary in view 0
+			o.beforeJournalWrite = h.hook
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	connect := func() *client.Client {
+		c, err := client.Connect(ctx, client.Options{Address: nodes[0].TCPAddr(), Username: "iggy", Password: "iggy", StayOnNode: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	c := connect()
+	if _, err := c.CreateStream(ctx, "wb", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateTopic(ctx, wire.ID(0), "t", 1, wire.Options{{Key: wire.OptEnforceFsync, Kind: wire.KindBool, Value: []byte{1}}}); err != nil {
+		t.Fatal(err)
+	}
+	send := func(c *client.Client, payload string) error {
+		_, err := c.SendMessages(ctx, wire.ID(0), wire.ID(0), wire.PartitionID(0), []wire.Message{client.NewMessage([]byte(payload))})
+		return err
+	}
+	if err := send(c, "first"); err != nil {
+		t.Fatal(err)
+	}
+	h.armed.Store(true)
+	producer := connect()
+	sent := make(chan error, 1)
+	go func() { sent <- send(producer, "second") }()
+	h.waitStarted(t)
+	polled := make(chan uint32, 1)
+	go func() { polled <- pollAll(ctx, t, c) }()
+	select {
+	case got := <-polled:
+		if got < 1 {
+			t.Fatalf("a poll during the write got %d messages, want the committed ones", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a poll waited for the primary's write of committed batches")
+	}
+	select {
+	case err := <-sent:
+		t.Fatalf("the send was answered (%v) before the primary stored its batch", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	h.armed.Store(false)
+	close(h.release)
+	if err := <-sent; err != nil {
+		t.Fatalf("the send after its write returned: %v", err)
+	}
+	if got := pollAll(ctx, t, c); got != 2 {
+		t.Fatalf("after the write: %d messages, want 2", got)
+	}
+	for i, n := range nodes {
+		if r := n.Restarts(); r != 0 {
+			t.Fatalf("node %d: %d actor restarts", i, r)
+		}
+	}
+}
