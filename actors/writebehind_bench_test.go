@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"iggynode/client"
+	"iggynode/config"
 	"iggynode/wire"
 )
 
@@ -20,12 +21,17 @@ import (
 // backups, which writes its committed batches behind the mailbox). It
 // reports the polls' median and p99 latency (what a poll waits for while
 // the partition writes and syncs its segments) and the producers' MB/s
-// meanwhile. The polled batch (the first, one message) is evicted by then,
-// so each poll reads the store.
+// meanwhile. Each poll asks for the first message; node-cold's 1 MiB
+// memory budget keeps no batch in memory, so each of its polls reads the
+// store (the group's batch files, while the partition appends to them).
 //
 //	go test -run '^$' -bench PollDuringFsyncedSends -benchtime 400x ./actors
 func BenchmarkPollDuringFsyncedSends(b *testing.B) {
 	b.Run("node", func(b *testing.B) { benchPollDuringFsyncedSends(b, startHeldNode(b, b.TempDir(), nil).TCPAddr()) })
+	b.Run("node-cold", func(b *testing.B) { // a 1 MiB budget: every poll reads the store
+		n := startHeldNode(b, b.TempDir(), nil, func(c *config.Config) { c.Partition.MemoryBudget = 1 << 20 })
+		benchPollDuringFsyncedSends(b, n.TCPAddr())
+	})
 	b.Run("three-replicas", func(b *testing.B) {
 		benchPollDuringFsyncedSends(b, startClusterB(b, 3)[0].TCPAddr())
 	})

@@ -43,12 +43,15 @@ func (h *heldWrites) waitStarted(t *testing.T) {
 }
 
 // startHeldNode starts a single node in dir whose journal writes h holds.
-func startHeldNode(t testing.TB, dir string, h *heldWrites) *Node {
+func startHeldNode(t testing.TB, dir string, h *heldWrites, adjust ...func(*config.Config)) *Node {
 	t.Helper()
 	cfg := config.Default()
 	cfg.System.Path = dir
 	cfg.TCP.Address, cfg.HTTP.Address = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.QUIC.Enabled, cfg.WebSocket.Enabled = false, false
+	for _, a := range adjust {
+		a(&cfg)
+	}
 	opts := Options{Config: cfg, RootUsername: "iggy", RootPassword: "iggy",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if h != nil {
