@@ -403,6 +403,10 @@ func (p *partitionActor) receive(ctx actor.Context) {
 	case *driveSends:
 		p.drivePending = false
 		p.drive(ctx)
+	case *batchesStored:
+		if w := p.writing; w != nil && w.seq == m.seq && !w.answered {
+			p.answerStored(ctx, w)
+		}
 	case *journalWritten:
 		if w := p.writing; w != nil && w.seq == m.seq { // else settle finished it
 			p.writeReturned(ctx, w)
@@ -926,6 +930,7 @@ type journalWrite struct {
 	seq        uint64 // which write behind (a journalWrite is reused)
 
 	committed  bool
+	answered   bool // its replies went out (answerStored)
 	replies    []heldReply
 	applied    wire.PrepareHeader
 	persistTo  uint64 // the log's committed frontier the write makes readable from the Store
@@ -936,11 +941,15 @@ type journalWrite struct {
 // returned.
 type journalWritten struct{ seq uint64 }
 
+// batchesStored is the write behind numbered seq, of committed batches,
+// that stored them (its applied record follows).
+type batchesStored struct{ seq uint64 }
+
 // reset readies a recycled write for the next Ready.
 func (w *journalWrite) reset() {
 	w.toStore, w.storedFrom, w.replies = w.toStore[:0], w.storedFrom[:0], w.replies[:0]
 	w.failed, w.failure, w.stored, w.err, w.done = 0, nil, 0, nil, nil
-	w.committed, w.applied, w.persistTo, w.appliedErr = false, wire.PrepareHeader{}, 0, nil
+	w.committed, w.answered, w.applied, w.persistTo, w.appliedErr = false, false, wire.PrepareHeader{}, 0, nil
 }
 
 // takeWrite is the recycled write, or a new one.
@@ -1001,10 +1010,16 @@ func (p *partitionActor) writeBehind(ctx actor.Context, w *journalWrite) {
 			hook(group)
 		}
 		w.stored, w.err = store.AppendBatches(group, w.toStore, fsync)
-		if w.committed && w.err == nil {
-			w.appliedErr = store.Put(keyApplied, appliedValue(w.applied), fsync) // after the batches (recordApplied)
-		}
 		seq := w.seq
+		if w.committed {
+			// The replies go now, as they did before the applied record
+			// when the write ran in the actor: they need not wait for its
+			// sync (a badger fsync more under enforce_fsync).
+			root.Send(self, &batchesStored{seq})
+			if w.err == nil {
+				w.appliedErr = store.Put(keyApplied, appliedValue(w.applied), fsync) // after the batches (recordApplied)
+			}
+		}
 		close(w.done)
 		root.Send(self, &journalWritten{seq})
 	}()
@@ -1035,11 +1050,12 @@ func (p *partitionActor) writeReturned(ctx actor.Context, w *journalWrite) {
 	<-w.done
 	p.writing = nil
 	if w.committed {
-		p.committedStored(ctx, w.toStore, w.replies, w.stored, w.err)
+		if !w.answered {
+			p.answerStored(ctx, w)
+		}
 		if w.appliedErr != nil {
 			p.log.Error("recording the applied op", "op", w.applied.Op, "err", w.appliedErr)
 		}
-		p.plog.MarkPersisted(w.persistTo)
 		p.saveTail(false)
 		p.recycleWrite(w)
 		return
@@ -1049,6 +1065,15 @@ func (p *partitionActor) writeReturned(ctx actor.Context, w *journalWrite) {
 	p.node.send(w.send)
 	p.node.postQuiet(p.ref.Group, w.quiet)
 	w.send, w.quiet = nil, nil
+}
+
+// answerStored carries out what storing w's committed batches decided:
+// their replies, or the stop (committedStored); the log may then evict
+// them.
+func (p *partitionActor) answerStored(ctx actor.Context, w *journalWrite) {
+	w.answered = true
+	p.committedStored(ctx, w.toStore, w.replies, w.stored, w.err)
+	p.plog.MarkPersisted(w.persistTo)
 }
 
 // settle finishes the write in flight, if any (driveInPlace): a purge, a
