@@ -179,6 +179,11 @@
 // WAL files changed (badger does not fsync the directory after creating
 // one). Batch files are synced per group by AppendBatch(sync=true): each
 // partition has its own files, so groups never wait on each other's fsync.
+// Nor do a group's readers wait for its appends: the group's index is
+// locked only between the syscalls that move data, and an append lets go
+// of it around its write and its fsync (appends and deletions of one group
+// take a second lock among themselves), so a cold poll is served while the
+// group's last write is synced; it sees the batches whose write returned.
 // A failed fsync, of badger's files or a batch file, is sticky
 // (ErrSyncFailed): after it nothing is known about what reached the disk, so
 // every later Sync and synced append fails and the node must restart and
