@@ -76,7 +76,19 @@ func pollAll(ctx context.Context, t *testing.T, c *client.Client) uint32 {
 func TestPollsAreServedWhileTheJournalIsWritten(t *testing.T) {
 	h := newHeldWrites()
 	n := startHeldNode(t, t.TempDir(), h)
-	ctx, c := rootClient(t, n)
+	pollsDuringAHeldWrite(t, h, func() *client.Client { _, c := rootClient(t, n); return c }, 1, 1)
+}
+
+// pollsDuringAHeldWrite creates a topic with enforce_fsync through
+// connect's clients, sends one message, then holds the next send's write
+// (h): a poll must be answered meanwhile with least to most messages,
+// the send must not, and once the write returns the send is answered and
+// both messages are polled.
+func pollsDuringAHeldWrite(t *testing.T, h *heldWrites, connect func() *client.Client, least, most uint32) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := connect()
 	if _, err := c.CreateStream(ctx, "wb", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +103,7 @@ func TestPollsAreServedWhileTheJournalIsWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.armed.Store(true)
-	_, producer := rootClient(t, n)
+	producer := connect()
 	sent := make(chan error, 1)
 	go func() { sent <- send(producer, "second") }()
 	h.waitStarted(t)
@@ -99,8 +111,8 @@ func TestPollsAreServedWhileTheJournalIsWritten(t *testing.T) {
 	go func() { polled <- pollAll(ctx, t, c) }()
 	select {
 	case got := <-polled:
-		if got != 1 {
-			t.Fatalf("a poll during the write got %d messages, want the 1 committed", got)
+		if got < least || got > most {
+			t.Fatalf("a poll during the write got %d messages, want %d to %d", got, least, most)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("a poll waited for the partition's segment write")
@@ -186,58 +198,16 @@ func TestAPrimaryServesPollsWhileItStoresCommittedBatches(t *testing.T) {
 			o.beforeJournalWrite = h.hook
 		}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	connect := func() *client.Client {
-		c, err := client.Connect(ctx, client.Options{Address: nodes[0].TCPAddr(), Username: "iggy", Password: "iggy", StayOnNode: true})
+		c, err := client.Connect(context.Background(), client.Options{Address: nodes[0].TCPAddr(), Username: "iggy", Password: "iggy", StayOnNode: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = c.Close() })
 		return c
 	}
-	c := connect()
-	if _, err := c.CreateStream(ctx, "wb", nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.CreateTopic(ctx, wire.ID(0), "t", 1, wire.Options{{Key: wire.OptEnforceFsync, Kind: wire.KindBool, Value: []byte{1}}}); err != nil {
-		t.Fatal(err)
-	}
-	send := func(c *client.Client, payload string) error {
-		_, err := c.SendMessages(ctx, wire.ID(0), wire.ID(0), wire.PartitionID(0), []wire.Message{client.NewMessage([]byte(payload))})
-		return err
-	}
-	if err := send(c, "first"); err != nil {
-		t.Fatal(err)
-	}
-	h.armed.Store(true)
-	producer := connect()
-	sent := make(chan error, 1)
-	go func() { sent <- send(producer, "second") }()
-	h.waitStarted(t)
-	polled := make(chan uint32, 1)
-	go func() { polled <- pollAll(ctx, t, c) }()
-	select {
-	case got := <-polled:
-		if got < 1 {
-			t.Fatalf("a poll during the write got %d messages, want the committed ones", got)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("a poll waited for the primary's write of committed batches")
-	}
-	select {
-	case err := <-sent:
-		t.Fatalf("the send was answered (%v) before the primary stored its batch", err)
-	case <-time.After(100 * time.Millisecond):
-	}
-	h.armed.Store(false)
-	close(h.release)
-	if err := <-sent; err != nil {
-		t.Fatalf("the send after its write returned: %v", err)
-	}
-	if got := pollAll(ctx, t, c); got != 2 {
-		t.Fatalf("after the write: %d messages, want 2", got)
-	}
+	// The poll may see the held batch: it is committed on a quorum.
+	pollsDuringAHeldWrite(t, h, connect, 1, 2)
 	for i, n := range nodes {
 		if r := n.Restarts(); r != 0 {
 			t.Fatalf("node %d: %d actor restarts", i, r)
