@@ -91,6 +91,11 @@ func (s *Store) AppendBatches(group uint64, batches [][]byte, sync bool) (int, e
 		}
 	}
 	if sync && stored > 0 {
+		if !g.loaded {
+			// A later run's failure forgot the index and with it which
+			// files the earlier runs left unsynced: none is known durable.
+			return 0, wrap(0, failed)
+		}
 		// Before any is reported stored: a caller acknowledges what this
 		// returns, also when a later batch failed.
 		if err := s.syncGroup(g); err != nil {

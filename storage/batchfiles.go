@@ -120,8 +120,13 @@ func (s *Store) changingGroup(group uint64) (*groupLog, error) {
 // unlockedFor runs fn, a syscall that moves data (a write, an fsync),
 // with g.mu released: the caller holds g.appending, so nothing else
 // changes the files meanwhile, and readers go on with the index as it
-// was.
+// was (but not while the index is forgotten).
 func (g *groupLog) unlockedFor(fn func() error) error {
+	if !g.loaded {
+		// A failed update forgot the index (invalidate): a reader now
+		// would rebuild it beside this call.
+		return fn()
+	}
 	g.mu.Unlock()
 	defer g.mu.Lock()
 	return fn()
