@@ -93,8 +93,9 @@ type Options struct {
 	// (tests slow it down); nil: the real Argon2id check.
 	verifyPassword func(hash, password string) bool
 	// beforeJournalWrite runs in a partition's write behind before it
-	// writes (tests hold the write); nil: nothing.
-	beforeJournalWrite func(group uint64)
+	// writes (tests hold the write); an error it returns is the write's
+	// outcome, nothing written (tests fail it); nil: nothing.
+	beforeJournalWrite func(group uint64) error
 }
 
 // Node is one running iggynode: an actor system, its storage and its

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -139,8 +140,10 @@ type partitionActor struct {
 	// last one, kept for its buffers; syncWrites makes drive write in
 	// place (settle).
 	writing, spareWrite *journalWrite
-	writeSeq            uint64
 	syncWrites          bool
+	// storeFailed: a committed batch could not be stored while a handler
+	// settled the write (stopForStore); the actor stops after it.
+	storeFailed string
 }
 
 // driveSends is the partition's note to itself that sends were submitted
@@ -374,6 +377,15 @@ func (p *partitionActor) receive(ctx actor.Context) {
 		}
 	case *actor.Restarting:
 		p.waitWrite() // the next incarnation boots from the segments
+		if w := p.writing; w != nil && w.committed && !w.answered {
+			// Its batches up to stored are in the segments: their
+			// producers are answered (the rest replay).
+			n := 0
+			for n < len(w.replies) && w.replies[n].after <= w.stored {
+				n++
+			}
+			p.sendHeldReplies(ctx, w.replies[:n])
+		}
 	case *actor.Stopping:
 		p.settle(ctx)
 		p.route.close()
@@ -403,6 +415,8 @@ func (p *partitionActor) receive(ctx actor.Context) {
 	case *driveSends:
 		p.drivePending = false
 		p.drive(ctx)
+	case *storeFailure:
+		panic(m.why)
 	case *batchesStored:
 		if w := p.writing; w != nil && w.seq == m.seq && !w.answered {
 			p.answerStored(ctx, w)
@@ -443,6 +457,7 @@ func (p *partitionActor) receive(ctx actor.Context) {
 		} else {
 			p.node.dropPartitionData(p.ref.Group, p.log)
 		}
+		p.tailDirty = false // the stop must not save the tail the drop deleted
 		ctx.Stop(ctx.Self())
 	case *partitionLeaveCheck:
 		p.onLeaveCheck(ctx)
@@ -487,6 +502,9 @@ func (p *partitionActor) receive(ctx actor.Context) {
 		p.drive(ctx)
 		p.transfers.tick(ctx)
 	case *transferDone, *transferFailed, *actor.Terminated:
+		if _, done := m.(*transferDone); done {
+			p.settle(ctx) // an install replaces the segments: never beside a write
+		}
 		if p.transfers != nil && p.transfers.onOutcome(ctx, m) {
 			p.drive(ctx)
 		}
@@ -814,7 +832,7 @@ func (p *partitionActor) answerHeld(ctx actor.Context) {
 // segment write is in flight (writeBehind) it takes no Ready: the core's
 // outputs wait for the write to return, as they would for a slow disk.
 func (p *partitionActor) drive(ctx actor.Context) {
-	for p.writing == nil && p.core.HasReady() {
+	for p.writing == nil && p.storeFailed == "" && p.core.HasReady() {
 		rd := p.core.Ready()
 		if rd.State != nil && !p.node.persistState(p.log, p.core, p.ref.Group, *rd.State, p.plog.HighWatermark()) {
 			rd.Send = nil // 6.13
@@ -881,11 +899,7 @@ func (p *partitionActor) applyReady(ctx actor.Context, rd vsr.Ready, leading boo
 	if p.storeAtCommit && len(p.toStore) > 0 && !p.syncWrites {
 		p.commitBehind(ctx, wire.HeaderOf(rd.Commit[len(rd.Commit)-1].Frame).Prepare())
 	} else {
-		p.storeCommitted(ctx)
-		p.sendHeldReplies(ctx, p.replies)
-		clear(p.replies)
-		p.replies = p.replies[:0]
-		if n := len(rd.Commit); n > 0 {
+		if n := len(rd.Commit); p.storeCommitted(ctx) && n > 0 {
 			p.recordApplied(wire.HeaderOf(rd.Commit[n-1].Frame).Prepare()) // once per Ready, not per op
 			p.saveTail(false)
 		}
@@ -936,6 +950,9 @@ type journalWrite struct {
 	persistTo  uint64 // the log's committed frontier the write makes readable from the Store
 	appliedErr error
 }
+
+// writeSeqs numbers the writes behind mailboxes, process-wide.
+var writeSeqs atomic.Uint64
 
 // journalWritten is the write behind the mailbox numbered seq that
 // returned.
@@ -999,17 +1016,19 @@ func (p *partitionActor) stampJournal(frames [][]byte, leading bool) *journalWri
 // has returned (journalWritten, or settle).
 func (p *partitionActor) writeBehind(ctx actor.Context, w *journalWrite) {
 	w.done = make(chan struct{})
-	p.writeSeq++
-	w.seq = p.writeSeq
+	w.seq = writeSeqs.Add(1) // never reused by a later incarnation, whose mailbox may hold this one's messages
 	p.writing = w
 	self, root, store, group, fsync := ctx.Self(), p.node.root(), p.node.store, p.ref.Group, p.settings.enforceFsync
 	hook := p.node.opts.beforeJournalWrite
 	keyApplied := p.keyApplied
 	go func() {
+		var injected error
 		if hook != nil {
-			hook(group)
+			injected = hook(group)
 		}
-		w.stored, w.err = store.AppendBatches(group, w.toStore, fsync)
+		if w.stored, w.err = 0, injected; injected == nil {
+			w.stored, w.err = store.AppendBatches(group, w.toStore, fsync)
+		}
 		seq := w.seq
 		if w.committed {
 			// The replies go now, as they did before the applied record
@@ -1056,7 +1075,9 @@ func (p *partitionActor) writeReturned(ctx actor.Context, w *journalWrite) {
 		if w.appliedErr != nil {
 			p.log.Error("recording the applied op", "op", w.applied.Op, "err", w.appliedErr)
 		}
-		p.saveTail(false)
+		if p.storeFailed == "" {
+			p.saveTail(false)
+		}
 		p.recycleWrite(w)
 		return
 	}
@@ -1072,8 +1093,9 @@ func (p *partitionActor) writeReturned(ctx actor.Context, w *journalWrite) {
 // them.
 func (p *partitionActor) answerStored(ctx actor.Context, w *journalWrite) {
 	w.answered = true
-	p.committedStored(ctx, w.toStore, w.replies, w.stored, w.err)
-	p.plog.MarkPersisted(w.persistTo)
+	if p.committedStored(ctx, w.toStore, w.replies, w.stored, w.err) {
+		p.plog.MarkPersisted(w.persistTo)
+	}
 }
 
 // settle finishes the write in flight, if any (driveInPlace): a purge, a
@@ -1263,32 +1285,41 @@ func (p *partitionActor) alreadyStored(batch []byte) bool {
 // state. When the disk is full, the restarted replica first waits out of
 // its group until the batch fits (diskspace.go), so the stop happens once
 // per episode, not per repair.
-func (p *partitionActor) storeCommitted(ctx actor.Context) {
+func (p *partitionActor) storeCommitted(ctx actor.Context) bool {
 	batches := p.toStore
 	defer func() { clear(batches); p.toStore = batches[:0] }()
-	if len(batches) > 0 {
+	defer func() { clear(p.replies); p.replies = p.replies[:0] }()
+	if len(batches) == 0 {
+		p.sendHeldReplies(ctx, p.replies)
+	} else {
 		stored, err := p.node.store.AppendBatches(p.ref.Group, batches, p.settings.enforceFsync)
-		p.committedStored(ctx, batches, nil, stored, err)
+		if !p.committedStored(ctx, batches, p.replies, stored, err) {
+			return false
+		}
 	}
 	p.plog.MarkPersisted(p.plog.HighWatermark())
+	return true
 }
 
 // committedStored carries out the outcome of storing committed batches
 // (in place or behind the mailbox): replies, which wait for the batches
-// before them (nil: the caller sends p.replies), go out; a failure stops
-// the actor (storeCommitted) after the replies of what was stored.
-func (p *partitionActor) committedStored(ctx actor.Context, batches [][]byte, replies []heldReply, stored int, err error) {
+// before them, go out, and it reports true; a failure stops the actor
+// (stopForStore) after the replies of what was stored, and it reports
+// false.
+func (p *partitionActor) committedStored(ctx actor.Context, batches [][]byte, replies []heldReply, stored int, err error) bool {
 	if err != nil {
 		// The ops whose batches (and those before) are stored get
-		// their replies before the stop; the rest replay.
-		if replies == nil {
-			replies = p.replies
-		}
+		// their replies before the stop; the rest are told to replay.
 		n := 0
 		for n < len(replies) && replies[n].after <= stored {
 			n++
 		}
 		p.sendHeldReplies(ctx, replies[:n])
+		for _, r := range replies[n:] {
+			// Committed, not stored here: of unknown outcome to the
+			// producer, who may replay it, rather than left to time out.
+			p.replyTo(ctx, r.req, denyReply(&r.req.hdr, r.req.connID, 0, wire.ErrTransientNotCommitted))
+		}
 		failed := batches[min(stored, len(batches)-1)]
 		if storage.IsNoSpace(err) {
 			var need int64 // the group's batches it could not store
@@ -1297,14 +1328,33 @@ func (p *partitionActor) committedStored(ctx actor.Context, batches [][]byte, re
 			}
 			p.node.diskWaits.park(p.ref.Group, need)
 		}
-		panic(fmt.Sprintf("partition %d: storing committed batch at offset %d: %v", p.ref.Group, wire.Batch(failed).BaseOffset(), err))
+		p.stopForStore(ctx, fmt.Sprintf("partition %d: storing committed batch at offset %d: %v", p.ref.Group, wire.Batch(failed).BaseOffset(), err))
+		return false
 	}
 	if p.node.diskWaits.clear(p.ref.Group) {
 		p.log.Info("partition replica stores committed batches again")
 	}
 	p.countStored(stored)
 	p.sendHeldReplies(ctx, replies)
+	return true
 }
+
+// stopForStore stops the actor after a committed batch could not be
+// stored (storeCommitted): at once, or, while a handler settles the write
+// in flight (a drop, a purge, a stop), once that handler is done, so its
+// work is not lost to the restart; meanwhile drive takes no Ready.
+func (p *partitionActor) stopForStore(ctx actor.Context, why string) {
+	if !p.syncWrites {
+		panic(why)
+	}
+	if p.storeFailed == "" {
+		p.storeFailed = why
+		ctx.Send(ctx.Self(), &storeFailure{why})
+	}
+}
+
+// storeFailure is stopForStore's deferred stop.
+type storeFailure struct{ why string }
 
 // sendHeldReplies sends replies.
 func (p *partitionActor) sendHeldReplies(ctx actor.Context, replies []heldReply) {

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"sync/atomic"
@@ -14,22 +15,27 @@ import (
 )
 
 // heldWrites holds a node's journal writes while armed: each one reports
-// that it started and waits for release.
+// that it started and waits for release; then it fails with fail, if set.
 type heldWrites struct {
 	armed   atomic.Bool
 	started chan struct{}
 	release chan struct{}
+	fail    atomic.Pointer[error]
 }
 
 func newHeldWrites() *heldWrites {
 	return &heldWrites{started: make(chan struct{}, 16), release: make(chan struct{})}
 }
 
-func (h *heldWrites) hook(uint64) {
+func (h *heldWrites) hook(uint64) error {
 	if h.armed.Load() {
 		h.started <- struct{}{}
 		<-h.release
+		if err := h.fail.Load(); err != nil {
+			return *err
+		}
 	}
+	return nil
 }
 
 // waitStarted waits for a held write to start.
@@ -212,5 +218,71 @@ func TestAPrimaryServesPollsWhileItStoresCommittedBatches(t *testing.T) {
 		if r := n.Restarts(); r != 0 {
 			t.Fatalf("node %d: %d actor restarts", i, r)
 		}
+	}
+}
+
+// A committed write behind that fails while a drop waits for it (the
+// topic is deleted during the write) stops the replica only after the
+// drop has run: the drop's work is not lost to the restart, so the
+// partition's data is deleted on every node.
+func TestADropWaitingForAFailedWriteStillDrops(t *testing.T) {
+	h := newHeldWrites()
+	nodes := startClusterWith(t, 3, func(o *Options) {
+		if o.Config.Cluster.ReplicaID == 0 {
+			o.beforeJournalWrite = h.hook
+		}
+	})
+	ctx, c := rootClient(t, nodes[0])
+	s, err := c.CreateStream(ctx, "drop", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateTopic(ctx, wire.ID(s.ID), "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	var group uint64
+	inspect(nodes[0], func(m *metadataActor) { group = m.state.TopicPartitions(s.ID, 0)[0].Group })
+	send := func(c *client.Client, payload string) error {
+		_, err := c.SendMessages(ctx, wire.ID(s.ID), wire.ID(0), wire.PartitionID(0), []wire.Message{client.NewMessage([]byte(payload))})
+		return err
+	}
+	if err := send(c, "first"); err != nil {
+		t.Fatal(err)
+	}
+	failure := errors.New("injected store failure")
+	h.fail.Store(&failure)
+	h.armed.Store(true)
+	_, producer := rootClient(t, nodes[0])
+	sent := make(chan error, 1)
+	go func() { sent <- send(producer, "second") }()
+	h.waitStarted(t)
+	deleted := make(chan error, 1)
+	go func() { deleted <- c.DeleteTopic(ctx, wire.ID(s.ID), wire.ID(0)) }()
+	time.Sleep(300 * time.Millisecond) // the drop reaches the partition and waits for the write
+	h.armed.Store(false)
+	close(h.release)
+	if err := <-deleted; err != nil {
+		t.Fatalf("DeleteTopic: %v", err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		left := 0
+		for _, n := range nodes {
+			_, b := storedBatches(n, group)
+			left += b
+		}
+		if left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d batches of the deleted topic's partition left on the nodes", left)
+		}
+	}
+	select {
+	case err := <-sent:
+		if err == nil {
+			t.Fatal("the send whose batch was not stored was answered as stored")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the send whose batch was not stored was not answered")
 	}
 }
