@@ -1075,9 +1075,7 @@ func (p *partitionActor) writeReturned(ctx actor.Context, w *journalWrite) {
 		if w.appliedErr != nil {
 			p.log.Error("recording the applied op", "op", w.applied.Op, "err", w.appliedErr)
 		}
-		if p.storeFailed == "" {
-			p.saveTail(false)
-		}
+		p.saveTail(false)
 		p.recycleWrite(w)
 		return
 	}

@@ -20,9 +20,10 @@ func tailKey(group uint64) string { return fmt.Sprintf("partition/%d/tail", grou
 const tailSaveInterval = 200 * time.Millisecond
 
 // saveTail stores the tail when it changed and, unless now, the last save
-// is tailSaveInterval old.
+// is tailSaveInterval old; never after a committed batch failed to store
+// (stopForStore): the tail would name a batch the segments lack.
 func (p *partitionActor) saveTail(now bool) {
-	if !p.tailDirty || !p.storeAtCommit || (!now && time.Since(p.tailSavedAt) < tailSaveInterval) {
+	if !p.tailDirty || !p.storeAtCommit || p.storeFailed != "" || (!now && time.Since(p.tailSavedAt) < tailSaveInterval) {
 		return
 	}
 	if err := p.node.store.Put(tailKey(p.ref.Group), p.tail.appendTo(make([]byte, 0, p.tail.encodedSize())), false); err != nil {
