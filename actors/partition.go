@@ -380,11 +380,7 @@ func (p *partitionActor) receive(ctx actor.Context) {
 		if w := p.writing; w != nil && w.committed && !w.answered {
 			// Its batches up to stored are in the segments: their
 			// producers are answered (the rest replay).
-			n := 0
-			for n < len(w.replies) && w.replies[n].after <= w.stored {
-				n++
-			}
-			p.sendHeldReplies(ctx, w.replies[:n])
+			p.sendHeldReplies(ctx, w.replies[:storedReplies(w.replies, w.stored)])
 		}
 	case *actor.Stopping:
 		p.settle(ctx)
@@ -1308,10 +1304,7 @@ func (p *partitionActor) committedStored(ctx actor.Context, batches [][]byte, re
 	if err != nil {
 		// The ops whose batches (and those before) are stored get
 		// their replies before the stop; the rest are told to replay.
-		n := 0
-		for n < len(replies) && replies[n].after <= stored {
-			n++
-		}
+		n := storedReplies(replies, stored)
 		p.sendHeldReplies(ctx, replies[:n])
 		for _, r := range replies[n:] {
 			// Committed, not stored here: of unknown outcome to the
@@ -1353,6 +1346,16 @@ func (p *partitionActor) stopForStore(ctx actor.Context, why string) {
 
 // storeFailure is stopForStore's deferred stop.
 type storeFailure struct{ why string }
+
+// storedReplies is how many of replies, from the first, wait only for
+// batches among the first stored.
+func storedReplies(replies []heldReply, stored int) int {
+	n := 0
+	for n < len(replies) && replies[n].after <= stored {
+		n++
+	}
+	return n
+}
 
 // sendHeldReplies sends replies.
 func (p *partitionActor) sendHeldReplies(ctx actor.Context, replies []heldReply) {
