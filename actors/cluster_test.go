@@ -616,6 +616,22 @@ func oneTopic(t *testing.T, n *Node, stream string) (send func(from, to int)) {
 	}
 }
 
+// streamWithTopic creates stream name with a topic "t" of one partition
+// through c and returns the stream's id and the partition's group, as n's
+// metadata holds it.
+func streamWithTopic(t *testing.T, ctx context.Context, c *client.Client, n *Node, name string) (stream uint32, group uint64) {
+	t.Helper()
+	s, err := c.CreateStream(ctx, name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateTopic(ctx, wire.ID(s.ID), "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	inspect(n, func(m *metadataActor) { group = m.state.TopicPartitions(s.ID, 0)[0].Group })
+	return s.ID, group
+}
+
 // createStreams creates streams s0 .. s<n-1> through c.
 func createStreams(t *testing.T, ctx context.Context, c *client.Client, n int) {
 	t.Helper()

@@ -383,15 +383,7 @@ func TestClusterKeepsCommittingPastAFullBackup(t *testing.T) {
 	})
 	full := nodes[2]
 	ctx, c := rootClient(t, nodes[0])
-	s, err := c.CreateStream(ctx, "cluster", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.CreateTopic(ctx, wire.ID(s.ID), "t", 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	var group uint64
-	inspect(nodes[0], func(m *metadataActor) { group = m.state.TopicPartitions(s.ID, 0)[0].Group })
+	streamID, group := streamWithTopic(t, ctx, c, nodes[0], "cluster")
 	filler := fill(t, full, fs, testReserveSoft+2<<20)
 	restartsBefore := full.refs.restarts.Load()
 
@@ -399,7 +391,7 @@ func TestClusterKeepsCommittingPastAFullBackup(t *testing.T) {
 	send := func(count int) {
 		t.Helper()
 		for range count {
-			if _, err := c.SendMessages(ctx, wire.ID(s.ID), wire.ID(0), wire.PartitionID(0), numberedBatch(acked)); err != nil {
+			if _, err := c.SendMessages(ctx, wire.ID(streamID), wire.ID(0), wire.PartitionID(0), numberedBatch(acked)); err != nil {
 				t.Fatalf("send through the primary with a full backup (%d acknowledged): %v", acked, err)
 			}
 			acked += testBatchMsgs
@@ -427,14 +419,14 @@ func TestClusterKeepsCommittingPastAFullBackup(t *testing.T) {
 	if streams, err := c2.GetStreams(ctx2); err != nil || len(streams) != 1 {
 		t.Fatalf("GetStreams on the full node: %v %v", streams, err)
 	}
-	if _, err := c2.SendMessages(ctx2, wire.ID(s.ID), wire.ID(0), wire.PartitionID(0), numberedBatch(0)); !isNoSpace(err) {
+	if _, err := c2.SendMessages(ctx2, wire.ID(streamID), wire.ID(0), wire.PartitionID(0), numberedBatch(0)); !isNoSpace(err) {
 		t.Fatalf("a send to the full node: %v, want CannotWriteToFile", err)
 	}
-	if p, err := c2.PollMessages(ctx2, wire.SingleConsumer(wire.ID(1)), wire.ID(s.ID), wire.ID(0), wire.Partition(0),
+	if p, err := c2.PollMessages(ctx2, wire.SingleConsumer(wire.ID(1)), wire.ID(streamID), wire.ID(0), wire.Partition(0),
 		wire.FirstStrategy(), 10, false); err != nil || p.MessagesCount == 0 {
 		t.Fatalf("a poll on the full node: %v %v", p, err)
 	}
-	pollAllNumbered(t, ctx, c, s.ID, acked)
+	pollAllNumbered(t, ctx, c, streamID, acked)
 
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
@@ -457,9 +449,9 @@ func TestClusterKeepsCommittingPastAFullBackup(t *testing.T) {
 		t.Fatal("replica 2's segments differ from the primary's after catching up")
 	}
 	send(2)
-	if _, err := c2.SendMessages(ctx2, wire.ID(s.ID), wire.ID(0), wire.PartitionID(0), numberedBatch(acked)); err != nil {
+	if _, err := c2.SendMessages(ctx2, wire.ID(streamID), wire.ID(0), wire.PartitionID(0), numberedBatch(acked)); err != nil {
 		t.Fatalf("a send to replica 2 after the space was freed: %v", err)
 	}
 	acked += testBatchMsgs
-	pollAllNumbered(t, ctx, c, s.ID, acked)
+	pollAllNumbered(t, ctx, c, streamID, acked)
 }

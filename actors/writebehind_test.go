@@ -233,17 +233,9 @@ func TestADropWaitingForAFailedWriteStillDrops(t *testing.T) {
 		}
 	})
 	ctx, c := rootClient(t, nodes[0])
-	s, err := c.CreateStream(ctx, "drop", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.CreateTopic(ctx, wire.ID(s.ID), "t", 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	var group uint64
-	inspect(nodes[0], func(m *metadataActor) { group = m.state.TopicPartitions(s.ID, 0)[0].Group })
+	streamID, group := streamWithTopic(t, ctx, c, nodes[0], "drop")
 	send := func(c *client.Client, payload string) error {
-		_, err := c.SendMessages(ctx, wire.ID(s.ID), wire.ID(0), wire.PartitionID(0), []wire.Message{client.NewMessage([]byte(payload))})
+		_, err := c.SendMessages(ctx, wire.ID(streamID), wire.ID(0), wire.PartitionID(0), []wire.Message{client.NewMessage([]byte(payload))})
 		return err
 	}
 	if err := send(c, "first"); err != nil {
@@ -257,7 +249,7 @@ func TestADropWaitingForAFailedWriteStillDrops(t *testing.T) {
 	go func() { sent <- send(producer, "second") }()
 	h.waitStarted(t)
 	deleted := make(chan error, 1)
-	go func() { deleted <- c.DeleteTopic(ctx, wire.ID(s.ID), wire.ID(0)) }()
+	go func() { deleted <- c.DeleteTopic(ctx, wire.ID(streamID), wire.ID(0)) }()
 	time.Sleep(300 * time.Millisecond) // the drop reaches the partition and waits for the write
 	h.armed.Store(false)
 	close(h.release)
