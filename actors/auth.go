@@ -6,7 +6,9 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -66,10 +68,11 @@ const (
 	loginBadCredentials
 	loginThrottled
 	loginPoolFull
+	loginAbandoned
 	loginOutcomeCount
 )
 
-var loginOutcomeNames = [loginOutcomeCount]string{"ok", "bad_credentials", "throttled", "pool_full"}
+var loginOutcomeNames = [loginOutcomeCount]string{"ok", "bad_credentials", "throttled", "pool_full", "abandoned"}
 
 // maxLoginRechecks bounds how often a check made stale by a concurrent
 // user change is verified again before the login is refused.
@@ -85,9 +88,13 @@ type loginJob struct {
 	admitted bool                    // counted in flight by the throttle
 	rechecks int
 	body     wire.RegisterBody
+	// abandoned: the connection closed before the login was judged
+	// (authService.abandon); a worker that has not started skips the check.
+	abandoned atomic.Bool
 
 	// Set by the worker.
 	matched   bool
+	skipped   bool // abandoned before the check ran: nothing was verified
 	tokenHash string
 }
 
@@ -110,10 +117,18 @@ type authService struct {
 	// most maxWaiting per address (metadata actor only).
 	waiting    map[string][]*loginJob
 	maxWaiting int
-	verify     func(hash, password string) bool
-	deliver    func(*loginVerified)
-	stop       chan struct{}
-	wg         sync.WaitGroup
+	// byConn is the login not yet judged of each client connection
+	// (metadata actor only): when the connection closes, the login is
+	// abandoned, so a client that gave up (its SDK timed out and
+	// reconnects) costs no Argon2id and no turn of its address. Without
+	// it a flood of timed-out retries fills the address's queue with
+	// checks nobody waits for, and under a slow CPU no login ever
+	// finishes within the client's timeout.
+	byConn  map[uint32]*loginJob
+	verify  func(hash, password string) bool
+	deliver func(*loginVerified)
+	stop    chan struct{}
+	wg      sync.WaitGroup
 	// full: a submit found the queue full and it has not drained to half
 	// since (metadata actor only; the hysteresis logs each change once
 	// instead of on every flap at the edge).
@@ -136,7 +151,7 @@ func newAuthService(cfg config.Login, log *slog.Logger, tel *nodeTelemetry, veri
 		verify = metadata.VerifyPassword
 	}
 	a := &authService{log: log.With("component", "login"), tel: tel, jobs: make(chan *loginJob, queue),
-		verify: verify, deliver: deliver, stop: make(chan struct{}), waiting: map[string][]*loginJob{},
+		verify: verify, deliver: deliver, stop: make(chan struct{}), waiting: map[string][]*loginJob{}, byConn: map[uint32]*loginJob{},
 		maxWaiting: int(max(cfg.Throttle.MaxWaitingPerAddress, 1))}
 	if t := cfg.Throttle; t.Enabled {
 		a.throttle = metadata.NewLoginThrottle(metadata.ThrottleConfig{BaseDelay: t.BaseDelay.D(), MaxDelay: t.MaxDelay.D(),
@@ -165,6 +180,11 @@ func (a *authService) work() {
 			return
 		case j := <-a.jobs:
 			a.tel.loginQueued.Add(-1)
+			if j.abandoned.Load() {
+				j.skipped = true
+				a.deliver(&loginVerified{job: j})
+				continue
+			}
 			start := time.Now()
 			if j.password != nil {
 				j.matched = j.password.Verify(a.verify)
@@ -226,7 +246,45 @@ func (a *authService) wait(j *loginJob) bool {
 		return false
 	}
 	a.waiting[j.address] = append(q, j)
+	a.tel.loginWaiting.Add(1)
 	return true
+}
+
+// track records j as its connection's login not yet judged; a login of
+// the HTTP plane or relayed by another replica has no connection here.
+func (a *authService) track(j *loginJob) {
+	if r := j.req; r.http == nil && r.relay == nil {
+		a.byConn[r.connID] = j
+	}
+}
+
+// untrack ends what track recorded, once j is judged or dropped.
+func (a *authService) untrack(j *loginJob) {
+	if r := j.req; a.byConn[r.connID] == j {
+		delete(a.byConn, r.connID)
+	}
+}
+
+// abandon drops the login of a closed connection, if any: out of its
+// address's queue if it waits there (its slot is free for a live one),
+// else marked for the worker and the judgement.
+func (a *authService) abandon(connID uint32) {
+	j := a.byConn[connID]
+	if j == nil {
+		return
+	}
+	delete(a.byConn, connID)
+	j.abandoned.Store(true)
+	q := a.waiting[j.address]
+	if i := slices.Index(q, j); i >= 0 {
+		if q = slices.Delete(q, i, i+1); len(q) == 0 {
+			delete(a.waiting, j.address)
+		} else {
+			a.waiting[j.address] = q
+		}
+		a.tel.loginWaiting.Add(-1)
+		a.count(loginAbandoned)
+	}
 }
 
 // next takes the oldest login waiting for address, if any.
@@ -237,6 +295,7 @@ func (a *authService) next(address string) *loginJob {
 	}
 	j := q[0]
 	q[0] = nil
+	a.tel.loginWaiting.Add(-1)
 	if q = q[1:]; len(q) == 0 {
 		delete(a.waiting, address)
 	} else {
@@ -298,6 +357,7 @@ func (m *metadataActor) startLogin(ctx actor.Context, req *clientRequest, rb wir
 	if rb.Password != nil {
 		j.user = rb.Password.Username
 	}
+	m.n.auth.track(j)
 	m.admitLogin(ctx, j)
 }
 
@@ -311,6 +371,7 @@ func (m *metadataActor) admitLogin(ctx actor.Context, j *loginJob) {
 	}
 	if refusal != metadata.ThrottleAdmitted {
 		a.count(loginThrottled)
+		a.untrack(j)
 		req := j.req
 		m.replyLater(req, &replyOut{frame: rejectReply(&req.hdr, req.hdr.Client, m.commit(), wire.OpRegister, wire.ErrTransientNotAccepted)}, after)
 		m.loginTurn(ctx, j.address) // the next waiting login is judged now too (a delayed address refuses them all)
@@ -345,6 +406,7 @@ func (m *metadataActor) verifyLogin(ctx actor.Context, j *loginJob) {
 	a := m.n.auth
 	if !a.submit(j) {
 		a.release(j)
+		a.untrack(j)
 		a.count(loginPoolFull)
 		m.reply(ctx, j.req, &replyOut{frame: rejectReply(&j.req.hdr, j.req.hdr.Client, m.commit(), wire.OpRegister, wire.ErrTransientNotAccepted)})
 		m.loginTurn(ctx, j.address)
@@ -355,6 +417,13 @@ func (m *metadataActor) verifyLogin(ctx actor.Context, j *loginJob) {
 // (client-plane.md 5.2 steps 3-5) and continues the Register path.
 func (m *metadataActor) onLoginVerified(ctx actor.Context, v *loginVerified) {
 	j := v.job
+	if j.skipped {
+		a := m.n.auth
+		a.release(j)
+		a.count(loginAbandoned)
+		m.loginTurn(ctx, j.address)
+		return
+	}
 	userID, reason := uint32(0), wire.EvictMalformedLogin
 	if j.password != nil {
 		id, r, stale := m.state.ConfirmPasswordLogin(*j.password, j.matched)
@@ -372,8 +441,12 @@ func (m *metadataActor) onLoginVerified(ctx actor.Context, v *loginVerified) {
 		// verdict is final (5.2 step 4).
 		userID, reason = m.state.LoginWithTokenHash(j.tokenHash, m.n.opts.Clock())
 	}
-	m.n.auth.finish(j, reason != 0)
+	m.n.auth.finish(j, reason != 0) // a check that ran counts for the throttle, abandoned or not
+	m.n.auth.untrack(j)
 	m.loginTurn(ctx, j.address)
+	if j.abandoned.Load() {
+		return // its connection is gone: nothing to answer or bind
+	}
 	if reason != 0 {
 		m.reply(ctx, j.req, &replyOut{frame: eviction(j.req.hdr.Client, reason)})
 		return

@@ -304,3 +304,103 @@ func TestThrottleAddressKeys(t *testing.T) {
 		}
 	}
 }
+
+// countingVerifier counts the checks of each password and holds the
+// first check of held until open is called; every check is the real one.
+type countingVerifier struct {
+	*blockingVerifier
+	mu     sync.Mutex
+	checks map[string]int
+}
+
+func (c *countingVerifier) verify(hash, password string) bool {
+	c.mu.Lock()
+	c.checks[password]++
+	c.mu.Unlock()
+	return c.blockingVerifier.verify(hash, password)
+}
+
+func (c *countingVerifier) count(password string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.checks[password]
+}
+
+// A login whose client gave up (its connection closed while the login
+// waited for its address's turn, or for a worker) is never verified and
+// holds no turn: the address's next login is judged as soon as the check
+// ahead of it ends. Without this a client that times out and reconnects
+// piles checks nobody waits for in front of its own retry, and on a slow
+// CPU no login finishes within the client's timeout.
+func TestALoginWhoseConnectionClosedIsNeverVerified(t *testing.T) {
+	v := &countingVerifier{blockingVerifier: newBlockingVerifier("slow-password"), checks: map[string]int{}}
+	n, reader := startAuthNode(t, func(l *config.Login) { l.VerifyWorkers = 1 }, v.verify)
+	t.Cleanup(v.open)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	held := make(chan error, 1)
+	go func() {
+		c, err := client.Connect(ctx, clientFrom(n, "127.0.0.2", "iggy", "slow-password"))
+		if err == nil {
+			c.Close()
+		}
+		held <- err
+	}()
+	waitClosed(t, v.entered, "the worker and 127.0.0.2's turn to be held")
+
+	// giveUp starts a login and closes its connection once until says it
+	// reached the node.
+	giveUp := func(ip, password, where string, until func() bool) {
+		t.Helper()
+		loginCtx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			c, err := client.Connect(loginCtx, clientFrom(n, ip, "iggy", password))
+			if err == nil {
+				c.Close()
+			}
+			done <- err
+		}()
+		for deadline := time.Now().Add(10 * time.Second); !until(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the login never got %s", where)
+			}
+		}
+		stop()
+		if err := <-done; err == nil {
+			t.Fatalf("the login %s logged in", where)
+		}
+	}
+	tel := n.refs.tel
+	giveUp("127.0.0.2", "iggy", "in its address's queue", func() bool { return tel.loginWaiting.Load() == 1 })
+	for deadline := time.Now().Add(10 * time.Second); tel.loginWaiting.Load() != 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the closed connection's login still waits for its address's turn")
+		}
+	}
+	giveUp("127.0.0.3", "gone-queued", "in the worker's queue", func() bool { return tel.loginQueued.Load() == 1 })
+
+	v.open()
+	var ev *wire.EvictionError
+	if err := <-held; !errors.As(err, &ev) || ev.Reason != wire.EvictInvalidCredentials {
+		t.Fatalf("held wrong password: %v, want Eviction(InvalidCredentials)", err)
+	}
+	// 127.0.0.2's turn passed on: a new login from it is judged at once.
+	c, err := client.Connect(ctx, clientFrom(n, "127.0.0.2", "iggy", "iggy"))
+	if err != nil {
+		t.Fatalf("login after the abandoned ones: %v", err)
+	}
+	c.Close()
+	if got := v.count("iggy"); got != 1 {
+		t.Errorf("the right password was verified %d times, want once (the abandoned waiting login never)", got)
+	}
+	if got := v.count("gone-queued"); got != 0 {
+		t.Errorf("the abandoned queued login was verified %d times, want never", got)
+	}
+	for deadline := time.Now().Add(10 * time.Second); loginAttempts(t, reader)["abandoned"] != 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("iggy.login.attempts = %v, want 2 abandoned", loginAttempts(t, reader))
+		}
+	}
+}

@@ -188,6 +188,7 @@ func (m *metadataActor) receive(ctx actor.Context) {
 		}
 	case *connGone:
 		delete(m.conns, msg.id)
+		m.n.auth.abandon(msg.id)
 	case *peerFrame:
 		m.routePeerFrame(ctx, msg)
 	case *transferDone, *transferFailed, *actor.Terminated:

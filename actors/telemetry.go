@@ -88,6 +88,7 @@ type nodeTelemetry struct {
 	// worker, throttle keys held, and the time a worker spends on a check.
 	loginOutcomes  [loginOutcomeCount]atomic.Int64
 	loginQueued    atomic.Int64
+	loginWaiting   atomic.Int64
 	loginTracked   atomic.Int64
 	loginVerifyLat metric.Float64Histogram
 	// edge is the client edge's limits guard; set when the listeners open.
@@ -384,7 +385,7 @@ func (t *nodeTelemetry) loginMetrics(m metric.Meter, seconds metric.HistogramOpt
 		outcomes[o] = newAttrs(attribute.String("outcome", loginOutcomeNames[o]))
 	}
 	_, _ = m.Int64ObservableCounter("iggy.login.attempts",
-		metric.WithDescription("logins by outcome: ok, bad_credentials (evicted), throttled and pool_full (answered TransientNotAccepted)"),
+		metric.WithDescription("logins by outcome: ok, bad_credentials (evicted), throttled and pool_full (answered TransientNotAccepted), abandoned (the connection closed before the check)"),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			for i := range t.loginOutcomes {
 				o.Observe(t.loginOutcomes[i].Load(), outcomes[i].observe...)
@@ -394,6 +395,11 @@ func (t *nodeTelemetry) loginMetrics(m metric.Meter, seconds metric.HistogramOpt
 	_, _ = m.Int64ObservableGauge("iggy.login.verify.queue", metric.WithDescription("login checks waiting for a verification worker (bound: login.verify_queue)"),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			o.Observe(t.loginQueued.Load())
+			return nil
+		}))
+	_, _ = m.Int64ObservableGauge("iggy.login.waiting", metric.WithDescription("logins waiting for their address's turn (bound per address: login.throttle.max_waiting_per_address)"),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(t.loginWaiting.Load())
 			return nil
 		}))
 	_, _ = m.Int64ObservableGauge("iggy.login.throttle.tracked", metric.WithDescription("addresses and (user, address) pairs the login throttle holds (bound: login.throttle.max_tracked)"),
