@@ -65,12 +65,16 @@ func startNode(t testing.TB) *testNode {
 	return n
 }
 
+// ctxT bounds a whole test: 60 s. 30 s ran out in a CI run several times
+// slower than this machine (TestUsersLifecycle: 4 to 6 s here under race
+// and a loaded CPU, over 30 s there). Speed is measured by the
+// benchmarks; a test proves behaviour.
 func ctxT(t testing.TB) context.Context {
-	return ctxWithin(t, 30*time.Second)
+	return ctxWithin(t, 60*time.Second)
 }
 
 // ctxWithin bounds a test that waits for elections, whose setup alone can
-// take most of ctxT's 30 s under a parallel race run.
+// take most of ctxT's budget under a parallel race run.
 func ctxWithin(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)

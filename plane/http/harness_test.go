@@ -75,7 +75,10 @@ func (r response) json(t testing.TB, v any) {
 	}
 }
 
-var httpClient = &http.Client{Timeout: 30 * time.Second}
+// httpClient waits longer than the plane's own budget (replyTimeout, and
+// a relay's forwardAttempt: 35 s), so a request during a failover is
+// answered by the plane (its 503 or 504) rather than cut by the test.
+var httpClient = &http.Client{Timeout: 45 * time.Second}
 
 // do sends method path with an optional JSON body and bearer.
 func do(t testing.TB, base, method, path, token string, body any, header ...string) response {
