@@ -279,7 +279,12 @@ func redialable(err error) bool {
 // deadline is the request deadline: RequestTimeout from now, or ctx's
 // deadline when that is sooner.
 func (c *Client) deadline(ctx context.Context) time.Time {
-	limit := time.Now().Add(c.opts.RequestTimeout)
+	return c.deadlineWithin(ctx, c.opts.RequestTimeout)
+}
+
+// deadlineWithin is deadline for a request bounded by timeout.
+func (c *Client) deadlineWithin(ctx context.Context, timeout time.Duration) time.Time {
+	limit := time.Now().Add(timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(limit) {
 		return d
 	}

@@ -56,8 +56,10 @@
 //     Reconnect.Interval (transports.md 8.5), which is no backoff.
 //   - Deadlines: every request, its replays and any reconnect it triggers
 //     are bounded by the context and by RequestTimeout (30 s by default); a
-//     request that times out drops the connection (a late reply would
-//     desynchronise the stream) and reports Disconnected.
+//     login (Register) by LoginTimeout instead, when set (Argon2id and, in
+//     a cluster, a metadata commit make it the slowest request of a loaded
+//     node). A request that times out drops the connection (a late reply
+//     would desynchronise the stream) and reports Disconnected.
 //   - Reconnect: after a dropped connection (I/O error, peer close,
 //     deadline) the client redials with the configured retries and interval,
 //     waits out ReestablishAfter since the last connect, logs in again with

@@ -144,13 +144,28 @@ func (c *Client) exchange(ctx context.Context, cl call) (reply, error) {
 		return reply{}, wire.ErrClientShutdown
 	}
 	deadline := c.deadline(ctx)
+	// A login, and the login of a reconnect this request triggers, may
+	// take LoginTimeout (the request itself is not sent past deadline).
+	loginDeadline := c.deadlineWithin(ctx, c.opts.LoginTimeout)
+	if cl.op == wire.OpRegister {
+		deadline = loginDeadline
+	}
+	reconnectBy := deadline
+	if loginDeadline.After(deadline) {
+		reconnectBy = loginDeadline
+	}
 	c.lastRequest.Store(time.Now().UnixNano())
 	if c.conn == nil {
 		if !cl.retry {
 			return reply{}, wire.ErrNotConnected
 		}
-		if err := c.reconnect(ctx, deadline); err != nil {
+		if err := c.reconnect(ctx, reconnectBy); err != nil {
 			return reply{}, err
+		}
+		if !time.Now().Before(deadline) {
+			// Logged in again, past this request's time: the connection is
+			// kept for the next one.
+			return reply{}, &DisconnectedError{Written: false, Err: context.DeadlineExceeded}
 		}
 	}
 	moved := false
@@ -175,8 +190,11 @@ func (c *Client) exchange(ctx context.Context, cl call) (reply, error) {
 		if d.Written && !resendsWritten(cl) {
 			return rep, err
 		}
-		if rerr := c.reconnect(ctx, deadline); rerr != nil {
+		if rerr := c.reconnect(ctx, reconnectBy); rerr != nil {
 			return reply{}, fmt.Errorf("%w; reconnect failed: %w", err, rerr)
+		}
+		if !time.Now().Before(deadline) {
+			return rep, err // reconnected for the next request
 		}
 	}
 }
@@ -216,8 +234,8 @@ func (c *Client) movesToLeader(ctx context.Context, cl call, err error) bool {
 // changes 9001..9003 (adminWrite).
 func resendsWritten(cl call) bool { return cl.op == wire.OpNonReplicated && !adminWrite(cl.code) }
 
-// reconnect re-establishes the connection within the request deadline.
-// Lock held.
+// reconnect re-establishes the connection by deadline (the request's, or
+// its login's when LoginTimeout is longer). Lock held.
 func (c *Client) reconnect(ctx context.Context, deadline time.Time) error {
 	rctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()

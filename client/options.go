@@ -52,6 +52,12 @@ type Options struct {
 	// RequestTimeout bounds each request, including its replays; 0 means
 	// DefaultRequestTimeout. A context deadline that is earlier wins.
 	RequestTimeout time.Duration
+	// LoginTimeout bounds a login (Register, including its replays) in
+	// place of RequestTimeout: Argon2id on the server and, in a cluster, a
+	// commit on the metadata group, both slow on a loaded node, so a client
+	// that times sends out quickly need not retry logins forever; 0 means
+	// RequestTimeout.
+	LoginTimeout time.Duration
 	// MaxFrameSize bounds reply frames; 0 means 64 MiB.
 	MaxFrameSize uint32
 	// StampRequestChecksums stamps Register, Logout and metadata requests
@@ -192,6 +198,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.LoginTimeout <= 0 {
+		o.LoginTimeout = o.RequestTimeout
 	}
 	if o.MaxFrameSize == 0 {
 		o.MaxFrameSize = wire.DefaultMaxFrameSize

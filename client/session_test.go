@@ -906,6 +906,72 @@ func TestRequestDeadlineAndCancel(t *testing.T) {
 	})
 }
 
+// A login is bounded by LoginTimeout, not RequestTimeout: a server slow
+// to judge it (Argon2id, a commit in a cluster) logs a client in whose
+// other requests time out quickly; without LoginTimeout the login ends at
+// RequestTimeout.
+func TestLoginTimeoutBoundsTheLogin(t *testing.T) {
+	f := newFake(t)
+	f.setScript(func(_ *fakeConn, r fakeRequest) bool {
+		if r.operation == uint8(wire.OpRegister) {
+			time.Sleep(400 * time.Millisecond) // then the fake answers it
+		}
+		return false
+	})
+	opts := testOptions(f)
+	opts.Username, opts.Password = "iggy", "iggy"
+	opts.RequestTimeout = 150 * time.Millisecond
+	if _, err := Connect(t.Context(), opts); !isErr(err, context.DeadlineExceeded) {
+		t.Fatalf("a 400 ms login within a 150 ms RequestTimeout: %v, want a deadline", err)
+	}
+	opts.LoginTimeout = 5 * time.Second
+	c, err := Connect(t.Context(), opts)
+	if err != nil {
+		t.Fatalf("a 400 ms login within a 5 s LoginTimeout: %v", err)
+	}
+	defer c.Close()
+	if s, _ := c.Session(); s == 0 {
+		t.Fatal("logged in without a session")
+	}
+}
+
+// The login of a reconnect is bounded by LoginTimeout too: the request
+// that found the connection gone fails at its own deadline, but the
+// client is logged in again for the next one, which succeeds. Bounded by
+// RequestTimeout, every request would redial and time its login out.
+func TestReconnectLogsInWithinLoginTimeout(t *testing.T) {
+	f := newFake(t)
+	f.setScript(func(fc *fakeConn, r fakeRequest) bool {
+		switch {
+		case r.operation == uint8(wire.OpRegister) && fc.id > 1:
+			time.Sleep(400 * time.Millisecond) // then the fake answers it
+		case r.operation == 2 && r.code == uint32(wire.CodePing) && fc.id == 1:
+			fc.close() // the first connection dies under its first ping
+			return true
+		}
+		return false
+	})
+	opts := testOptions(f)
+	opts.RequestTimeout, opts.LoginTimeout = 150*time.Millisecond, 5*time.Second
+	opts.Reconnect = ReconnectOptions{Retries: -1, Interval: 10 * time.Millisecond}
+	c := loggedIn(t, f, opts)
+	if err := c.Ping(t.Context()); !isErr(err, wire.ErrDisconnected) {
+		t.Fatalf("ping on a dying connection whose reconnect outlasts it: %v, want Disconnected", err)
+	}
+	if err := c.Ping(t.Context()); err != nil {
+		t.Fatalf("ping after the reconnect: %v", err)
+	}
+	var logins int
+	for _, r := range f.requests() {
+		if r.operation == uint8(wire.OpRegister) {
+			logins++
+		}
+	}
+	if logins != 2 {
+		t.Fatalf("%d logins, want 2 (the first and the reconnect's)", logins)
+	}
+}
+
 // Dialing gives up after the configured retries.
 func TestDialRetriesExhausted(t *testing.T) {
 	f := newFake(t)

@@ -64,10 +64,13 @@ func streamWithTopic(t *testing.T, ctx context.Context, addr, stream string, par
 }
 
 // writerOptions are a fault test's writer: a leader-following root client
-// whose requests give up after 3 s and that redials without end.
+// whose requests give up after 3 s and that redials without end. Its
+// login may take 30 s: ten writers logging in at once on a node that
+// verifies one Argon2id at a time, under a parallel race run, took longer
+// than 3 s each and, retried at 3 s, never got in.
 func writerOptions(addr string) client.Options {
 	return client.Options{Address: addr, Username: "iggy", Password: "iggy",
-		RequestTimeout: 3 * time.Second, Reconnect: client.ReconnectOptions{Retries: -1, Interval: 100 * time.Millisecond}}
+		RequestTimeout: 3 * time.Second, LoginTimeout: 30 * time.Second, Reconnect: client.ReconnectOptions{Retries: -1, Interval: 100 * time.Millisecond}}
 }
 
 func startChild(t *testing.T, dir string) (*exec.Cmd, string) {
