@@ -54,6 +54,10 @@ import (
 //     retry without noticing.
 //   - pool full (verify_queue checks already waiting): the same 58 at
 //     once; another node has its own pool.
+//   - abandoned (the connection closed before the login was judged, as
+//     when an SDK times the login out and redials): no answer; out of its
+//     address's queue at once, or skipped by the worker if not started,
+//     so a client that gave up costs no Argon2id and no turn.
 //
 // Only the metadata actor calls the throttle (admit, finish), so it needs
 // no lock; it lives on the node, not in the actor, so it survives a
