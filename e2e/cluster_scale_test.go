@@ -79,8 +79,11 @@ func TestKill9PrimaryOfAThousandQuietPartitions(t *testing.T) {
 	var survivor *client.Client
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		// A login commits on the metadata group, which elects too.
+		// LoginTimeout: a send that times out drops the connection, and
+		// the next one's login waits for a metadata commit among a third
+		// of the groups electing.
 		c, err := client.Connect(ctx, client.Options{Address: pc.clients[1], Username: "iggy", Password: "iggy",
-			RequestTimeout: 10 * time.Second})
+			RequestTimeout: 10 * time.Second, LoginTimeout: 30 * time.Second})
 		if err == nil {
 			survivor = c
 			break
