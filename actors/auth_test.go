@@ -174,6 +174,30 @@ func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
 	}
 }
 
+// loginInBackground connects with opts (closing the client at once) and
+// reports the outcome on the channel.
+func loginInBackground(ctx context.Context, opts client.Options) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		c, err := client.Connect(ctx, opts)
+		if err == nil {
+			c.Close()
+		}
+		done <- err
+	}()
+	return done
+}
+
+// waitUntil polls cond for 10 s, failing with what when it stays false.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal(what)
+		}
+	}
+}
+
 // The metadata actor keeps serving reads and committing writes while a
 // login's verification is stuck on the pool: the check runs off its
 // mailbox (DESIGN.md "Scale and budgets").
@@ -183,14 +207,7 @@ func TestMetadataServesWhileAVerificationIsSlow(t *testing.T) {
 	t.Cleanup(slow.open)
 	ctx, root := rootClient(t, n)
 
-	loginDone := make(chan error, 1)
-	go func() {
-		c, err := client.Connect(ctx, clientFrom(n, "127.0.0.2", "iggy", "slow-password"))
-		if err == nil {
-			c.Close()
-		}
-		loginDone <- err
-	}()
+	loginDone := loginInBackground(ctx, clientFrom(n, "127.0.0.2", "iggy", "slow-password"))
 	waitClosed(t, slow.entered, "the slow verification to start")
 
 	if _, err := root.CreateStream(ctx, "while-verifying", nil); err != nil {
@@ -224,14 +241,7 @@ func TestLoginVerifiedAgainstAChangedPasswordDoesNotBind(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	loginDone := make(chan error, 1)
-	go func() {
-		c, err := client.Connect(ctx, clientFrom(n, "127.0.0.2", "alice", "old-password"))
-		if err == nil {
-			c.Close()
-		}
-		loginDone <- err
-	}()
+	loginDone := loginInBackground(ctx, clientFrom(n, "127.0.0.2", "alice", "old-password"))
 	waitClosed(t, slow.entered, "alice's verification to start")
 	if err := root.ChangePassword(ctx, wire.Named("alice"), "old-password", "new-password"); err != nil {
 		t.Fatal(err)
@@ -260,22 +270,10 @@ func TestLoginWithTheVerificationQueueFullIsNotAccepted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	blocked := make(chan error, 2)
-	login := func(ip, password string) {
-		c, err := client.Connect(ctx, clientFrom(n, ip, "iggy", password))
-		if err == nil {
-			c.Close()
-		}
-		blocked <- err
-	}
-	go login("127.0.0.2", "slow-password") // holds the only worker
+	holder := loginInBackground(ctx, clientFrom(n, "127.0.0.2", "iggy", "slow-password")) // holds the only worker
 	waitClosed(t, slow.entered, "the worker to be held")
-	go login("127.0.0.3", "iggy") // fills the queue
-	for deadline := time.Now().Add(10 * time.Second); n.refs.tel.loginQueued.Load() != 1; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the second login never queued")
-		}
-	}
+	queued := loginInBackground(ctx, clientFrom(n, "127.0.0.3", "iggy", "iggy")) // fills the queue
+	waitUntil(t, "the second login never queued", func() bool { return n.refs.tel.loginQueued.Load() == 1 })
 	_, err := client.Connect(ctx, clientFrom(n, "127.0.0.4", "iggy", "iggy"))
 	if !errors.Is(err, wire.ErrTransientNotAccepted) {
 		t.Fatalf("login with the queue full: %v, want TransientNotAccepted", err)
@@ -284,9 +282,8 @@ func TestLoginWithTheVerificationQueueFullIsNotAccepted(t *testing.T) {
 		t.Errorf("iggy.login.attempts = %v, want pool_full counted", got)
 	}
 	slow.open()
-	for range 2 {
-		<-blocked
-	}
+	<-holder
+	<-queued
 }
 
 // The throttle keys an address without its port, and an IPv6 address by
@@ -339,14 +336,7 @@ func TestALoginWhoseConnectionClosedIsNeverVerified(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	held := make(chan error, 1)
-	go func() {
-		c, err := client.Connect(ctx, clientFrom(n, "127.0.0.2", "iggy", "slow-password"))
-		if err == nil {
-			c.Close()
-		}
-		held <- err
-	}()
+	held := loginInBackground(ctx, clientFrom(n, "127.0.0.2", "iggy", "slow-password"))
 	waitClosed(t, v.entered, "the worker and 127.0.0.2's turn to be held")
 
 	// giveUp starts a login and closes its connection once until says it
@@ -354,19 +344,8 @@ func TestALoginWhoseConnectionClosedIsNeverVerified(t *testing.T) {
 	giveUp := func(ip, password, where string, until func() bool) {
 		t.Helper()
 		loginCtx, stop := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() {
-			c, err := client.Connect(loginCtx, clientFrom(n, ip, "iggy", password))
-			if err == nil {
-				c.Close()
-			}
-			done <- err
-		}()
-		for deadline := time.Now().Add(10 * time.Second); !until(); time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the login never got %s", where)
-			}
-		}
+		done := loginInBackground(loginCtx, clientFrom(n, ip, "iggy", password))
+		waitUntil(t, "the login never got "+where, until)
 		stop()
 		if err := <-done; err == nil {
 			t.Fatalf("the login %s logged in", where)
@@ -374,11 +353,7 @@ func TestALoginWhoseConnectionClosedIsNeverVerified(t *testing.T) {
 	}
 	tel := n.refs.tel
 	giveUp("127.0.0.2", "iggy", "in its address's queue", func() bool { return tel.loginWaiting.Load() == 1 })
-	for deadline := time.Now().Add(10 * time.Second); tel.loginWaiting.Load() != 0; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the closed connection's login still waits for its address's turn")
-		}
-	}
+	waitUntil(t, "the closed connection's login still waits for its address's turn", func() bool { return tel.loginWaiting.Load() == 0 })
 	giveUp("127.0.0.3", "gone-queued", "in the worker's queue", func() bool { return tel.loginQueued.Load() == 1 })
 
 	v.open()
@@ -398,9 +373,5 @@ func TestALoginWhoseConnectionClosedIsNeverVerified(t *testing.T) {
 	if got := v.count("gone-queued"); got != 0 {
 		t.Errorf("the abandoned queued login was verified %d times, want never", got)
 	}
-	for deadline := time.Now().Add(10 * time.Second); loginAttempts(t, reader)["abandoned"] != 2; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("iggy.login.attempts = %v, want 2 abandoned", loginAttempts(t, reader))
-		}
-	}
+	waitUntil(t, "iggy.login.attempts counts no 2 abandoned", func() bool { return loginAttempts(t, reader)["abandoned"] == 2 })
 }
