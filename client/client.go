@@ -279,12 +279,12 @@ func redialable(err error) bool {
 // deadline is the request deadline: RequestTimeout from now, or ctx's
 // deadline when that is sooner.
 func (c *Client) deadline(ctx context.Context) time.Time {
-	return c.deadlineWithin(ctx, c.opts.RequestTimeout)
+	return deadlineFrom(ctx, time.Now(), c.opts.RequestTimeout)
 }
 
-// deadlineWithin is deadline for a request bounded by timeout.
-func (c *Client) deadlineWithin(ctx context.Context, timeout time.Duration) time.Time {
-	limit := time.Now().Add(timeout)
+// deadlineFrom is now + timeout, or ctx's deadline when that is sooner.
+func deadlineFrom(ctx context.Context, now time.Time, timeout time.Duration) time.Time {
+	limit := now.Add(timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(limit) {
 		return d
 	}

@@ -143,23 +143,25 @@ func (c *Client) exchange(ctx context.Context, cl call) (reply, error) {
 	if c.closed {
 		return reply{}, wire.ErrClientShutdown
 	}
-	deadline := c.deadline(ctx)
-	// A login, and the login of a reconnect this request triggers, may
-	// take LoginTimeout (the request itself is not sent past deadline).
-	loginDeadline := c.deadlineWithin(ctx, c.opts.LoginTimeout)
+	now := time.Now()
+	deadline := deadlineFrom(ctx, now, c.opts.RequestTimeout)
 	if cl.op == wire.OpRegister {
-		deadline = loginDeadline
+		deadline = deadlineFrom(ctx, now, c.opts.LoginTimeout)
 	}
-	reconnectBy := deadline
-	if loginDeadline.After(deadline) {
-		reconnectBy = loginDeadline
+	// reconnectBy: the login of a reconnect this request triggers may take
+	// LoginTimeout (the request itself is not sent past deadline).
+	reconnectBy := func() time.Time {
+		if d := deadlineFrom(ctx, now, c.opts.LoginTimeout); d.After(deadline) {
+			return d
+		}
+		return deadline
 	}
-	c.lastRequest.Store(time.Now().UnixNano())
+	c.lastRequest.Store(now.UnixNano())
 	if c.conn == nil {
 		if !cl.retry {
 			return reply{}, wire.ErrNotConnected
 		}
-		if err := c.reconnect(ctx, reconnectBy); err != nil {
+		if err := c.reconnect(ctx, reconnectBy()); err != nil {
 			return reply{}, err
 		}
 		if !time.Now().Before(deadline) {
@@ -190,7 +192,7 @@ func (c *Client) exchange(ctx context.Context, cl call) (reply, error) {
 		if d.Written && !resendsWritten(cl) {
 			return rep, err
 		}
-		if rerr := c.reconnect(ctx, reconnectBy); rerr != nil {
+		if rerr := c.reconnect(ctx, reconnectBy()); rerr != nil {
 			return reply{}, fmt.Errorf("%w; reconnect failed: %w", err, rerr)
 		}
 		if !time.Now().Before(deadline) {
