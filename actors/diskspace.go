@@ -223,8 +223,9 @@ func (p *partitionActor) whileWaitingForDisk(ctx actor.Context) bool {
 
 // diskMetrics: iggy.disk.free (bytes free on the data filesystem, as the
 // guard last measured and charged it), iggy.disk.state (0 ok, 1 client
-// writes refused, 2 below the hard reserve) and iggy.disk.refused (writes
-// answered CannotWriteToFile).
+// writes refused, 2 below the hard reserve), iggy.disk.refused (writes
+// answered CannotWriteToFile) and the batch files the store holds open
+// and mapped.
 func (t *nodeTelemetry) diskMetrics(m metric.Meter) {
 	_, _ = m.Int64ObservableGauge("iggy.disk.free", metric.WithUnit("By"),
 		metric.WithDescription("free bytes on the filesystem of system.path, as the disk space guard last measured them"),
@@ -242,6 +243,21 @@ func (t *nodeTelemetry) diskMetrics(m metric.Meter) {
 			}
 			return nil
 		}))
+	for _, g := range []struct {
+		name, desc string
+		read       func(storage.BatchFiles) int
+	}{
+		{"iggy.storage.batch_files.open", "batch-file handles open (bound: partition.max_open_files)", func(f storage.BatchFiles) int { return f.Open }},
+		{"iggy.storage.batch_files.mapped", "batch files mapped for cold polls over plain TCP (bound: partition.max_open_files, beside the handles)", func(f storage.BatchFiles) int { return f.Mapped }},
+	} {
+		_, _ = m.Int64ObservableGauge(g.name, metric.WithDescription(g.desc),
+			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+				if s := t.store.Load(); s != nil {
+					o.Observe(int64(g.read(s.BatchFiles())))
+				}
+				return nil
+			}))
+	}
 	_, _ = m.Int64ObservableCounter("iggy.disk.refused",
 		metric.WithDescription("client writes answered CannotWriteToFile (10006) for lack of disk space"),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {

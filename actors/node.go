@@ -178,7 +178,8 @@ func Start(opts Options) (*Node, error) {
 		}
 	}
 	cfg := opts.Config
-	store, err := storage.Open(cfg.System.Path, storage.Options{Logger: opts.Logger, Space: spaceOptions(cfg.System.Disk)})
+	store, err := storage.Open(cfg.System.Path, storage.Options{Logger: opts.Logger, Space: spaceOptions(cfg.System.Disk),
+		MaxOpenBatchFiles: int(cfg.Partition.MaxOpenFiles)})
 	if err != nil {
 		return nil, fmt.Errorf("open storage in %s: %w", cfg.System.Path, err)
 	}
@@ -204,6 +205,7 @@ func Start(opts Options) (*Node, error) {
 	}
 	n.refs.tel = newNodeTelemetry(opts, n.cluster.self, n.cluster.id, &n.refs.restarts, peerDrops)
 	n.refs.tel.disk.Store(store.Space())
+	n.refs.tel.store.Store(store)
 	budget := int64(cfg.Partition.MemoryBudget)
 	if budget <= 0 {
 		budget = defaultMemoryBudget()

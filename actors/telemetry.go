@@ -96,6 +96,7 @@ type nodeTelemetry struct {
 	// disk is the store's disk space guard, diskRefused the writes it
 	// made the node refuse (diskspace.go).
 	disk        atomic.Pointer[storage.Space]
+	store       atomic.Pointer[storage.Store]
 	diskRefused atomic.Int64
 	// Group commit (partition.go, drive): the partitions' segment writes
 	// and the batches they carried; batches/writes is the group size.

@@ -281,6 +281,11 @@ type PartitionConfig struct {
 	// serving repair, least recently used first (an extension; 0: an
 	// eighth of the memory the process may use).
 	MemoryBudget Size `toml:"memory_budget"`
+	// MaxOpenFiles bounds the batch files the node keeps open, node-wide,
+	// and apart from them the ones it keeps mapped for cold polls; the
+	// least recently used idle one is closed beyond it (an extension; 0:
+	// 256).
+	MaxOpenFiles uint32 `toml:"max_open_files"`
 }
 
 type MessageBus struct {

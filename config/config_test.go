@@ -70,6 +70,7 @@ unknown_key = 1
 		"IGGY_NOT_A_KEY=1",
 		"IGGY_ROOT_PASSWORD=secret",
 		"IGGY_PARTITION_EVICTED_RING_BYTES_MAX=256 MiB",
+		"IGGY_PARTITION_MAX_OPEN_FILES=64",
 	}
 	c, warns, err := Load(p, env)
 	if err != nil {
@@ -90,6 +91,9 @@ unknown_key = 1
 	}
 	if c.Partition.EvictedRingBytesMax != 256<<20 {
 		t.Errorf("evicted_ring_bytes_max from the environment: %d", c.Partition.EvictedRingBytesMax)
+	}
+	if c.Partition.MaxOpenFiles != 64 {
+		t.Errorf("max_open_files from the environment: %d", c.Partition.MaxOpenFiles)
 	}
 	if len(warns) != 2 || !strings.Contains(warns[0], "unknown key cluster.nodes.ports.unknown_key") ||
 		!strings.Contains(warns[1], "IGGY_NOT_A_KEY") {

@@ -11,8 +11,8 @@ import (
 )
 
 // Polls of batches that left the partition cache (a 256 KiB memory
-// budget, 3 MB sent) serve the stored bytes: whole batches (from their
-// files with sendfile over plain TCP, read into memory elsewhere), sliced
+// budget, 3 MB sent) serve the stored bytes: whole batches (written from
+// their files' mappings over plain TCP, read into memory elsewhere), sliced
 // first and last batches, polls that mix evicted and cached batches, and
 // every payload comes back in order whatever the transport.
 func TestColdPollsServeTheStoredBatches(t *testing.T) {

@@ -41,8 +41,9 @@ type batchEntry struct {
 }
 
 // batchFile is one <base>.log file. path, size and entries belong to the
-// owning groupLog (its mutex); f, refs and elem belong to fileCache (its
-// mutex). A file in a group's list always holds at least one batch.
+// owning groupLog (its mutex); f, refs, elem, m, mapElem and retired
+// belong to fileCache (its mutex). A file in a group's list always holds
+// at least one batch.
 type batchFile struct {
 	path    string
 	size    int64
@@ -51,6 +52,10 @@ type batchFile struct {
 	f    *os.File
 	refs int
 	elem *list.Element
+
+	m       *fileMap // batchmap.go
+	mapElem *list.Element
+	retired bool // forgotten: out of the index for good
 }
 
 func (bf *batchFile) firstBase() uint64 { return bf.entries[0].base }
@@ -535,11 +540,14 @@ func (s *Store) closeBatchFiles() error {
 // fileCache bounds the open batch-file handles across groups: beyond max,
 // the least recently used handle that no call is using is closed (and
 // reopened on its next use). A handle in use is never closed, so the bound
-// can be exceeded while more than max files are in use at once.
+// can be exceeded while more than max files are in use at once. The
+// files' mappings (batchmap.go) have a second LRU under the same bound.
 type fileCache struct {
-	mu  sync.Mutex
-	max int
-	lru list.List // of *batchFile with an open handle; front = most recent
+	mu        sync.Mutex
+	max       int
+	fileBytes int64     // Options.BatchFileBytes, for mapping windows
+	lru       list.List // of *batchFile with an open handle; front = most recent
+	maps      list.List // of *batchFile with a mapping; front = most recent
 }
 
 // acquire returns bf's handle (opening it if needed) and pins it until
@@ -580,12 +588,16 @@ func (c *fileCache) add(bf *batchFile, f *os.File) {
 	c.evictLocked()
 }
 
-// forget closes bf's handle for good (the file is being deleted or the
-// index dropped). The caller holds bf's group mutex, so bf is not pinned.
+// forget closes bf's handle and drops its mapping for good (the file is
+// being deleted or the index dropped). The caller holds bf's group mutex,
+// so the handle is not pinned; a mapping a write still uses is unmapped
+// when it is done.
 func (c *fileCache) forget(bf *batchFile) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closeLocked(bf)
+	c.unmapLocked(bf)
+	bf.retired = true
 }
 
 func (c *fileCache) closeLocked(bf *batchFile) {

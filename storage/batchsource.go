@@ -8,10 +8,11 @@ import (
 )
 
 // BatchSource returns the stored batch of group at baseOffset as a
-// wire.SpliceSource: its file, position and length, read only when the
-// poll reply that carries it is written (plane/client reads it in the
-// connection's writer). The source opens the file itself, so
-// it holds no handle of the store's cache while it waits for the write;
+// wire.SpliceSource: its file, position and length, read (or mapped, a
+// wire.MappableSource: batchmap.go) only when the poll reply that carries
+// it is written (plane/client does it in the connection's writer). The
+// source opens the file itself, so it holds no handle of the store's
+// cache while it waits for the write;
 // a file deleted meanwhile (retention) is still read whole once opened,
 // and one deleted before fails the write. Not for encrypted logs: their
 // records are opened in memory.
@@ -21,15 +22,18 @@ func (s *Store) BatchSource(group, baseOffset uint64) (wire.SpliceSource, error)
 		return nil, err
 	}
 	defer g.mu.Unlock()
-	return &fileRange{path: bf.path, entry: e}, nil
+	return &fileRange{path: bf.path, entry: e, cache: &s.files, bf: bf}, nil
 }
 
 // fileRange is one stored batch: its index entry's bytes of the file at
-// path; or, part set, a run of them (Range).
+// path; or, part set, a run of them (Range). bf is the file in the index
+// when the source was made, whose mapping Map uses (batchmap.go).
 type fileRange struct {
 	path  string
 	entry batchEntry
 	part  bool
+	cache *fileCache
+	bf    *batchFile
 }
 
 // Range is the source of the batch's bytes [from, to): a slice's frames,
@@ -39,7 +43,7 @@ func (r *fileRange) Range(from, to int) wire.SpliceSource {
 	if from < 0 || to < from || int64(to) > r.entry.length {
 		panic(fmt.Sprintf("storage: range [%d, %d) of a %d-byte batch", from, to, r.entry.length))
 	}
-	return &fileRange{path: r.path, entry: batchEntry{base: r.entry.base, pos: r.entry.pos + int64(from), length: int64(to - from)}, part: true}
+	return &fileRange{path: r.path, entry: batchEntry{base: r.entry.base, pos: r.entry.pos + int64(from), length: int64(to - from)}, part: true, cache: r.cache, bf: r.bf}
 }
 
 func (r *fileRange) Len() int { return int(r.entry.length) }

@@ -67,7 +67,10 @@
 // up to 1 MiB into one reused buffer (bytes valid only during the callback).
 // Handles stay open per file, at most MaxOpenBatchFiles (default 256) across
 // groups: beyond it the least recently used idle one is closed and reopened
-// on its next use.
+// on its next use. BatchSource gives a poll the batch as a file range; over
+// plain TCP the connection's writer writes it from a read-only mapping of
+// the file (batchmap.go), kept per file and reused, at most
+// MaxOpenBatchFiles mapped files besides the handles.
 //
 // DeleteBatchesBelow(group, offset) deletes the files all of whose batches
 // are below offset. A file holding batches on both sides stays whole, and

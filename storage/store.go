@@ -73,7 +73,8 @@ type Options struct {
 	// detail, unrelated to the topic's logical segment_size.
 	BatchFileBytes int64
 	// MaxOpenBatchFiles bounds the batch-file handles kept open across all
-	// groups; the least recently used idle one is closed beyond it
+	// groups, and apart from them the files kept mapped for polls
+	// (batchmap.go); the least recently used idle one is closed beyond it
 	// (default 256).
 	MaxOpenBatchFiles int
 	// Space is the disk space guard (space.go; doc.go, "Disk space"); zero
@@ -197,7 +198,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s := &Store{db: db, dir: dir, opts: opts, partsDir: partsDir, parts: make(map[uint64]*groupLog),
 		seqs: make(map[uint64]*superblockSeq), stop: make(chan struct{}), space: space}
-	s.files.max = opts.MaxOpenBatchFiles
+	s.files.max, s.files.fileBytes = opts.MaxOpenBatchFiles, opts.BatchFileBytes
 	s.syncer.init()
 	if opts.GCInterval > 0 {
 		s.gcDone.Add(1)

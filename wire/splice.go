@@ -28,6 +28,18 @@ type SpliceSource interface {
 	AppendTo(dst []byte) ([]byte, error)
 }
 
+// MappableSource is a SpliceSource whose bytes can be mapped into the
+// address space instead of read into a buffer: for a write whose copy the
+// kernel makes (writev on a plain socket), the stored bytes then go from
+// the page cache to the socket with no read before. The mapping may fault
+// if the file shrinks meanwhile, so only the kernel may touch it: the
+// bytes are for a system call, never for Go code to read.
+type MappableSource interface {
+	SpliceSource
+	// Map maps the Len bytes; unmap releases them after the write.
+	Map() (b []byte, unmap func(), err error)
+}
+
 func (s Splice) len() int {
 	if s.From != nil {
 		return s.From.Len()

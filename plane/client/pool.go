@@ -59,15 +59,34 @@ func putFrame(b []byte) {
 
 // readSources is a writer's pieces of spliced frames: a frame's pieces in
 // wire order (wire.AppendSplicePieces), each stored batch read into a
-// pooled frame that goes back to the pool after the write. Reused frame
-// after frame; it keeps no batch alive past its write.
+// pooled frame that goes back to the pool after the write, or mapped
+// (wire.MappableSource) when the kernel makes the write's copy. Reused
+// frame after frame; it keeps no batch alive past its write.
 type readSources struct {
 	list, read [][]byte
+	mapped     []wire.Splice
+	unpins     []func()
 }
 
 // pieces returns the frame's pieces; call release once they are written
-// (also after an error).
-func (r *readSources) pieces(built []byte, splices []wire.Splice) ([][]byte, error) {
+// (also after an error). With kernelCopy (plain TCP's writev: no Go code
+// reads the pieces) a source that can be mapped is mapped instead of
+// read, and one whose mapping fails is read.
+func (r *readSources) pieces(built []byte, splices []wire.Splice, kernelCopy bool) ([][]byte, error) {
+	if kernelCopy {
+		r.mapped = append(r.mapped[:0], splices...)
+		for i, s := range r.mapped {
+			m, ok := s.From.(wire.MappableSource)
+			if !ok {
+				continue
+			}
+			if b, unpin, err := m.Map(); err == nil {
+				r.unpins = append(r.unpins, unpin)
+				r.mapped[i] = wire.Splice{At: s.At, Bytes: b}
+			}
+		}
+		splices = r.mapped
+	}
 	list, read, err := wire.AppendSplicePieces(r.list[:0], r.read[:0], built, splices, GetFrame)
 	r.list, r.read = list, read
 	return list, err
@@ -78,6 +97,12 @@ func (r *readSources) release() {
 	for _, b := range r.read {
 		putFrame(b)
 	}
+	for _, unpin := range r.unpins {
+		unpin()
+	}
+	clear(r.unpins)
+	clear(r.mapped)
+	r.unpins, r.mapped = r.unpins[:0], r.mapped[:0]
 	clear(r.list)
 	clear(r.read)
 	r.list, r.read = r.list[:0], r.read[:0]

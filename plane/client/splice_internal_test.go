@@ -165,3 +165,110 @@ func TestSourcesGoOutInWireOrder(t *testing.T) {
 		t.Fatalf("ReadsSources: plain TCP %v, TLS %v, no carrier %v", ReadsSources(plain), ReadsSources(overTLS), ReadsSources(nil))
 	}
 }
+
+// tcpPair is both ends of a loopback TCP connection, closed with the test.
+func tcpPair(t *testing.T) (server, client net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	server, err = ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	return server, client
+}
+
+// mappableSource is a wire.MappableSource over memory that records how it
+// was used; reading it fails unless readable, mapping it fails unless
+// mappable.
+type mappableSource struct {
+	b                   []byte
+	mappable, readable  bool
+	maps, unpins, reads *atomic.Int64
+}
+
+func (s mappableSource) Len() int { return len(s.b) }
+func (s mappableSource) AppendTo(dst []byte) ([]byte, error) {
+	s.reads.Add(1)
+	if !s.readable {
+		return dst, io.ErrUnexpectedEOF
+	}
+	return append(dst, s.b...), nil
+}
+func (s mappableSource) Map() ([]byte, func(), error) {
+	if !s.mappable {
+		return nil, nil, os.ErrNotExist
+	}
+	s.maps.Add(1)
+	return s.b, func() { s.unpins.Add(1) }, nil
+}
+
+// Over plain TCP a source that can be mapped is written from its mapping
+// (never read), and the mapping is released after the write; one whose
+// mapping fails is read instead; over TLS (Go code copies the pieces into
+// records) sources are read, never mapped.
+func TestMappableSourcesAreMappedOnlyForPlainTCPWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name                    string
+		tls, mappable, readable bool
+		maps, unpins, reads     int64
+	}{
+		{name: "plain TCP maps", mappable: true, maps: 2, unpins: 2},
+		{name: "plain TCP reads what it cannot map", readable: true, reads: 2},
+		{name: "TLS reads", tls: true, mappable: true, readable: true, reads: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var maps, unpins, reads atomic.Int64
+			src := func(b string) wire.Splice {
+				return wire.Splice{From: mappableSource{b: []byte(b), mappable: tc.mappable, readable: tc.readable, maps: &maps, unpins: &unpins, reads: &reads}}
+			}
+			built := []byte("head|tail")
+			splices := []wire.Splice{src("first-batch"), src("second")}
+			splices[0].At, splices[1].At = 5, len(built)
+			want := "head|first-batchtailsecond"
+
+			server, client := tcpPair(t)
+			if tc.tls {
+				serverEnd, clientEnd := server, client
+				ss, err := GenerateSelfSigned()
+				if err != nil {
+					t.Fatal(err)
+				}
+				server = tls.Server(serverEnd, ss.ServerConfig())
+				client = tls.Client(clientEnd, &tls.Config{RootCAs: ss.CertPool(), ServerName: "localhost"})
+			}
+			_ = client.SetDeadline(time.Now().Add(10 * time.Second))
+			_ = server.SetDeadline(time.Now().Add(10 * time.Second))
+			got := make(chan []byte, 1)
+			go func() {
+				b, _ := io.ReadAll(io.LimitReader(client, int64(len(want))))
+				got <- b
+			}()
+			carrier := newTCPCarrier(server)
+			if err := carrier.writeSpliced(built, splices); err != nil {
+				t.Fatal(err)
+			}
+			if err := carrier.flush(); err != nil {
+				t.Fatal(err)
+			}
+			if b := <-got; string(b) != want {
+				t.Fatalf("read %q, want %q", b, want)
+			}
+			if maps.Load() != tc.maps || unpins.Load() != tc.unpins || reads.Load() != tc.reads {
+				t.Fatalf("maps %d, unpins %d, reads %d; want %d, %d, %d", maps.Load(), unpins.Load(), reads.Load(), tc.maps, tc.unpins, tc.reads)
+			}
+			if r := carrier.sources; len(r.unpins) != 0 || slices.ContainsFunc(r.mapped[:cap(r.mapped)], func(s wire.Splice) bool { return s.From != nil || s.Bytes != nil }) {
+				t.Fatalf("after the write: %d unpins held, mapped pieces kept", len(r.unpins))
+			}
+		})
+	}
+}

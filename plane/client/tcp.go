@@ -109,14 +109,19 @@ func (t *tcpCarrier) writeFrame(frame []byte) error {
 // frames buffered before it, then the pieces with writev (net.Buffers).
 // TLS has no writev (a Write per piece would be a record and a segment
 // each), so the pieces go through the buffer, which copies the small ones
-// and hands large ones straight to the connection.
+// and hands large ones straight to the connection. Over plain TCP a
+// stored batch is written from its file's mapping instead (storage,
+// batchmap.go): no read at all, 1.2-1.45 times the cold polls of the read
+// (docs/benchmarks.md, "Cold polls from mapped files").
 func (t *tcpCarrier) writeSpliced(built []byte, splices []wire.Splice) error {
-	pieces, err := t.sources.pieces(built, splices)
+	_, isTLS := t.nc.(*tls.Conn)
+	_, writev := t.nc.(*net.TCPConn) // the kernel copies the pieces: they may be mapped
+	pieces, err := t.sources.pieces(built, splices, writev)
 	defer t.sources.release()
 	if err != nil {
 		return err
 	}
-	if _, isTLS := t.nc.(*tls.Conn); isTLS {
+	if isTLS {
 		for _, piece := range pieces {
 			if _, err := t.bw.Write(piece); err != nil {
 				return err

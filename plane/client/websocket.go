@@ -233,7 +233,7 @@ func (t *wsCarrier) writeFrame(frame []byte) error {
 // writeSpliced writes the pieces into one binary message, a stored
 // batch read into a pooled buffer first (readSources).
 func (t *wsCarrier) writeSpliced(built []byte, splices []wire.Splice) error {
-	pieces, err := t.sources.pieces(built, splices)
+	pieces, err := t.sources.pieces(built, splices, false)
 	defer t.sources.release()
 	if err != nil {
 		return err
