@@ -39,7 +39,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -231,23 +230,6 @@ func httpRoutes(cfg config.Config, tel *telemetry.Telemetry) string {
 		}
 	}
 	return routes
-}
-
-// defaultGCPercent replaces Go's GOGC=100 unless GOGC is set. The node's
-// heap is mostly message batches, pointer-free byte slices, so a collection
-// costs little; a heap held near the live set touches less fresh memory,
-// which is what a burst of 1 MiB batches pays for (docs/benchmarks.md,
-// "Garbage collector target": +45-65% for 300 batches on one node, +10-20%
-// over 2000, the same in a cluster).
-const defaultGCPercent = 25
-
-func setGCPercent(environ []string) {
-	for _, kv := range environ {
-		if strings.HasPrefix(kv, "GOGC=") {
-			return // the runtime read it already
-		}
-	}
-	debug.SetGCPercent(defaultGCPercent)
 }
 
 // openLogFile opens dir/iggynode.log for appending, creating dir: the log
