@@ -46,6 +46,7 @@ import (
 
 	"iggynode/actors"
 	"iggynode/config"
+	"iggynode/internal/gctune"
 	"iggynode/internal/version"
 	httpplane "iggynode/plane/http"
 	"iggynode/telemetry"
@@ -81,7 +82,7 @@ func run(args []string, environ []string, sig <-chan os.Signal) error {
 		return nil
 	}
 	restrictFileModes() // before anything is written
-	setGCPercent(environ)
+	gctune.Start(environ)
 	cfg, warnings, err := config.Load(*configPath, environ)
 	if err != nil {
 		return err

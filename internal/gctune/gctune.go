@@ -1,4 +1,9 @@
-package main
+// Package gctune sets the garbage collector's target of a process whose
+// heap is mostly message batches: the node, and the benchmark's sinks and
+// clients, so a ceiling is not held down by a collector the node does not
+// run under (docs/benchmarks.md, "Garbage collector target", "A headroom
+// floor for the collector" and "The sinks' collector").
+package gctune
 
 import (
 	"runtime"
@@ -7,35 +12,33 @@ import (
 	"strings"
 )
 
-// The collector's target (docs/benchmarks.md, "Garbage collector target"
-// and "A headroom floor for the collector"). The node's heap is mostly
-// message batches, pointer-free byte slices, so a collection costs
-// little to mark; a heap held near the live set touches less fresh
+// The heap is mostly message batches, pointer-free byte slices, so a
+// collection costs little to mark; a heap held near the live set touches less fresh
 // memory, which is what a burst of 1 MiB batches pays for. So the target
-// is 25 % growth over the live heap, but never less than gcHeadroomFloor
+// is 25 % growth over the live heap, but never less than HeadroomFloor
 // bytes: while the heap is small (a fresh node, a node whose streams
 // were just deleted) 25 % is a collection every few batches, and the
 // mark phase, which takes one of the two cores here, lands on the send
 // path's tail latency. The floor costs at most 64 MiB of heap over 25 %.
 const (
-	defaultGCPercent = 25
-	gcHeadroomFloor  = 64 << 20
-	maxGCPercent     = 1000
+	DefaultPercent = 25
+	HeadroomFloor  = 64 << 20
+	MaxPercent     = 1000
 )
 
-// gcPercentFor is the GC percent that gives a heap of live bytes its
-// target: defaultGCPercent, or enough for gcHeadroomFloor of growth.
-func gcPercentFor(live uint64) int {
+// PercentFor is the GC percent that gives a heap of live bytes its
+// target: DefaultPercent, or enough for HeadroomFloor of growth.
+func PercentFor(live uint64) int {
 	if live == 0 {
-		return maxGCPercent
+		return MaxPercent
 	}
-	p := int((gcHeadroomFloor*100 + live - 1) / live)
-	return min(max(p, defaultGCPercent), maxGCPercent)
+	p := int((HeadroomFloor*100 + live - 1) / live)
+	return min(max(p, DefaultPercent), MaxPercent)
 }
 
-// setGCPercent applies the target unless GOGC is set (the runtime read it
+// Start applies the target unless GOGC is set (the runtime read it
 // already), and keeps it after every collection.
-func setGCPercent(environ []string) {
+func Start(environ []string) {
 	for _, kv := range environ {
 		if strings.HasPrefix(kv, "GOGC=") {
 			return
@@ -67,5 +70,5 @@ func (t *gcTuner) tune() {
 	if t.sample[0].Value.Kind() == metrics.KindUint64 {
 		live = t.sample[0].Value.Uint64()
 	}
-	debug.SetGCPercent(gcPercentFor(live))
+	debug.SetGCPercent(PercentFor(live))
 }
