@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -634,4 +635,69 @@ func TestSendConfirmations(t *testing.T) {
 			t.Errorf("%s: %v %v", name, err, c)
 		}
 	}
+}
+
+// A small and a large batch are byte for byte what 12.1 and 12.2 define,
+// appended into a buffer full of stale bytes: every field, reserved bytes
+// included, is written, and the bytes before dst's length are kept.
+func TestAppendBatchMatchesTheSpec(t *testing.T) {
+	for _, n := range []int{3, 700} {
+		msgs := make([]Message, n)
+		for i := range msgs {
+			msgs[i] = Message{ID: U128{Lo: uint64(i) + 1, Hi: 9}, OriginTimestamp: 5_000_000 + uint64(n-i)*7,
+				Payload: bytes.Repeat([]byte{byte(i)}, 600+i%900)}
+			if i%4 == 0 {
+				msgs[i].Headers = UserHeaders{{Key: fmt.Sprintf("h%d", i), Kind: KindString, Value: []byte("v")}}
+			}
+		}
+		want := specBatch(msgs)
+		stale := bytes.Repeat([]byte{0xA5}, 16+len(want))
+		got, err := AppendBatch(stale[:16], msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got[:16], stale[:16]) || !bytes.Equal(got[16:], want) {
+			t.Fatalf("%d messages: the encoding differs from 12.1/12.2", n)
+		}
+		if err := ValidateBatch(got[16:], uint32(n)); err != nil {
+			t.Fatalf("%d messages: %v", n, err)
+		}
+	}
+}
+
+// specBatch is a producer batch written field by field from client-plane.md
+// 12.1 and 12.2 and docs/messages.md: header bytes 0..24 zero,
+// origin_timestamp the earliest origin, batch_length, the checksum over
+// the header fields and every frame checksum, message_count, the rest of
+// the 256-byte header zero; each frame its checksum, id, index, timestamp
+// delta, user-header and payload lengths, eight zero bytes, the payload,
+// then the user headers.
+func specBatch(msgs []Message) []byte {
+	origin := msgs[0].OriginTimestamp
+	for _, m := range msgs {
+		origin = min(origin, m.OriginTimestamp)
+	}
+	var frames []byte
+	var sums []byte
+	for i, m := range msgs {
+		uh := AppendUserHeaders(nil, m.Headers)
+		f := make([]byte, 48, 48+len(m.Payload)+len(uh))
+		binary.LittleEndian.PutUint64(f[8:], m.ID.Lo)
+		binary.LittleEndian.PutUint64(f[16:], m.ID.Hi)
+		binary.LittleEndian.PutUint32(f[24:], uint32(i))
+		binary.LittleEndian.PutUint32(f[28:], uint32(m.OriginTimestamp-origin))
+		binary.LittleEndian.PutUint32(f[32:], uint32(len(uh)))
+		binary.LittleEndian.PutUint32(f[36:], uint32(len(m.Payload)))
+		f = append(append(f, m.Payload...), uh...)
+		binary.LittleEndian.PutUint64(f, xxh3.Hash(f[8:]))
+		sums = append(sums, f[:8]...)
+		frames = append(frames, f...)
+	}
+	h := make([]byte, 256)
+	binary.LittleEndian.PutUint64(h[24:], origin)
+	binary.LittleEndian.PutUint64(h[32:], uint64(256+len(frames)))
+	binary.LittleEndian.PutUint32(h[48:], uint32(len(msgs)))
+	p := append(append(append([]byte{}, h[:40]...), h[48:52]...), sums...)
+	binary.LittleEndian.PutUint64(h[40:], xxh3.Hash(p))
+	return append(h, frames...)
 }
