@@ -13,27 +13,28 @@ import (
 )
 
 // The heap is mostly message batches, pointer-free byte slices, so a
-// collection costs little to mark; a heap held near the live set touches less fresh
-// memory, which is what a burst of 1 MiB batches pays for. So the target
-// is 25 % growth over the live heap, but never less than HeadroomFloor
-// bytes: while the heap is small (a fresh node, a node whose streams
-// were just deleted) 25 % is a collection every few batches, and the
-// mark phase, which takes one of the two cores here, lands on the send
-// path's tail latency. The floor costs at most 64 MiB of heap over 25 %.
+// collection costs little to mark; a heap held near the live set touches
+// less fresh memory, which is what a burst of 1 MiB batches pays for. So
+// the target is 25 % growth over the live heap, but never less than
+// headroomFloor bytes: while the heap is small (a fresh node, a node
+// whose streams were just deleted) 25 % is a collection every few
+// batches, and the mark phase, which takes one of the two cores here,
+// lands on the send path's tail latency. The floor costs at most 64 MiB
+// of heap over 25 %.
 const (
-	DefaultPercent = 25
-	HeadroomFloor  = 64 << 20
-	MaxPercent     = 1000
+	defaultPercent = 25
+	headroomFloor  = 64 << 20
+	maxPercent     = 1000
 )
 
-// PercentFor is the GC percent that gives a heap of live bytes its
-// target: DefaultPercent, or enough for HeadroomFloor of growth.
-func PercentFor(live uint64) int {
+// percentFor is the GC percent that gives a heap of live bytes its
+// target: defaultPercent, or enough for headroomFloor of growth.
+func percentFor(live uint64) int {
 	if live == 0 {
-		return MaxPercent
+		return maxPercent
 	}
-	p := int((HeadroomFloor*100 + live - 1) / live)
-	return min(max(p, DefaultPercent), MaxPercent)
+	p := int((headroomFloor*100 + live - 1) / live)
+	return min(max(p, defaultPercent), maxPercent)
 }
 
 // Start applies the target unless GOGC is set (the runtime read it
@@ -70,5 +71,5 @@ func (t *gcTuner) tune() {
 	if t.sample[0].Value.Kind() == metrics.KindUint64 {
 		live = t.sample[0].Value.Uint64()
 	}
-	debug.SetGCPercent(PercentFor(live))
+	debug.SetGCPercent(percentFor(live))
 }

@@ -14,15 +14,15 @@ func TestGCPercentFor(t *testing.T) {
 		live uint64
 		want int
 	}{
-		{0, MaxPercent},
-		{1 << 20, MaxPercent},       // 6400 % capped
+		{0, maxPercent},
+		{1 << 20, maxPercent},       // 6400 % capped
 		{16 << 20, 400},             // 64 MiB over 16
 		{100 << 20, 64},             // ceil(6400/100)
-		{256 << 20, DefaultPercent}, // 64 MiB is 25 % of 256
-		{4 << 30, DefaultPercent},
+		{256 << 20, defaultPercent}, // 64 MiB is 25 % of 256
+		{4 << 30, defaultPercent},
 	} {
-		if got := PercentFor(tc.live); got != tc.want {
-			t.Errorf("PercentFor(%d MiB) = %d, want %d", tc.live>>20, got, tc.want)
+		if got := percentFor(tc.live); got != tc.want {
+			t.Errorf("percentFor(%d MiB) = %d, want %d", tc.live>>20, got, tc.want)
 		}
 	}
 }
@@ -38,8 +38,8 @@ func TestGCPercentFollowsTheLiveHeap(t *testing.T) {
 		t.Fatalf("GOGC in the environment was overridden: %d", got)
 	}
 	Start([]string{"HOME=/root"})
-	if got := debug.SetGCPercent(100); got < DefaultPercent || got == 100 {
-		t.Fatalf("GC percent %d without GOGC, want the live heap's (>= %d)", got, DefaultPercent)
+	if got := debug.SetGCPercent(100); got < defaultPercent || got == 100 {
+		t.Fatalf("GC percent %d without GOGC, want the live heap's (>= %d)", got, defaultPercent)
 	}
 	// The tuner set 100 aside above; a collection makes it look again.
 	deadline := time.Now().Add(10 * time.Second)
@@ -48,7 +48,7 @@ func TestGCPercentFollowsTheLiveHeap(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 		got := debug.SetGCPercent(100)
 		if got != 100 {
-			if got < DefaultPercent || got > MaxPercent {
+			if got < defaultPercent || got > maxPercent {
 				t.Fatalf("GC percent %d after a collection", got)
 			}
 			break
