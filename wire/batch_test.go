@@ -671,7 +671,7 @@ func TestAppendBatchMatchesTheSpec(t *testing.T) {
 // the header fields and every frame checksum, message_count, the rest of
 // the 256-byte header zero; each frame its checksum, id, index, timestamp
 // delta, user-header and payload lengths, eight zero bytes, the payload,
-// then the user headers.
+// then the user headers; nothing from this package's encoders.
 func specBatch(msgs []Message) []byte {
 	origin := msgs[0].OriginTimestamp
 	for _, m := range msgs {
@@ -680,7 +680,18 @@ func specBatch(msgs []Message) []byte {
 	var frames []byte
 	var sums []byte
 	for i, m := range msgs {
-		uh := AppendUserHeaders(nil, m.Headers)
+		// User headers (docs/encodings.md): per header the key as a TLV
+		// of kind 2 (String), then the value as a TLV of its kind:
+		// [kind u8][length u32 LE][bytes].
+		var uh []byte
+		for _, h := range m.Headers {
+			uh = append(uh, 2)
+			uh = binary.LittleEndian.AppendUint32(uh, uint32(len(h.Key)))
+			uh = append(uh, h.Key...)
+			uh = append(uh, byte(h.Kind))
+			uh = binary.LittleEndian.AppendUint32(uh, uint32(len(h.Value)))
+			uh = append(uh, h.Value...)
+		}
 		f := make([]byte, 48, 48+len(m.Payload)+len(uh))
 		binary.LittleEndian.PutUint64(f[8:], m.ID.Lo)
 		binary.LittleEndian.PutUint64(f[16:], m.ID.Hi)
