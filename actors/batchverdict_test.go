@@ -31,7 +31,7 @@ func TestBatchVerdictReachedOnceOnTheConnection(t *testing.T) {
 	bad[wire.BatchHeaderSize] ^= 1 // a message checksum byte
 
 	req := &clientRequest{frame: frameOf(bad)}
-	req.checkBatch()
+	req.checkBatch(&wire.SendVerdict{})
 	if !req.batch.checked || !errors.Is(req.batch.err, wire.ErrInvalidMessageChecksum) {
 		t.Fatalf("connection verdict on a bad batch: %+v", req.batch)
 	}
@@ -40,7 +40,7 @@ func TestBatchVerdictReachedOnceOnTheConnection(t *testing.T) {
 	}
 
 	good := &clientRequest{frame: frameOf(batch)}
-	good.checkBatch()
+	good.checkBatch(&wire.SendVerdict{})
 	m := sendOf(good)
 	m.batch[wire.BatchHeaderSize] ^= 1 // after the verdict: not hashed again
 	if err := m.validate(); err != nil {
@@ -56,8 +56,32 @@ func TestBatchVerdictReachedOnceOnTheConnection(t *testing.T) {
 		t.Fatalf("unchecked request: %v, want the partition's own check", err)
 	}
 
+	// The edge's verdict (wire.SendCheck, reached as the frame arrived)
+	// stands in for the connection's when it is on this frame's batch.
+	edgeFrame := frameOf(bad)
+	(&wire.RequestHeader{Client: wire.U128{Lo: 1}, Request: 1, Session: 1, Operation: wire.OpSendMessages,
+		Size: uint32(len(edgeFrame))}).Encode(wire.HeaderOf(edgeFrame))
+	var check wire.SendCheck
+	check.Start(wire.HeaderOf(edgeFrame))
+	edge := check.Verdict(edgeFrame)
+	if edge.BatchAt == 0 || !errors.Is(edge.Err, wire.ErrInvalidMessageChecksum) {
+		t.Fatalf("edge verdict on a bad batch: %+v", edge)
+	}
+	fromEdge := &clientRequest{frame: edgeFrame}
+	edge.Err = nil // as if the edge had passed it: taken, not recomputed
+	fromEdge.checkBatch(&edge)
+	if !fromEdge.batch.checked || fromEdge.batch.err != nil {
+		t.Fatalf("the edge's verdict was not taken: %+v", fromEdge.batch)
+	}
+	elsewhere := &clientRequest{frame: edgeFrame}
+	edge.BatchAt-- // a verdict on other bytes is ignored
+	elsewhere.checkBatch(&edge)
+	if !errors.Is(elsewhere.batch.err, wire.ErrInvalidMessageChecksum) {
+		t.Fatalf("a verdict on other bytes was taken: %+v", elsewhere.batch)
+	}
+
 	undecodable := &clientRequest{frame: make([]byte, wire.HeaderSize+3)}
-	undecodable.checkBatch()
+	undecodable.checkBatch(&wire.SendVerdict{})
 	if undecodable.batch.checked {
 		t.Fatal("a body that does not decode got a verdict; the metadata actor answers it")
 	}

@@ -24,7 +24,7 @@ type connection struct {
 	node         *nodeRefs
 	log          *slog.Logger
 	bound        *binding
-	pending      [][]byte
+	pending      []*frameIn
 	busy         bool
 	seen         bool
 	closed       bool
@@ -57,7 +57,7 @@ func (c *connection) Receive(ctx actor.Context) {
 					transport: c.conn.Transport(), userID: noUser})
 			}
 		}
-		c.pending = append(c.pending, m.buf)
+		c.pending = append(c.pending, m)
 		c.next(ctx)
 	case *replyOut:
 		c.deliver(ctx, m)
@@ -122,10 +122,10 @@ func (c *connection) deliver(ctx actor.Context, r *replyOut) {
 
 func (c *connection) next(ctx actor.Context) {
 	for !c.busy && !c.closed && len(c.pending) > 0 {
-		buf := c.pending[0]
+		in := c.pending[0]
 		c.pending[0] = nil
 		c.pending = c.pending[1:]
-		if r := c.handle(ctx, buf); r != nil {
+		if r := c.handle(ctx, in.buf, in.batch); r != nil {
 			c.deliver(ctx, r)
 		} else {
 			c.busy = true
@@ -135,7 +135,7 @@ func (c *connection) next(ctx actor.Context) {
 
 // handle applies client-plane.md 4.2 to one frame. It returns the reply when
 // the connection answers itself, or nil after handing the request on.
-func (c *connection) handle(ctx actor.Context, buf []byte) *replyOut {
+func (c *connection) handle(ctx actor.Context, buf []byte, edgeVerdict wire.SendVerdict) *replyOut {
 	h := wire.HeaderOf(buf)
 	hdr, err := wire.DecodeRequestHeader(h)
 	if err != nil && zeroFieldLogout(h) {
@@ -194,7 +194,7 @@ func (c *connection) handle(ctx actor.Context, buf []byte) *replyOut {
 		return &replyOut{frame: eviction(c.bound.client, wire.EvictInvalidRequestOperation)}
 	case op.Partition():
 		if op == wire.OpSendMessages {
-			if s, ok := req.checkBatch(); ok && c.routeSend(ctx, req, &s) {
+			if s, ok := req.checkBatch(&edgeVerdict); ok && c.routeSend(ctx, req, &s) {
 				return nil
 			}
 		}

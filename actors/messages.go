@@ -12,7 +12,10 @@ import (
 // as owned.
 
 // frameIn carries one client frame from the edge to its connection actor.
-type frameIn struct{ buf []byte }
+type frameIn struct {
+	buf   []byte
+	batch wire.SendVerdict // the edge's verdict on a SendMessages batch
+}
 
 // connClosed tells a connection actor that its transport ended.
 type connClosed struct{}
@@ -74,7 +77,9 @@ type batchVerdict struct {
 // checkBatch validates a SendMessages request's batch (client-plane.md
 // 13.1 steps 3-6: layout, message count, every checksum) on the
 // connection actor's turn, one pass over the bytes while they are fresh
-// from the socket, in parallel across connections; the partition actor,
+// from the socket, in parallel across connections, or takes edge's
+// verdict, reached while the frame arrived (wire.SendCheck), when it is on
+// this batch; the partition actor,
 // which every producer of a partition shares, only reads the verdict
 // (partitionActor.onSend), after the routing checks, so the order
 // of the errors a client sees is the spec's. A body that does not decode
@@ -82,9 +87,13 @@ type batchVerdict struct {
 // with the verdict (an encrypted log drops it: its records are opened,
 // never sliced). It returns the decoded body, for the connection's own
 // routing (routing.go).
-func (r *clientRequest) checkBatch() (s wire.SendMessages, ok bool) {
+func (r *clientRequest) checkBatch(edge *wire.SendVerdict) (s wire.SendMessages, ok bool) {
 	if s.Decode(r.frame[wire.HeaderSize:]) != nil {
 		return s, false
+	}
+	if edge.Covers(r.frame, s.Batch) {
+		r.batch = batchVerdict{checked: true, err: edge.Err, table: edge.Table}
+		return s, true
 	}
 	table, err := wire.ValidateBatchIndexed(s.Batch, s.MessagesCount)
 	r.batch = batchVerdict{checked: true, err: err, table: table}

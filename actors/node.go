@@ -25,6 +25,7 @@ import (
 	httpplane "iggynode/plane/http"
 	"iggynode/storage"
 	"iggynode/telemetry"
+	"iggynode/wire"
 )
 
 // nodeRefs is what every actor of a node may reach.
@@ -417,8 +418,10 @@ type session struct {
 	pid  *actor.PID
 }
 
-func (s *session) Frame(buf []byte) { s.root.Send(s.pid, &frameIn{buf: buf}) }
-func (s *session) Closed()          { s.root.Send(s.pid, &connClosed{}) }
+func (s *session) Frame(buf []byte, batch wire.SendVerdict) {
+	s.root.Send(s.pid, &frameIn{buf: buf, batch: batch})
+}
+func (s *session) Closed() { s.root.Send(s.pid, &connClosed{}) }
 
 // readEntityCounts asks the metadata actor for the entity counts; nil
 // when it does not answer within a second (stopped, or booting again).

@@ -209,7 +209,7 @@ type sinkSession struct {
 }
 
 // Frame implements clientplane.Session.
-func (ss *sinkSession) Frame(buf []byte) {
+func (ss *sinkSession) Frame(buf []byte, _ wire.SendVerdict) {
 	defer ss.conn.Done()
 	req := wire.HeaderOf(buf).Request()
 	if req.Validate() != nil {

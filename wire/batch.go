@@ -280,7 +280,7 @@ func batchErr(code ErrorCode, format string, args ...any) error {
 // Failures are reported in the order of 13.1: layout, frame checksum, batch
 // checksum, message count.
 func ValidateBatch(b []byte, messagesCount uint32) error {
-	return validateBatch(b, messagesCount, nil)
+	return validateBatch(b, messagesCount)
 }
 
 // ValidateBatchIndexed is ValidateBatch that also returns b's frame table,
@@ -288,84 +288,145 @@ func ValidateBatch(b []byte, messagesCount uint32) error {
 // built and empty when the offset deltas are not the frame indexes, the
 // zero table when b is refused.
 func ValidateBatchIndexed(b []byte, messagesCount uint32) (FrameTable, error) {
-	var t FrameTable
-	if len(b) >= BatchHeaderSize {
-		n := min(Batch(b).MessageCount(), uint32(len(b)/FrameHeaderSize))
-		t = FrameTable{ends: make([]uint32, 0, n), sums: make([]uint64, 0, n), built: true}
-	}
-	if err := validateBatch(b, messagesCount, &t); err != nil {
+	v := batchCheck{total: len(b), messagesCount: messagesCount, index: true}
+	if err := v.finish(b); err != nil {
 		return FrameTable{}, err
 	}
-	return t, nil
+	return v.table, nil
 }
 
-// validateBatch is ValidateBatch, appending to t (when not nil) each
-// frame's end and checksum while the offset deltas are the frame indexes
-// (t emptied at the first that is not).
-func validateBatch(b []byte, messagesCount uint32, t *FrameTable) error {
-	if len(b) < BatchHeaderSize {
-		return batchErr(ErrInvalidCommand, "%d bytes, shorter than the 256-byte header", len(b))
-	}
+// ValidateBatch, as ValidateBatchIndexed without the table.
+func validateBatch(b []byte, messagesCount uint32) error {
+	v := batchCheck{total: len(b), messagesCount: messagesCount}
+	return v.finish(b)
+}
+
+// batchCheck is the walk of ValidateBatch made resumable: advance takes
+// the batch's first bytes as they arrive and checks every frame already
+// whole, finish the whole batch, so a batch read from a socket is checked
+// while the rest of it arrives (SendCheck), with the verdict of one walk
+// over the whole batch. A layout error ends the walk where it is found,
+// as it ends the one-pass walk: no later byte can change it.
+type batchCheck struct {
+	total         int // the batch's length, known before its bytes
+	messagesCount uint32
+	// index: gather table, each frame's end and checksum while the offset
+	// deltas are the frame indexes (emptied at the first that is not).
+	index bool
+	table FrameTable
+
+	begun    bool
+	err      error // the layout error that ended the walk
+	at       int   // the next frame's offset in the batch
+	n, count uint32
+	badFrame int
+	hasher   batchHasher
+}
+
+// begin checks the header (b holds at least its 256 bytes).
+func (v *batchCheck) begin(b []byte) {
+	v.begun, v.badFrame, v.at = true, -1, BatchHeaderSize
 	batch := Batch(b)
-	if n := batch.Length(); n < BatchHeaderSize || n != uint64(len(b)) {
-		return batchErr(ErrInvalidCommand, "batch_length %d, body holds %d bytes", n, len(b))
+	if n := batch.Length(); n < BatchHeaderSize || n != uint64(v.total) {
+		v.err = batchErr(ErrInvalidCommand, "batch_length %d, body holds %d bytes", n, v.total)
+		return
 	}
 	for i := BatchReservedOffset; i < BatchHeaderSize; i++ {
 		if b[i] != 0 {
-			return batchErr(ErrInvalidCommand, "reserved header byte %d is nonzero", i)
+			v.err = batchErr(ErrInvalidCommand, "reserved header byte %d is nonzero", i)
+			return
 		}
 	}
-	count := batch.MessageCount()
-	var c batchHasher
-	c.begin(b)
-	badFrame := -1
-	rest := b[BatchHeaderSize:]
-	var n uint32
-	for len(rest) > 0 {
-		if n == count {
-			return batchErr(ErrInvalidCommand, "frames continue past message_count %d", count)
+	v.count = batch.MessageCount()
+	v.hasher.begin(b)
+	if v.index {
+		n := min(v.count, uint32(v.total/FrameHeaderSize))
+		v.table = FrameTable{ends: make([]uint32, 0, n), sums: make([]uint64, 0, n), built: true}
+	}
+}
+
+// advance checks the frames whole in b, the batch's first len(b) bytes.
+func (v *batchCheck) advance(b []byte) {
+	if v.err != nil {
+		return
+	}
+	if !v.begun {
+		if v.total < BatchHeaderSize {
+			v.err = batchErr(ErrInvalidCommand, "%d bytes, shorter than the 256-byte header", v.total)
+			return
 		}
-		if len(rest) < FrameHeaderSize {
-			return batchErr(ErrInvalidCommand, "frame %d: header truncated", n)
+		if len(b) < BatchHeaderSize {
+			return
 		}
+		if v.begin(b); v.err != nil {
+			return
+		}
+	}
+	for v.at < v.total {
+		if v.n == v.count {
+			v.err = batchErr(ErrInvalidCommand, "frames continue past message_count %d", v.count)
+			return
+		}
+		left := v.total - v.at
+		if left < FrameHeaderSize {
+			v.err = batchErr(ErrInvalidCommand, "frame %d: header truncated", v.n)
+			return
+		}
+		if len(b)-v.at < FrameHeaderSize {
+			return
+		}
+		rest := b[v.at:]
 		size := msgFrameSize(rest)
-		if size > uint64(len(rest)) {
-			return batchErr(ErrInvalidCommand, "frame %d: %d bytes run past the batch", n, size)
+		if size > uint64(left) {
+			v.err = batchErr(ErrInvalidCommand, "frame %d: %d bytes run past the batch", v.n, size)
+			return
 		}
 		if binary.LittleEndian.Uint64(rest[FrameReservedOffset:]) != 0 {
-			return batchErr(ErrInvalidCommand, "frame %d: reserved bytes are nonzero", n)
+			v.err = batchErr(ErrInvalidCommand, "frame %d: reserved bytes are nonzero", v.n)
+			return
+		}
+		if uint64(len(rest)) < size {
+			return
 		}
 		// After a mismatch the remaining frames are only tiled: a layout
 		// error later in the blob still wins (13.1 step 4 before step 5).
-		if badFrame < 0 && xxh3.Hash(rest[FrameIDOffset:size]) != binary.LittleEndian.Uint64(rest) {
-			badFrame = int(n)
+		if v.badFrame < 0 && xxh3.Hash(rest[FrameIDOffset:size]) != binary.LittleEndian.Uint64(rest) {
+			v.badFrame = int(v.n)
 		}
-		c.add(rest)
-		if t != nil && t.ends != nil {
-			if MessageFrame(rest).OffsetDelta() == n {
-				t.ends = append(t.ends, uint32(len(b)-len(rest)+int(size)))
+		v.hasher.add(rest)
+		if t := &v.table; t.ends != nil {
+			if MessageFrame(rest).OffsetDelta() == v.n {
+				t.ends = append(t.ends, uint32(v.at+int(size)))
 				t.sums = append(t.sums, binary.LittleEndian.Uint64(rest))
 			} else {
 				t.ends, t.sums = nil, nil // slices by walking (BuildFrameTable refuses it too)
 			}
 		}
-		rest = rest[size:]
-		n++
+		v.at += int(size)
+		v.n++
 	}
-	if n != count {
-		return batchErr(ErrInvalidCommand, "%d frames, message_count %d", n, count)
+}
+
+// finish checks what is left of b, the whole batch, and gives the
+// verdict: layout, frame checksum, batch checksum, message count (13.1).
+func (v *batchCheck) finish(b []byte) error {
+	if v.advance(b); v.err != nil {
+		return v.err
 	}
-	if badFrame >= 0 {
-		return batchErr(ErrInvalidMessageChecksum, "frame %d checksum mismatch", badFrame)
+	if v.n != v.count {
+		return batchErr(ErrInvalidCommand, "%d frames, message_count %d", v.n, v.count)
 	}
-	if sum := c.sum(); sum != batch.Checksum() {
-		return batchErr(ErrInvalidBatchChecksum, "batch checksum %#x, computed %#x", batch.Checksum(), sum)
+	if v.badFrame >= 0 {
+		return batchErr(ErrInvalidMessageChecksum, "frame %d checksum mismatch", v.badFrame)
 	}
-	if count == 0 {
+	if sum := v.hasher.sum(); sum != Batch(b).Checksum() {
+		return batchErr(ErrInvalidBatchChecksum, "batch checksum %#x, computed %#x", Batch(b).Checksum(), sum)
+	}
+	if v.count == 0 {
 		return batchErr(ErrInvalidCommand, "message_count 0")
 	}
-	if count != messagesCount {
-		return batchErr(ErrInvalidCommand, "message_count %d, metadata messages_count %d", count, messagesCount)
+	if v.count != v.messagesCount {
+		return batchErr(ErrInvalidCommand, "message_count %d, metadata messages_count %d", v.count, v.messagesCount)
 	}
 	return nil
 }

@@ -48,6 +48,11 @@ type connGuard struct {
 	// connection has shown it sends it, so a steady producer's frames are
 	// read into one buffer without the growth copies.
 	lastSize int
+	// send checks a SendMessages batch as its bytes arrive, so its
+	// messages are hashed while the rest is read (wire.SendCheck);
+	// verdict is its verdict on the last frame read (reader only).
+	send    wire.SendCheck
+	verdict wire.SendVerdict
 
 	// expire is the transport's action at a deadline; it reports whether
 	// the connection ends (QUIC survives a frame deadline: only the
@@ -240,6 +245,7 @@ func (c *connGuard) readBody(hdr *wire.Header, body io.Reader, start int64) ([]b
 	}
 	copy(buf, hdr[:])
 	filled := wire.HeaderSize
+	c.send.Start(hdr)
 	for filled < size {
 		if filled == len(buf) {
 			if buf, err = c.grow(buf, min(size, len(buf)*growthFactor), size, start); err != nil {
@@ -247,7 +253,9 @@ func (c *connGuard) readBody(hdr *wire.Header, body io.Reader, start int64) ([]b
 			}
 		}
 		n, err := body.Read(buf[filled:])
-		filled += n
+		if filled += n; n > 0 && filled < size {
+			c.send.Advance(buf[:filled])
+		}
 		switch {
 		case err == nil:
 		case filled == size && errors.Is(err, io.EOF):
@@ -260,7 +268,15 @@ func (c *connGuard) readBody(hdr *wire.Header, body io.Reader, start int64) ([]b
 		}
 	}
 	c.lastSize = size
+	c.verdict = c.send.Verdict(buf)
 	return buf, nil
+}
+
+// takeVerdict is the SendCheck verdict on the frame just read.
+func (c *connGuard) takeVerdict() wire.SendVerdict {
+	v := c.verdict
+	c.verdict = wire.SendVerdict{}
+	return v
 }
 
 // grow replaces buf by one of n bytes holding its contents, reserving the

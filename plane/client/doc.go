@@ -21,6 +21,14 @@
 //   - everything else is handed to the Session, which applies the
 //     RequestHeader rules.
 //
+// The batch of a SendMessages request is checked (client-plane.md 13.1
+// steps 3-6, wire.SendCheck) by the reader as its bytes arrive: the
+// messages whole in what has been read are hashed between reads, while
+// the rest is on its way and in the cache, and the Session gets the
+// verdict with the frame. It is the verdict of one pass over the whole
+// batch; the Session still answers in the spec's order (a bad batch is
+// refused only after the routing checks).
+//
 // # TCP and TCP+TLS (transports.md 5)
 //
 // Frames back to back on the byte stream, read header, then size-256 body

@@ -70,9 +70,10 @@ type Conn interface {
 // Session receives one connection's frames, in order.
 type Session interface {
 	// Frame delivers one frame (header + body) that passed the transport
-	// checks. The session owns buf. Every Frame must eventually be matched
-	// by one Conn.Done call.
-	Frame(buf []byte)
+	// checks, with the edge's verdict on its batch if it is a SendMessages
+	// request (wire.SendCheck; the zero verdict: none). The session owns
+	// buf. Every Frame must eventually be matched by one Conn.Done call.
+	Frame(buf []byte, batch wire.SendVerdict)
 	// Closed reports that the connection ended (EOF, error or Close).
 	Closed()
 }
@@ -374,7 +375,7 @@ func (c *frameConn) readLoop(s Session) error {
 		case <-c.closing:
 			return net.ErrClosed
 		}
-		s.Frame(buf)
+		s.Frame(buf, c.guard.takeVerdict())
 		c.guard.delivered()
 	}
 }

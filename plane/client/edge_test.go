@@ -38,6 +38,8 @@ type echoHandler struct {
 	// (operation 1) and logs it out on Logout (3); otherwise every
 	// connection is logged in from the start.
 	preLogin bool
+	// verdicts, when set, receives the edge's batch verdict of every frame.
+	verdicts chan wire.SendVerdict
 	opened   atomic.Int32
 	closed   chan clientplane.Transport
 	conns    chan clientplane.Conn // every opened Conn
@@ -64,7 +66,10 @@ type echoSession struct {
 	c clientplane.Conn
 }
 
-func (s *echoSession) Frame(buf []byte) {
+func (s *echoSession) Frame(buf []byte, batch wire.SendVerdict) {
+	if s.h.verdicts != nil {
+		s.h.verdicts <- batch
+	}
 	req := wire.HeaderOf(buf).Request()
 	if s.h.hold[req.Request] {
 		return

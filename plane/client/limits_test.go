@@ -531,13 +531,13 @@ type lateSession struct {
 func (s *lateSession) run() {
 	for f := range s.frames {
 		time.Sleep(s.delay)
-		s.inner.Frame(f)
+		s.inner.Frame(f, wire.SendVerdict{})
 	}
 	s.inner.Closed()
 }
 
-func (s *lateSession) Frame(buf []byte) { s.frames <- buf }
-func (s *lateSession) Closed()          { close(s.frames) }
+func (s *lateSession) Frame(buf []byte, _ wire.SendVerdict) { s.frames <- buf }
+func (s *lateSession) Closed()                              { close(s.frames) }
 
 // Per-address and per-node caps: the connection over a cap is closed at
 // once (TCP, TLS, WS: before any handshake; QUIC: 0x1003), others from

@@ -362,7 +362,7 @@ func (c *quicConn) serveStream(st *quic.Stream, s Session) bool {
 		// the backstop (4.5).
 		c.cfg.Logger.Warn("ignoring non-request frame from a client", "transport", TransportQUIC, "remote", c.RemoteAddr(), "command", cmd)
 	} else {
-		s.Frame(frame)
+		s.Frame(frame, c.guard.takeVerdict())
 	}
 	c.guard.delivered()
 	reply, ok := c.awaitReply(want)

@@ -167,7 +167,7 @@ func (s *session) exchange(ctx context.Context, code wire.CommandCode, op wire.O
 // to request number req (stale replies of a timed-out request are
 // skipped).
 func (s *session) roundTrip(ctx context.Context, frame []byte, req uint64) (outcome, error) {
-	s.conn.session.Frame(append([]byte(nil), frame...))
+	s.conn.session.Frame(append([]byte(nil), frame...), wire.SendVerdict{})
 	timer := time.NewTimer(replyTimeout)
 	defer timer.Stop()
 	for {
