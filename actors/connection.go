@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"iggynode/internal/stages"
 	"log/slog"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -48,6 +49,7 @@ func (c *connection) Receive(ctx actor.Context) {
 		c.node.tel.endRequest(&c.req, nil, 0, c.conn.Transport())
 		c.node.tel.connections[c.conn.Transport()].Add(-1)
 	case *frameIn:
+		stages.Mark(stages.ConnActor)
 		c.lastSeenUs = c.clock()
 		if !c.seen {
 			c.seen = true
@@ -60,6 +62,7 @@ func (c *connection) Receive(ctx actor.Context) {
 		c.pending = append(c.pending, m)
 		c.next(ctx)
 	case *replyOut:
+		stages.Mark(stages.ConnReply)
 		c.deliver(ctx, m)
 		c.busy = false
 		c.next(ctx)
@@ -194,7 +197,9 @@ func (c *connection) handle(ctx actor.Context, buf []byte, edgeVerdict wire.Send
 		return &replyOut{frame: eviction(c.bound.client, wire.EvictInvalidRequestOperation)}
 	case op.Partition():
 		if op == wire.OpSendMessages {
-			if s, ok := req.checkBatch(&edgeVerdict); ok && c.routeSend(ctx, req, &s) {
+			s, ok := req.checkBatch(&edgeVerdict)
+			stages.Mark(stages.Checked)
+			if ok && c.routeSend(ctx, req, &s) {
 				return nil
 			}
 		}

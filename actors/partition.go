@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"iggynode/internal/stages"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -737,6 +738,7 @@ func (p *partitionActor) publishStats() {
 // onSend admits a SendMessages batch (client-plane.md 13.1 steps 3-7) and
 // submits it to consensus.
 func (p *partitionActor) onSend(ctx actor.Context, m *partitionSend) {
+	stages.Mark(stages.PartitionIn)
 	req := m.req
 	if err := m.validate(); err != nil {
 		code, _ := wire.CodeOf(err)
@@ -1011,6 +1013,7 @@ func (p *partitionActor) stampJournal(frames [][]byte, leading bool) *journalWri
 // form the next group), and drive takes the next Ready only once the write
 // has returned (journalWritten, or settle).
 func (p *partitionActor) writeBehind(ctx actor.Context, w *journalWrite) {
+	stages.Mark(stages.WriteBehind)
 	w.done = make(chan struct{})
 	w.seq = writeSeqs.Add(1) // never reused by a later incarnation, whose mailbox may hold this one's messages
 	p.writing = w
@@ -1022,9 +1025,11 @@ func (p *partitionActor) writeBehind(ctx actor.Context, w *journalWrite) {
 		if hook != nil {
 			injected = hook(group)
 		}
+		stages.Mark(stages.WriteStart)
 		if w.stored, w.err = 0, injected; injected == nil {
 			w.stored, w.err = store.AppendBatches(group, w.toStore, fsync)
 		}
+		stages.Mark(stages.WriteDone)
 		seq := w.seq
 		if w.committed {
 			// The replies go now, as they did before the applied record
@@ -1382,6 +1387,7 @@ func (p *partitionActor) committedReply(ph wire.PrepareHeader, req *clientReques
 }
 
 func (p *partitionActor) replyTo(ctx actor.Context, req *clientRequest, frame []byte) {
+	stages.Mark(stages.Reply)
 	if req.relay != nil {
 		p.node.sendRelayed(req.relay, frame)
 		return

@@ -2,6 +2,7 @@ package clientplane
 
 import (
 	"errors"
+	"iggynode/internal/stages"
 	"io"
 	"math"
 	"sync"
@@ -228,7 +229,14 @@ func (c *connGuard) readFrame(hdr *wire.Header, body io.Reader, limit uint32) ([
 			return nil, limitErr(ReasonPreLoginFrame)
 		}
 	}
+	large := hdr.Size() >= stages.LargeFrame
+	if large {
+		stages.Mark(stages.Header)
+	}
 	buf, err := c.readBody(hdr, body, start)
+	if large && err == nil {
+		stages.Mark(stages.BodyRead)
+	}
 	if err != nil {
 		c.releaseHeld()
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"iggynode/internal/stages"
 	"io"
 	"log/slog"
 	"net"
@@ -404,6 +405,7 @@ func (c *frameConn) writeLoop() {
 		case <-c.closing:
 			return
 		}
+		stages.Mark(stages.WriterGot)
 		if frame.b == nil {
 			_ = c.carrier.flush()
 			return
@@ -427,6 +429,7 @@ func (c *frameConn) writeLoop() {
 				return
 			}
 		}
+		stages.Mark(stages.Flushed)
 	}
 }
 
