@@ -18,18 +18,18 @@ package stages
 type Stage int
 
 const (
-	Header        Stage = iota // a large frame's header is read (the turnaround since the last reply)
-	BodyRead                   // its body is read
-	ConnActor                  // the connection actor takes it
-	Checked                    // the batch verdict is in hand
-	PartitionIn                // the partition actor takes the send
-	WriteBehind                // the segment write is handed off
-	WriteStart                 // the write's goroutine runs
-	WriteDone                  // the segment write returned
-	Reply                      // the partition sends the reply
-	ConnReply                  // the connection actor takes the reply
-	WriterGot                  // the edge's writer takes it
-	Flushed                    // the reply is on the socket
+	Header      Stage = iota // a large frame's header is read (the turnaround since the last reply)
+	BodyRead                 // its body is read
+	ConnActor                // the connection actor takes it
+	Checked                  // the batch verdict is in hand
+	PartitionIn              // the partition actor takes the send
+	WriteBehind              // the segment write is handed off
+	WriteStart               // the write's goroutine runs
+	WriteDone                // the segment write returned
+	Reply                    // the partition sends the reply
+	ConnReply                // the connection actor takes the reply
+	WriterGot                // the edge's writer takes it
+	Flushed                  // the reply is on the socket
 	count
 )
 
