@@ -128,7 +128,7 @@ func (c *connection) next(ctx actor.Context) {
 		in := c.pending[0]
 		c.pending[0] = nil
 		c.pending = c.pending[1:]
-		if r := c.handle(ctx, in.buf, in.batch); r != nil {
+		if r := c.handle(ctx, in); r != nil {
 			c.deliver(ctx, r)
 		} else {
 			c.busy = true
@@ -138,7 +138,8 @@ func (c *connection) next(ctx actor.Context) {
 
 // handle applies client-plane.md 4.2 to one frame. It returns the reply when
 // the connection answers itself, or nil after handing the request on.
-func (c *connection) handle(ctx actor.Context, buf []byte, edgeVerdict wire.SendVerdict) *replyOut {
+func (c *connection) handle(ctx actor.Context, in *frameIn) *replyOut {
+	buf, edgeVerdict := in.buf, in.batch
 	h := wire.HeaderOf(buf)
 	hdr, err := wire.DecodeRequestHeader(h)
 	if err != nil && zeroFieldLogout(h) {
@@ -174,7 +175,7 @@ func (c *connection) handle(ctx actor.Context, buf []byte, edgeVerdict wire.Send
 	if c.node.removed.Load() && !servedWhenRemoved(&hdr) {
 		return &replyOut{frame: denyReply(&hdr, c.id, commit, wire.ErrNodeRemoved)}
 	}
-	req := &clientRequest{conn: ctx.Self(), connID: c.id, hdr: hdr, frame: buf, bound: c.bound, address: c.conn.RemoteAddr(), span: c.req.span,
+	req := &clientRequest{conn: ctx.Self(), connID: c.id, hdr: hdr, frame: buf, owner: in.owner, bound: c.bound, address: c.conn.RemoteAddr(), span: c.req.span,
 		readsSources: c.readsSources}
 	httpRequest(c.conn, req)
 	switch op := hdr.Operation; {

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"github.com/asynkron/protoactor-go/actor"
+	"iggynode/internal/framebuf"
 
 	"iggynode/metadata"
 	clientplane "iggynode/plane/client"
@@ -15,6 +16,7 @@ import (
 type frameIn struct {
 	buf   []byte
 	batch wire.SendVerdict // the edge's verdict on a SendMessages batch
+	owner *framebuf.Buf    // buf's pooled buffer (nil: a plain allocation)
 }
 
 // connClosed tells a connection actor that its transport ended.
@@ -45,10 +47,15 @@ type binding struct {
 // that owns its plane. The receiver answers the connection with exactly one
 // replyOut.
 type clientRequest struct {
-	conn    *actor.PID
-	connID  uint32
-	hdr     wire.RequestHeader
-	frame   []byte
+	conn   *actor.PID
+	connID uint32
+	hdr    wire.RequestHeader
+	frame  []byte
+	// owner is frame's pooled buffer (nil: none), with the reference the
+	// edge handed over: a partition that caches the batch takes it over
+	// (partition.go, pooledOwner); any other path leaves the buffer to
+	// the collector.
+	owner   *framebuf.Buf
 	bound   *binding // nil before login
 	address string
 	relay   *relay // set when another replica forwarded it (partition_forward.go)

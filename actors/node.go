@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"iggynode/internal/framebuf"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -418,8 +419,8 @@ type session struct {
 	pid  *actor.PID
 }
 
-func (s *session) Frame(buf []byte, batch wire.SendVerdict) {
-	s.root.Send(s.pid, &frameIn{buf: buf, batch: batch})
+func (s *session) Frame(buf []byte, batch wire.SendVerdict, owner *framebuf.Buf) {
+	s.root.Send(s.pid, &frameIn{buf: buf, batch: batch, owner: owner})
 }
 func (s *session) Closed() { s.root.Send(s.pid, &connClosed{}) }
 

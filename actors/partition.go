@@ -135,6 +135,9 @@ type partitionActor struct {
 	keyJournalHead, keyApplied string
 	toStore                    [][]byte
 	replies                    []heldReply
+	// poolOff: this partition recycles no request buffer any more
+	// (pooled.go).
+	poolOff bool
 	// writing is the segment write in flight (writeBehind: a group of
 	// one's journal, or a group with backups' committed batches), nil if
 	// none: drive takes no Ready until it has returned. spareWrite is the
@@ -290,6 +293,7 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 	p.catchUp(ctx)
 	p.beh.Receive(ctx)
 	p.afterTurn(ctx)
+	p.releaseEvicted()
 }
 
 // catchUp advances the core by the ticks that passed since it last was
@@ -756,6 +760,9 @@ func (p *partitionActor) onSend(ctx actor.Context, m *partitionSend) {
 		}
 		return
 	}
+	if !p.poolingAllowed() {
+		req.owner = nil // its prepare goes to peers (pooled.go)
+	}
 	wire.Batch(m.batch).StampPartition(uint64(p.ref.Partition))
 	if req.span != nil {
 		req.span.setRef(p.ref.Stream, p.ref.Topic, p.ref.Partition)
@@ -1209,7 +1216,11 @@ func (p *partitionActor) apply(ctx actor.Context, c vsr.Committed) {
 		if pd != nil {
 			table = pd.req.batch.table
 		}
-		if err := p.plog.ApplySendIndexed(batch, table); err != nil {
+		var owner partition.Owner
+		if pd != nil {
+			owner = p.pooledOwner(pd.req, batch)
+		}
+		if err := p.plog.ApplySendOwned(batch, table, owner); err != nil {
 			p.log.Error("apply send", "err", err)
 		} else if p.storeAtCommit {
 			p.toStore = append(p.toStore, batch) // with the Ready's others (storeCommitted)

@@ -215,6 +215,7 @@ func (n *Node) relayPoll(r *relay, built []byte, splices []wire.Splice, polledLa
 	out = append(out, has)
 	out = wire.AppendU64(out, polledLast)
 	out, err := wire.JoinSpliced(out, built, splices)
+	wire.UnpinSplices(splices) // copied
 	if err != nil {
 		return // not sent: the forwarder's timeout answers its client
 	}

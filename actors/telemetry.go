@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"iggynode/internal/framebuf"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -221,6 +222,20 @@ func newNodeTelemetry(o Options, replica uint8, cluster wire.U128, restarts *ato
 			o.Observe(t.storedBatches.Load())
 			return nil
 		}))
+	for _, c := range []struct {
+		name, desc string
+		read       func(framebuf.Stats) uint64
+	}{
+		{"iggy.request_buffers.gets", "large request frames read into pooled buffers (internal/framebuf)", func(s framebuf.Stats) uint64 { return s.Gets }},
+		{"iggy.request_buffers.reused", "pooled request buffers handed out again instead of allocated", func(s framebuf.Stats) uint64 { return s.Reused }},
+		{"iggy.request_buffers.recycled", "request buffers returned to the pool once nothing read their bytes", func(s framebuf.Stats) uint64 { return s.Recycled }},
+	} {
+		_, _ = m.Int64ObservableCounter(c.name, metric.WithDescription(c.desc),
+			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+				o.Observe(int64(c.read(framebuf.ReadStats())))
+				return nil
+			}))
+	}
 	t.entityGauges(m)
 	t.loginMetrics(m, seconds)
 	t.edgeMetrics(m)

@@ -3,6 +3,7 @@ package bench
 import (
 	"encoding/binary"
 	"fmt"
+	"iggynode/internal/framebuf"
 	"io"
 	"log/slog"
 	"net"
@@ -209,7 +210,7 @@ type sinkSession struct {
 }
 
 // Frame implements clientplane.Session.
-func (ss *sinkSession) Frame(buf []byte, _ wire.SendVerdict) {
+func (ss *sinkSession) Frame(buf []byte, _ wire.SendVerdict, _ *framebuf.Buf) {
 	defer ss.conn.Done()
 	req := wire.HeaderOf(buf).Request()
 	if req.Validate() != nil {

@@ -54,6 +54,7 @@ var suite = []struct {
 	{"ClientsListing", TestClientsListing},
 	{"SnapshotArchive", TestSnapshotArchive},
 	{"ColdPollsServeTheStoredBatches", TestColdPollsServeTheStoredBatches},
+	{"PooledRequestBuffersNeverServeReusedBytes", TestPooledRequestBuffersNeverServeReusedBytes},
 }
 
 var (

@@ -98,6 +98,10 @@ type Log struct {
 	cache       [][]byte
 	cacheFirst  int
 	cachedBytes uint64
+	// owners[i] holds cache[i]'s memory (nil: nobody to tell); evicted
+	// are the owners of batches the cache dropped, until DrainEvicted.
+	owners  []Owner
+	evicted []Owner
 	// tables holds what slices index[tablesFirst:] without their bytes
 	// (tablesFirst <= cacheFirst): a frame table from admission
 	// (ApplySendIndexed) or from a poll's first slice of the cached
@@ -250,6 +254,19 @@ func (l *Log) ApplySend(batch []byte) error { return l.ApplySendIndexed(batch, w
 // evicted, from its stored bytes. The zero table: built at the first
 // slice while the batch is cached.
 func (l *Log) ApplySendIndexed(batch []byte, table wire.FrameTable) error {
+	return l.ApplySendOwned(batch, table, nil)
+}
+
+// Owner is what holds a cached batch's memory when it is to be reused
+// once nobody reads it (ApplySendOwned): every poll reply that carries the
+// batch by reference pins it (wire.Splice.Pin) and the log reports it in
+// DrainEvicted once the cache drops it.
+type Owner interface {
+	Pin() wire.Pin
+}
+
+// ApplySendOwned is ApplySendIndexed with the batch's owner (nil: none).
+func (l *Log) ApplySendOwned(batch []byte, table wire.FrameTable, owner Owner) error {
 	info, err := BatchInfoOf(batch)
 	if err != nil {
 		return err
@@ -268,6 +285,7 @@ func (l *Log) ApplySendIndexed(batch []byte, table wire.FrameTable) error {
 		table = wire.FrameTable{} // a record is opened, not sliced; or not this batch's
 	}
 	l.cache, l.tables = append(l.cache, batch), append(l.tables, sliceIndex{table: table})
+	l.owners = append(l.owners, owner)
 	l.cachedBytes += uint64(info.Size) + uint64(table.Bytes())
 	l.evict()
 	return nil
@@ -376,6 +394,22 @@ func (l *Log) popCached() {
 	}
 	l.cache[0] = nil
 	l.cache = l.cache[1:]
+	if o := l.owners[0]; o != nil {
+		l.evicted = append(l.evicted, o)
+	}
+	l.owners[0] = nil
+	l.owners = l.owners[1:]
+}
+
+// DrainEvicted hands release the owners of the batches the cache dropped
+// since the last call (ApplySendOwned), oldest first: the log no longer
+// reads their bytes, nor does a poll reply it builds from here on.
+func (l *Log) DrainEvicted(release func(Owner)) {
+	for i, o := range l.evicted {
+		l.evicted[i] = nil
+		release(o)
+	}
+	l.evicted = l.evicted[:0]
 }
 
 // Purge wipes the partition (server-behaviour.md 5.8): every message, every
@@ -383,12 +417,17 @@ func (l *Log) popCached() {
 // with one empty active segment. Batches still in the journal keep their
 // old stamps and fail ApplySend with ErrNotContiguous when they commit.
 func (l *Log) Purge() {
+	evicted := l.evicted
 	for i := range l.cache {
 		l.cache[i] = nil
+		if o := l.owners[i]; o != nil {
+			evicted = append(evicted, o)
+		}
 	}
 	*l = Log{
 		cfg: l.cfg, store: l.store, offsets: make(map[offsetSlot]uint64),
 		segments: []Segment{{StartOffset: 0}}, generation: l.generation + 1,
+		evicted: evicted,
 	}
 }
 

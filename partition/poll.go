@@ -135,12 +135,15 @@ func (l *Log) poll(dst []byte, splices []wire.Splice, mode spliceMode, s wire.Po
 		before, splicesBefore, splicedBefore := len(dst), len(splices), spliced
 		var n uint32
 		if batch, ok := l.cachedWhole(i, e, start, count-p.Count); ok && mode != spliceNone {
-			splices = append(splices, wire.Splice{At: len(dst), Bytes: batch})
+			splices = append(splices, wire.Splice{At: len(dst), Bytes: batch, Pin: l.pinCached(i)})
 			spliced += uint64(len(batch))
 			n = e.count
 		} else if batch, ok := l.cachedPlain(i); ok && mode != spliceNone {
 			// A slice of a cached batch, found by its table.
 			dst, splices, n = appendSlice(dst, splices, batch, l.tableOf(i), start, count-p.Count, &spliced)
+			if n > 0 {
+				splices[len(splices)-1].Pin = l.pinCached(i)
+			}
 		} else if src, ok := l.storedWhole(mode, i, e, start, count-p.Count); ok {
 			splices = append(splices, wire.Splice{At: len(dst), From: src})
 			spliced += uint64(src.Len())
@@ -153,23 +156,23 @@ func (l *Log) poll(dst []byte, splices []wire.Splice, mode spliceMode, s wire.Po
 			// A slice of an evicted batch, read once for this poll and the
 			// next (no table: found by walking).
 			if err != nil {
-				return dst[:at], splices[:splicesAt], Polled{}, err
+				return dst[:at], unpinFrom(splices, splicesAt), Polled{}, err
 			}
 			dst, splices, n = appendSlice(dst, splices, batch, wire.FrameTable{}, start, count-p.Count, &spliced)
 		} else {
 			batch, err := l.batchAt(i, e)
 			if err != nil {
-				return dst[:at], splices[:splicesAt], Polled{}, err
+				return dst[:at], unpinFrom(splices, splicesAt), Polled{}, err
 			}
 			if dst, n, err = l.appendRecord(dst, batch, start, count-p.Count); err != nil {
-				return dst[:at], splices[:splicesAt], Polled{}, fmt.Errorf("partition: batch at %d: %w", e.baseOffset, err)
+				return dst[:at], unpinFrom(splices, splicesAt), Polled{}, fmt.Errorf("partition: batch at %d: %w", e.baseOffset, err)
 			}
 		}
 		if n == 0 {
 			continue // offset deltas that are not frame indexes; skip the batch
 		}
 		if p.Count > 0 && uint64(len(dst)-at)+spliced > l.cfg.MaxPollBytes {
-			dst, splices, spliced = dst[:before], splices[:splicesBefore], splicedBefore
+			dst, splices, spliced = dst[:before], unpinFrom(splices, splicesBefore), splicedBefore
 			break
 		}
 		// Offsets assume offset_delta = frame index, as producers write
@@ -184,6 +187,23 @@ func (l *Log) poll(dst []byte, splices []wire.Splice, mode spliceMode, s wire.Po
 		start = e.next()
 	}
 	return dst, splices, p, nil
+}
+
+// pinCached pins cached index entry i's batch for a reply that carries it
+// by reference (nil: it has no owner).
+func (l *Log) pinCached(i int) wire.Pin {
+	if o := l.owners[i-l.cacheFirst]; o != nil {
+		return o.Pin()
+	}
+	return nil
+}
+
+// unpinFrom drops the splices from at on, which the reply will not carry,
+// with their pins.
+func unpinFrom(splices []wire.Splice, at int) []wire.Splice {
+	wire.UnpinSplices(splices[at:])
+	clear(splices[at:])
+	return splices[:at]
 }
 
 // appendSlice serves at most maxCount messages of batch from start: the

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"testing"
 
-	"iggynode/internal/testutil"
 	"iggynode/wire"
 )
 
@@ -84,7 +83,7 @@ func (h *harness) wholeBatch(b []byte) bool {
 // memStore's reads return them, not copies).
 func (h *harness) inStore(b []byte) bool {
 	for _, c := range h.store.batches {
-		if testutil.Within(b, c) {
+		if wire.Aliases(c, b) {
 			return true
 		}
 	}
@@ -95,7 +94,7 @@ func (h *harness) inStore(b []byte) bool {
 // whole batch, or the frames of a slice): the cache's bytes, not a copy.
 func (h *harness) inCache(b []byte) bool {
 	for _, c := range h.log.cache {
-		if testutil.Within(b, c) {
+		if wire.Aliases(c, b) {
 			return true
 		}
 	}

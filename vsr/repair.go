@@ -647,3 +647,25 @@ func (r *Replica) finishWindow() {
 func (r *Replica) repairComplete() bool {
 	return r.sequencer >= r.repair.toOp && r.commitMin >= min(r.repair.toOp, r.commitMax)
 }
+
+// HoldsMemoryOf reports whether the core still holds a prepare frame
+// whose bytes lie within buf (wire.Aliases): a journaled or uncommitted
+// op, or a committed one retained for repair. The shell recycles a
+// request buffer (internal/framebuf) only once the core no longer does.
+func (r *Replica) HoldsMemoryOf(buf []byte) bool {
+	for _, e := range r.log {
+		if wire.Aliases(buf, e.frame) {
+			return true
+		}
+	}
+	for _, f := range r.retained.frames {
+		if wire.Aliases(buf, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// Solo reports whether the replica is its group's only member: a group of
+// one sends its prepares to no peer.
+func (r *Replica) Solo() bool { return r.solo() }

@@ -10,8 +10,6 @@ import (
 	"testing"
 
 	"github.com/zeebo/xxh3"
-
-	"iggynode/internal/testutil"
 )
 
 // unhex decodes hex written by hand, ignoring spaces and newlines.
@@ -376,7 +374,7 @@ func TestAppendRecord(t *testing.T) {
 			if joined := append(append([]byte(nil), hdr...), run...); hn != n || !bytes.Equal(joined, out) {
 				t.Fatalf("AppendRecordHeader: %d messages, %d+%d bytes; AppendRecord %d, %d bytes", hn, len(hdr), len(run), n, len(out))
 			}
-			if len(run) > 0 && !testutil.Within(run, stored) {
+			if len(run) > 0 && !Aliases(stored, run) {
 				t.Fatal("the frames are a copy, not the stored batch's bytes")
 			}
 			if !bytes.Equal(out[:3], []byte{1, 2, 3}) {

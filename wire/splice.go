@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"unsafe"
 )
 
 // Splice is a run of bytes a frame carries at offset At of its built part,
@@ -13,10 +14,42 @@ import (
 // From, when set, holds the run instead of Bytes: a stored batch that is
 // no longer in memory, read from its file by the connection's writer when
 // the frame is written (not by the partition that built the reply).
+//
+// Pin, when set, is what keeps Bytes from being reused: the writer calls
+// Unpin once it no longer reads them (after the write, after a copy into
+// another buffer, after a failed write). A writer that drops the frame
+// without unpinning leaves the bytes to the garbage collector, which is
+// safe; only an Unpin hands them back to be reused.
 type Splice struct {
 	At    int
 	Bytes []byte
 	From  SpliceSource
+	Pin   Pin
+}
+
+// Pin holds spliced bytes in memory until their frame is written.
+type Pin interface{ Unpin() }
+
+// UnpinSplices drops the pins of splices whose bytes are no longer read;
+// each pin is dropped once, however often this is called.
+func UnpinSplices(splices []Splice) {
+	for i := range splices {
+		if p := splices[i].Pin; p != nil {
+			splices[i].Pin = nil
+			p.Unpin()
+		}
+	}
+}
+
+// Aliases reports whether the bytes of b lie within those of a (up to
+// a's capacity): b is a view of a's memory.
+func Aliases(a, b []byte) bool {
+	if cap(a) == 0 || len(b) == 0 {
+		return false
+	}
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(a)))
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return p >= lo && p+uintptr(len(b)) <= lo+uintptr(cap(a))
 }
 
 // SpliceSource is spliced bytes kept outside memory. The bytes must not

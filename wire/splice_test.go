@@ -44,3 +44,29 @@ func TestSplicePieces(t *testing.T) {
 		t.Fatalf("an unreadable source: %v", err)
 	}
 }
+
+type countPin struct{ n *int }
+
+func (p countPin) Unpin() { *p.n++ }
+
+// Aliases tells a view of a buffer's memory (up to its capacity) from a
+// copy; UnpinSplices drops each pin once, however often it is called.
+func TestAliasesAndUnpinSplices(t *testing.T) {
+	buf := make([]byte, 10, 100)
+	if !Aliases(buf, buf[2:5]) || !Aliases(buf, buf[50:60]) || !Aliases(buf[:0], buf[:100]) {
+		t.Fatal("a view of the buffer is not an alias")
+	}
+	if Aliases(buf, append([]byte(nil), buf...)) || Aliases(buf, nil) || Aliases(nil, buf) || Aliases(buf[:0:0], buf) {
+		t.Fatal("a copy, or an empty slice, is an alias")
+	}
+	if Aliases(buf[:50:50], buf[40:60]) {
+		t.Fatal("a slice reaching past the capacity is an alias")
+	}
+	var n int
+	splices := []Splice{{Bytes: buf, Pin: countPin{&n}}, {Bytes: buf}, {Bytes: buf, Pin: countPin{&n}}}
+	UnpinSplices(splices)
+	UnpinSplices(splices)
+	if n != 2 {
+		t.Fatalf("%d unpins, want 2", n)
+	}
+}

@@ -2,7 +2,6 @@ package testutil
 
 import (
 	"errors"
-	"unsafe"
 )
 
 // MemSource is a splice source (wire.SpliceSource) over memory: what a
@@ -23,14 +22,4 @@ func (m MemSource) AppendTo(dst []byte) ([]byte, error) {
 		return dst, ErrSourceGone
 	}
 	return append(dst, m.B...), nil
-}
-
-// Within reports whether sub lies wholly inside b's memory (the same
-// bytes, not a copy); false when either is empty.
-func Within(sub, b []byte) bool {
-	if len(sub) == 0 || len(b) == 0 {
-		return false
-	}
-	p, lo := uintptr(unsafe.Pointer(&sub[0])), uintptr(unsafe.Pointer(&b[0]))
-	return p >= lo && p+uintptr(len(sub)) <= lo+uintptr(len(b))
 }

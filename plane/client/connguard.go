@@ -2,6 +2,7 @@ package clientplane
 
 import (
 	"errors"
+	"iggynode/internal/framebuf"
 	"iggynode/internal/stages"
 	"io"
 	"math"
@@ -54,6 +55,8 @@ type connGuard struct {
 	// verdict is its verdict on the last frame read (reader only).
 	send    wire.SendCheck
 	verdict wire.SendVerdict
+	// owner holds the last frame read when it is pooled (reader only).
+	owner *framebuf.Buf
 
 	// expire is the transport's action at a deadline; it reports whether
 	// the connection ends (QUIC survives a frame deadline: only the
@@ -268,16 +271,34 @@ func (c *connGuard) readBody(hdr *wire.Header, body io.Reader, start int64) ([]b
 		case err == nil:
 		case filled == size && errors.Is(err, io.EOF):
 		case errors.Is(err, io.EOF):
-			putFrame(buf)
+			c.dropFrame(buf)
 			return nil, io.ErrUnexpectedEOF
 		default:
-			putFrame(buf)
+			c.dropFrame(buf)
 			return nil, err
 		}
 	}
 	c.lastSize = size
 	c.verdict = c.send.Verdict(buf)
 	return buf, nil
+}
+
+// takeOwner is what holds the frame just read when its buffer is pooled
+// (nil: a plain allocation); the session takes over its reference.
+func (c *connGuard) takeOwner() *framebuf.Buf {
+	o := c.owner
+	c.owner = nil
+	return o
+}
+
+// dropFrame recycles a frame that will not be delivered.
+func (c *connGuard) dropFrame(buf []byte) {
+	if o := c.owner; o != nil && o.Holds(buf) {
+		c.owner = nil
+		o.Release() // nobody else has seen it
+		return
+	}
+	putFrame(buf)
 }
 
 // takeVerdict is the SendCheck verdict on the frame just read.
@@ -297,15 +318,24 @@ func (c *connGuard) grow(buf []byte, n, size int, start int64) ([]byte, error) {
 	want := n
 	if class, ok := poolClass(n); ok && n != size {
 		want = 1 << (class + minPoolShift)
+	} else if pooled, ok := framebuf.SizeOf(n); ok && n == size {
+		want = pooled
 	}
 	if err := c.reserve(int64(want), start); err != nil {
 		return nil, err
 	}
 	var next []byte
-	if n == size {
-		next = make([]byte, n)
-	} else {
+	switch {
+	case n != size:
 		next = GetFrame(n)[:n]
+	default:
+		// The frame itself: from the pool of request buffers, which the
+		// partition recycles once it no longer needs the bytes.
+		if c.owner = framebuf.Get(n); c.owner != nil {
+			next = c.owner.Bytes()
+		} else {
+			next = make([]byte, n)
+		}
 	}
 	copy(next, buf)
 	if buf != nil {

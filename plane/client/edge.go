@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"iggynode/internal/framebuf"
 	"iggynode/internal/stages"
 	"io"
 	"log/slog"
@@ -73,8 +74,11 @@ type Session interface {
 	// Frame delivers one frame (header + body) that passed the transport
 	// checks, with the edge's verdict on its batch if it is a SendMessages
 	// request (wire.SendCheck; the zero verdict: none). The session owns
-	// buf. Every Frame must eventually be matched by one Conn.Done call.
-	Frame(buf []byte, batch wire.SendVerdict)
+	// buf. owner, when not nil, is the pooled buffer buf lies in, with
+	// one reference the session takes over (internal/framebuf): released
+	// by whoever last needs the bytes, or left to the collector. Every
+	// Frame must eventually be matched by one Conn.Done call.
+	Frame(buf []byte, batch wire.SendVerdict, owner *framebuf.Buf)
 	// Closed reports that the connection ended (EOF, error or Close).
 	Closed()
 }
@@ -376,7 +380,7 @@ func (c *frameConn) readLoop(s Session) error {
 		case <-c.closing:
 			return net.ErrClosed
 		}
-		s.Frame(buf, c.guard.takeVerdict())
+		s.Frame(buf, c.guard.takeVerdict(), c.guard.takeOwner())
 		c.guard.delivered()
 	}
 }
@@ -413,6 +417,7 @@ func (c *frameConn) writeLoop() {
 		var err error
 		if len(frame.splices) > 0 {
 			err = c.carrier.writeSpliced(frame.b, frame.splices)
+			wire.UnpinSplices(frame.splices) // written, or copied into the carrier's buffer
 		} else {
 			err = c.carrier.writeFrame(frame.b)
 		}

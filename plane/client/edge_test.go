@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"iggynode/internal/framebuf"
 	"io"
 	"log/slog"
 	"net"
@@ -66,7 +67,7 @@ type echoSession struct {
 	c clientplane.Conn
 }
 
-func (s *echoSession) Frame(buf []byte, batch wire.SendVerdict) {
+func (s *echoSession) Frame(buf []byte, batch wire.SendVerdict, _ *framebuf.Buf) {
 	if s.h.verdicts != nil {
 		s.h.verdicts <- batch
 	}

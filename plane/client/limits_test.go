@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
+	"iggynode/internal/framebuf"
 	"io"
 	"log/slog"
 	"net"
@@ -531,13 +532,13 @@ type lateSession struct {
 func (s *lateSession) run() {
 	for f := range s.frames {
 		time.Sleep(s.delay)
-		s.inner.Frame(f, wire.SendVerdict{})
+		s.inner.Frame(f, wire.SendVerdict{}, nil)
 	}
 	s.inner.Closed()
 }
 
-func (s *lateSession) Frame(buf []byte, _ wire.SendVerdict) { s.frames <- buf }
-func (s *lateSession) Closed()                              { close(s.frames) }
+func (s *lateSession) Frame(buf []byte, _ wire.SendVerdict, _ *framebuf.Buf) { s.frames <- buf }
+func (s *lateSession) Closed()                                               { close(s.frames) }
 
 // Per-address and per-node caps: the connection over a cap is closed at
 // once (TCP, TLS, WS: before any handshake; QUIC: 0x1003), others from

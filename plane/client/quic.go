@@ -280,6 +280,7 @@ func (c *quicConn) SendPooled(frame []byte) { c.Send(frame) }
 func (c *quicConn) SendSpliced(built []byte, splices []wire.Splice) {
 	frame, err := wire.JoinSpliced(make([]byte, 0, wire.SplicedLen(built, splices)), built, splices)
 	putFrame(built)
+	wire.UnpinSplices(splices) // copied
 	if err != nil {
 		c.Close() // a stored batch that cannot be read: the reply cannot be sent whole
 		return
@@ -362,7 +363,7 @@ func (c *quicConn) serveStream(st *quic.Stream, s Session) bool {
 		// the backstop (4.5).
 		c.cfg.Logger.Warn("ignoring non-request frame from a client", "transport", TransportQUIC, "remote", c.RemoteAddr(), "command", cmd)
 	} else {
-		s.Frame(frame, c.guard.takeVerdict())
+		s.Frame(frame, c.guard.takeVerdict(), c.guard.takeOwner())
 	}
 	c.guard.delivered()
 	reply, ok := c.awaitReply(want)

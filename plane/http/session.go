@@ -48,6 +48,7 @@ func (c *vconn) SendPooled(frame []byte) { c.Send(append([]byte(nil), frame...))
 // SendSpliced joins the pieces into the one reply the handler reads.
 func (c *vconn) SendSpliced(built []byte, splices []wire.Splice) {
 	frame, err := wire.JoinSpliced(make([]byte, 0, wire.SplicedLen(built, splices)), built, splices)
+	wire.UnpinSplices(splices) // copied
 	if err != nil {
 		c.Close() // a stored batch that cannot be read: the reply cannot be sent whole
 		return
@@ -167,7 +168,7 @@ func (s *session) exchange(ctx context.Context, code wire.CommandCode, op wire.O
 // to request number req (stale replies of a timed-out request are
 // skipped).
 func (s *session) roundTrip(ctx context.Context, frame []byte, req uint64) (outcome, error) {
-	s.conn.session.Frame(append([]byte(nil), frame...), wire.SendVerdict{})
+	s.conn.session.Frame(append([]byte(nil), frame...), wire.SendVerdict{}, nil)
 	timer := time.NewTimer(replyTimeout)
 	defer timer.Stop()
 	for {
