@@ -389,6 +389,11 @@ func (p *partitionActor) receive(ctx actor.Context) {
 		}
 	case *actor.Stopping:
 		p.settle(ctx)
+		if p.plog != nil {
+			// Its stored batches' buffers go back to the pool (pooled.go):
+			// a deleted topic's memory serves the next one's sends.
+			p.plog.ShedCache(0)
+		}
 		p.route.close()
 		p.saveTail(true)
 		p.tr.close()

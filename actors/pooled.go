@@ -60,6 +60,9 @@ func (p *partitionActor) poolingAllowed() bool {
 // releaseEvicted drops the partition's reference on the buffers of the
 // batches the cache let go since the last turn.
 func (p *partitionActor) releaseEvicted() {
+	if p.plog == nil {
+		return
+	}
 	p.plog.DrainEvicted(func(o partition.Owner) {
 		b, ok := o.(*framebuf.Buf)
 		if !ok || !p.poolingAllowed() || p.core.HoldsMemoryOf(b.Memory()) || p.writingHolds(b) {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"testing"
+	"time"
 
 	"iggynode/client"
 	"iggynode/config"
@@ -116,5 +117,16 @@ func TestPooledRequestBuffersNeverServeReusedBytes(t *testing.T) {
 	if after.Recycled-before.Recycled < batches/2 || after.Reused == before.Reused {
 		t.Fatalf("of %d pooled frames %d were recycled and %d handed out again", after.Gets-before.Gets,
 			after.Recycled-before.Recycled, after.Reused-before.Reused)
+	}
+	// Deleting the stream hands back what its partition still cached.
+	if err := producer.DeleteStream(ctx, wire.ID(0)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for framebuf.ReadStats().Recycled == after.Recycled {
+		if time.Now().After(deadline) {
+			t.Fatal("the deleted partition's cached batches were not recycled")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
