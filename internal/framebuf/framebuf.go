@@ -12,10 +12,12 @@
 // reused bytes under a reader: only a holder that took a reference may
 // release one.
 //
-// Sizes are pooled in classes of an eighth of a power of two, from 64 KiB
-// to 128 MiB (message_bus.max_message_size is at most that in practice; larger frames are plain allocations), so a buffer is at
-// most 12.5 % larger than the frame read into it; smaller frames are plain
-// allocations (the collector handles them cheaply). The free buffers are
+// Sizes are pooled in classes a sixteenth of a power of two apart, from
+// 64 KiB to 128 MiB, so a buffer is at most 6.25 % larger than the frame
+// read into it (the partitions' memory budget counts the batch bytes, not
+// that slack); smaller and larger frames are plain allocations (the
+// collector handles small ones cheaply; a frame over 128 MiB takes a
+// max_message_size far above the default 64 MiB). The free buffers are
 // in sync.Pools: the collector drops what stays unused over two cycles, so
 // the pool never holds more than the frames in use at the last peak, which
 // the edge's frame budget and the partitions' memory budget bound.
@@ -32,7 +34,7 @@ import (
 const (
 	minShift        = 16 // 64 KiB
 	maxShift        = 27 // 128 MiB
-	stepsPerOctave  = 8
+	stepsPerOctave  = 16
 	classCount      = (maxShift - minShift) * stepsPerOctave
 	smallestPooled  = 1 << minShift
 	largestPooledSz = 1 << maxShift
@@ -72,7 +74,7 @@ func class(n int) (int, int, bool) {
 		return 0, 0, false
 	}
 	octave := bits.Len(uint(n-1)) - 1 // 2^octave < n <= 2^(octave+1)
-	step := 1 << (octave - 3)         // an eighth of 2^octave
+	step := 1 << (octave - 4)         // a sixteenth of 2^octave
 	k := (n - (1 << octave) + step - 1) / step
 	size := 1<<octave + k*step
 	c := (octave-minShift)*stepsPerOctave + k - 1

@@ -4,9 +4,9 @@ import (
 	"testing"
 )
 
-// Every pooled size gets a buffer at least as long and at most an eighth
-// larger than the next power of two's eighth step, classes grow with the
-// size, and sizes outside the pooled range are not pooled.
+// Every pooled size gets a buffer at least as long and at most a
+// sixteenth larger, classes grow with the size, and sizes outside the
+// pooled range are not pooled.
 func TestClassesFitTheFrame(t *testing.T) {
 	for _, n := range []int{0, 1, 1 << 16, 1<<27 + 1, 1 << 30} {
 		if _, _, ok := class(n); ok {
@@ -19,7 +19,7 @@ func TestClassesFitTheFrame(t *testing.T) {
 		if !ok {
 			t.Fatalf("size %d not pooled", n)
 		}
-		if size < n || float64(size) > float64(n)*1.125+1 {
+		if size < n || float64(size) > float64(n)*1.0625+1 {
 			t.Fatalf("size %d gets a buffer of %d", n, size)
 		}
 		if c < prevClass || (c == prevClass && size != prevSize) || (c > prevClass && size <= prevSize) {
@@ -30,8 +30,8 @@ func TestClassesFitTheFrame(t *testing.T) {
 		}
 		prevClass, prevSize = c, size
 	}
-	// A frame of 1000 messages of 1 KB (about 1.02 MiB) is not doubled.
-	if _, size, _ := class(1_064_256); size > 1_179_648 {
+	// A frame of 1000 messages of 1 KB (about 1.02 MiB) takes 1 1/16 MiB.
+	if _, size, _ := class(1_064_256); size != 1_114_112 {
 		t.Fatalf("a 1 MiB batch frame gets %d bytes", size)
 	}
 }
