@@ -186,6 +186,12 @@ func TestReplicatedOpIsTracedOnEveryReplica(t *testing.T) {
 			t.Errorf("metric %s = %v, want at least %v (all: %v)", name, got[name], atLeast, got)
 		}
 	}
+	// The request buffer pool's counters (internal/framebuf) are exported.
+	for _, name := range []string{"iggy.request_buffers.gets", "iggy.request_buffers.reused", "iggy.request_buffers.recycled"} {
+		if _, ok := got[name]; !ok {
+			t.Errorf("metric %s is not exported", name)
+		}
+	}
 }
 
 func attrInt(attrs []attribute.KeyValue, key string) int64 {
