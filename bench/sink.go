@@ -209,9 +209,15 @@ type sinkSession struct {
 	pollCount uint32
 }
 
-// Frame implements clientplane.Session.
-func (ss *sinkSession) Frame(buf []byte, _ wire.SendVerdict, _ *framebuf.Buf) {
+// Frame implements clientplane.Session. The sink keeps no batch, so the
+// frame's pooled buffer goes back once the frame is answered: the
+// ceilings read into recycled buffers as the node does (docs/benchmarks.md,
+// "Pooled request buffers").
+func (ss *sinkSession) Frame(buf []byte, _ wire.SendVerdict, owner *framebuf.Buf) {
 	defer ss.conn.Done()
+	if owner != nil {
+		defer owner.Release()
+	}
 	req := wire.HeaderOf(buf).Request()
 	if req.Validate() != nil {
 		return // client-plane.md 4.3: an invalid header gets no reply
