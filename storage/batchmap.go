@@ -36,8 +36,8 @@ import (
 const mapAlign = 64 << 20
 
 // errRetired: the batch file left the index (deleted, or the index was
-// rebuilt) after the poll that carries it was built; the caller reads the
-// file by its path instead, which fails if it is gone.
+// rebuilt) after the poll that carries it was built: neither its mapping
+// nor its path may serve it any more (batchsource.go).
 var errRetired = errors.New("storage: batch file left the index")
 
 // fileMap is one mapping of a batch file. refs and dropped belong to the
@@ -92,6 +92,13 @@ func (c *fileCache) mapped(bf *batchFile, end int64) (*fileMap, error) {
 	}
 	bf.m.refs++
 	return bf.m, nil
+}
+
+// isRetired reports whether bf left the index.
+func (c *fileCache) isRetired(bf *batchFile) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return bf.retired
 }
 
 // mapFile maps length bytes of the file at path, read-only and shared.

@@ -12,10 +12,13 @@ import (
 // wire.MappableSource: batchmap.go) only when the poll reply that carries
 // it is written (plane/client does it in the connection's writer). The
 // source opens the file itself, so it holds no handle of the store's
-// cache while it waits for the write;
-// a file deleted meanwhile (retention) is still read whole once opened,
-// and one deleted before fails the write. Not for encrypted logs: their
-// records are opened in memory.
+// cache while it waits for the write; a file deleted once it is open
+// (retention) is still read whole, and one that left the index before
+// (deleted, or the index forgotten) fails the write, and the connection
+// with it: a purged partition, or a topic deleted and created again,
+// writes new files under the same names, whose bytes a reply built
+// before must not carry. Not for encrypted logs: their records are
+// opened in memory.
 func (s *Store) BatchSource(group, baseOffset uint64) (wire.SpliceSource, error) {
 	g, bf, e, err := s.lockedBatch(group, baseOffset)
 	if err != nil {
@@ -56,6 +59,12 @@ func (r *fileRange) AppendTo(dst []byte) ([]byte, error) {
 		return dst, fmt.Errorf("storage: %w", err)
 	}
 	defer f.Close()
+	// Checked after the open: the store forgets a file before it deletes
+	// it, so a file not yet forgotten now was not deleted before the open,
+	// and f is the source's own file (not a new one under its name).
+	if r.cache != nil && r.cache.isRetired(r.bf) {
+		return dst, fmt.Errorf("%w: %s", errRetired, r.path)
+	}
 	readAt := func(p []byte, pos int64) error {
 		if _, err := f.ReadAt(p, pos); err != nil {
 			return fmt.Errorf("storage: read %s at %d: %w", r.path, pos, err)

@@ -61,3 +61,48 @@ func TestBatchSourceSendsTheStoredBatch(t *testing.T) {
 		t.Fatalf("the source of a deleted file: %v, want not-exist", err)
 	}
 }
+
+// A source made before its partition was deleted never serves the files
+// written under the same names afterwards (a purge, or a topic deleted
+// and created again, reuses the group's directory and base offsets):
+// whole or a run, read or mapped, it fails instead.
+func TestBatchSourceRefusesANewFileUnderItsName(t *testing.T) {
+	s := openTest(t)
+	const group = 9
+	old := makeBatch(t, 0, 20, 700, 1)
+	if err := s.AppendBatch(group, 0, old, false); err != nil {
+		t.Fatal(err)
+	}
+	src, err := s.BatchSource(group, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := src.(interface {
+		Range(from, to int) wire.SpliceSource
+	}).Range(300, 900)
+	if err := s.DeletePartition(group); err != nil {
+		t.Fatal(err)
+	}
+	renewed := makeBatch(t, 0, 20, 700, 2) // same layout, other bytes
+	if err := s.AppendBatch(group, 0, renewed, false); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := src.AppendTo(nil); err == nil {
+		t.Fatalf("the old source read %d bytes of the new file (new batch: %v)", len(b), bytes.Equal(b, renewed))
+	}
+	if b, err := part.AppendTo(nil); err == nil {
+		t.Fatalf("the old run read %d bytes of the new file", len(b))
+	}
+	if m, ok := src.(wire.MappableSource); ok {
+		if _, _, err := m.Map(); err == nil {
+			t.Fatal("the old source mapped the new file")
+		}
+	}
+	fresh, err := s.BatchSource(group, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := fresh.AppendTo(nil); err != nil || !bytes.Equal(b, renewed) {
+		t.Fatalf("a source made after the new write: %v", err)
+	}
+}
