@@ -402,6 +402,7 @@ func staleEviction(client [16]byte) []byte {
 }
 
 func (c *frameConn) writeLoop() {
+	defer c.dropQueued()
 	for {
 		var frame outFrame
 		select {
@@ -435,6 +436,23 @@ func (c *frameConn) writeLoop() {
 			}
 		}
 		stages.Mark(stages.Flushed)
+	}
+}
+
+// dropQueued gives back what the replies left unwritten when the writer
+// stops hold: their pooled frames and the pins of their spliced batches
+// (a reply dropped without that leaves them to the collector).
+func (c *frameConn) dropQueued() {
+	for {
+		select {
+		case frame := <-c.out:
+			wire.UnpinSplices(frame.splices)
+			if frame.pooled {
+				putFrame(frame.b)
+			}
+		default:
+			return
+		}
 	}
 }
 
