@@ -229,20 +229,35 @@ func mustT(t *testing.T, err error) {
 func readAll(t *testing.T, ctx context.Context, c *client.Client, stream, topic wire.Identifier, part, gen uint32, total uint64, steps ...uint32) {
 	t.Helper()
 	for _, step := range steps {
-		for off := uint64(0); off < total; {
-			p, err := c.PollMessages(ctx, wire.SingleConsumer(wire.ID(99)), stream, topic, wire.Partition(part), wire.OffsetStrategy(off), step, false)
-			if err != nil {
-				t.Fatalf("read back %d at %d: %v", step, off, err)
+		hpReadThrough(t, ctx, c, 99, stream, topic, part, 0, total, step, true, func(off uint64, _ *wire.PolledMessages, r hpReply) {
+			if r.gen != gen {
+				t.Fatalf("read back %d at %d: %d messages from %d of gen %d, want gen %d", step, off, r.n, r.first, r.gen, gen)
 			}
-			r, err := hpCheck(p, part, true)
-			if err != nil {
-				t.Fatalf("read back %d at %d: %v", step, off, err)
-			}
-			if r.n == 0 || r.first != off || r.gen != gen {
-				t.Fatalf("read back %d at %d: %d messages from %d of gen %d, want from %d of gen %d", step, off, r.n, r.first, r.gen, off, gen)
-			}
-			off += uint64(r.n)
+		})
+	}
+}
+
+// hpReadThrough polls partition part from offset from up to end, count at
+// a time, as consumer: every reply must pass hpCheck, be non-empty and
+// start where the last one ended; each, if not nil, checks it further.
+func hpReadThrough(t *testing.T, ctx context.Context, c *client.Client, consumer uint32, stream, topic wire.Identifier, part uint32, from, end uint64, count uint32, derived bool, each func(off uint64, p *wire.PolledMessages, r hpReply)) {
+	t.Helper()
+	for off := from; off < end; {
+		p, err := c.PollMessages(ctx, wire.SingleConsumer(wire.ID(consumer)), stream, topic, wire.Partition(part), wire.OffsetStrategy(off), count, false)
+		if err != nil {
+			t.Fatalf("read back %d at %d: %v", count, off, err)
 		}
+		r, err := hpCheck(p, part, derived)
+		if err != nil {
+			t.Fatalf("read back %d at %d: %v", count, off, err)
+		}
+		if r.n == 0 || r.first != off {
+			t.Fatalf("read back %d at %d: %d messages from %d (gen %d)", count, off, r.n, r.first, r.gen)
+		}
+		if each != nil {
+			each(off, p, r)
+		}
+		off += uint64(r.n)
 	}
 }
 
@@ -252,6 +267,276 @@ func isStatus(err error) bool {
 	return errors.As(err, &s) || errors.As(err, &r)
 }
 
+// hpStream creates the stream "hs".
+func hpStream(t *testing.T, ctx context.Context, c *client.Client) wire.Identifier {
+	t.Helper()
+	_, err := c.CreateStream(ctx, "hs", nil)
+	mustT(t, err)
+	return wire.Named("hs")
+}
+
+// hpTopic creates the stream "hs" and in it the topic "ht" of parts
+// partitions, where most tests send and poll.
+func hpTopic(t *testing.T, ctx context.Context, c *client.Client, parts uint32) (stream, topic wire.Identifier) {
+	t.Helper()
+	stream = hpStream(t, ctx, c)
+	_, err := c.CreateTopic(ctx, stream, "ht", parts, nil)
+	mustT(t, err)
+	return stream, wire.Named("ht")
+}
+
+// hostileTopic starts a hostile node tuned by tune, connects an admin
+// client and creates the stream "hs" with the topic "ht" of parts
+// partitions (hpTopic), the setup of most tests.
+func hostileTopic(t *testing.T, tune func(*config.Config), parts uint32) (n *testNode, admin *client.Client, ctx context.Context, stream, topic wire.Identifier) {
+	t.Helper()
+	n = hostileNode(t, t.TempDir(), tune)
+	admin = connect(t, n)
+	ctx = ctxT(t)
+	stream, topic = hpTopic(t, ctx, admin, parts)
+	return n, admin, ctx, stream, topic
+}
+
+// hpFill sends batches from to to-1 of per messages of gen to partition
+// part, batch b at offset b*per (hpSend), and after each stores its end in
+// high, if not nil: pollers ask up to what is committed.
+func hpFill(ctx context.Context, c *client.Client, stream, topic wire.Identifier, gen, part uint32, from, to, per int, high *atomic.Uint64) error {
+	for b := from; b < to; b++ {
+		if err := hpSend(ctx, c, stream, topic, gen, part, uint64(b*per), per); err != nil {
+			return err
+		}
+		if high != nil {
+			high.Store(uint64((b + 1) * per))
+		}
+	}
+	return nil
+}
+
+// hpTagged is n messages of producer tag, numbered from seq on: producers
+// interleave, so their payloads carry a sequence number, not an offset.
+func hpTagged(tag uint32, seq uint64, n int) []wire.Message {
+	keys := make([]hpKey, n)
+	for i := range keys {
+		keys[i] = hpKey{off: seq + uint64(i), tag: tag}
+	}
+	return hpMessages(keys...)
+}
+
+// hpProduce runs producers, each on a connection of its own sending
+// batches of per messages tagged with its index and numbered from 0
+// (hpTagged), and returns when all are done. sent sees the outcome of
+// every send and returns false to stop that producer.
+func hpProduce(t *testing.T, ctx context.Context, n *testNode, stream, topic wire.Identifier, producers, batches, per int, sent func(pr int, conf wire.SendConfirmations, err error) bool) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for pr := range producers {
+		c := connect(t, n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range batches {
+				conf, err := c.SendMessages(ctx, stream, topic, wire.PartitionID(0), hpTagged(uint32(pr), uint64(b*per), per))
+				if !sent(pr, conf, err) {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// hpDial connects a new client to n over t's transport as root, its
+// requests bounded by timeout; the caller closes it.
+func hpDial(ctx context.Context, t *testing.T, n *testNode, timeout time.Duration) (*client.Client, error) {
+	o := clientOptions(t, n)
+	o.Username, o.Password, o.RequestTimeout = "iggy", "iggy", timeout
+	return client.Connect(ctx, o)
+}
+
+// hpBackground runs a test's background goroutines (pollers, a purger)
+// while the test sends, purges and deletes, until finish or the first
+// failure of any of them, and gathers their failures.
+type hpBackground struct {
+	t       *testing.T
+	ctx     context.Context
+	n       *testNode
+	errs    *hErrs
+	stop    chan struct{}
+	stopped sync.Once
+	wg      sync.WaitGroup
+	// reconnects: some pollers are hPollers, so drops is worth a log line
+	reconnects bool
+	drops      atomic.Int64 // poll connections the node ended (hPoller)
+	polls      atomic.Int64 // polls answered
+	served     atomic.Int64 // messages those served
+	refused    atomic.Int64 // polls refused with a status (hpPolling.refusable)
+}
+
+func newHPBackground(t *testing.T, ctx context.Context, n *testNode) *hpBackground {
+	b := &hpBackground{t: t, ctx: ctx, n: n, errs: &hErrs{}, stop: make(chan struct{})}
+	// Registered after hostileNode's cleanup, so it runs before it: a test
+	// that fails early does not leave its goroutines polling a closed node.
+	t.Cleanup(func() {
+		b.halt()
+		if b.reconnects {
+			t.Logf("%d poll connections closed by the node (reconnected)", b.drops.Load())
+		}
+	})
+	return b
+}
+
+// halt stops the goroutines and waits for them.
+func (b *hpBackground) halt() {
+	b.stopped.Do(func() { close(b.stop) })
+	b.wg.Wait()
+}
+
+// finish stops the goroutines, waits for them and fails the test with
+// what they found.
+func (b *hpBackground) finish() {
+	b.t.Helper()
+	b.halt()
+	b.errs.report(b.t)
+}
+
+// repeat runs step on a goroutine of its own until finish, a failure of
+// any goroutine of the test, or step returning false; with a pause it
+// waits that long (or for finish) before each step.
+func (b *hpBackground) repeat(pause time.Duration, step func() bool) {
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		for !b.errs.bad.Load() {
+			if pause > 0 {
+				select {
+				case <-b.stop:
+					return
+				case <-time.After(pause):
+				}
+			} else {
+				select {
+				case <-b.stop:
+					return
+				default:
+				}
+			}
+			if !step() {
+				return
+			}
+		}
+	}()
+}
+
+// reconnecting is a new poll connection that the node may end (hPoller).
+func (b *hpBackground) reconnecting() *hPoller {
+	b.reconnects = true
+	return newHPoller(b.t, b.n, &b.drops)
+}
+
+// hpPollClient is a *client.Client, or an *hPoller where the node may end
+// the connection.
+type hpPollClient interface {
+	PollMessages(ctx context.Context, consumer wire.Consumer, stream, topic wire.Identifier, partition wire.OptionalPartition, strategy wire.PollingStrategy, count uint32, autoCommit bool) (*wire.PolledMessages, error)
+}
+
+// hpAsk is one poll of a background poller.
+type hpAsk struct {
+	strategy wire.PollingStrategy
+	off      uint64 // the offset asked (0 for First and Last)
+	count    uint32
+	// answered is the generation the test had answered (purges,
+	// deletions: hpPolling.generation) before the poll was sent.
+	answered uint32
+}
+
+// hpAt asks count messages at offset off.
+func hpAt(off uint64, count uint32) hpAsk {
+	return hpAsk{strategy: wire.OffsetStrategy(off), off: off, count: count}
+}
+
+func (a hpAsk) String() string {
+	return fmt.Sprintf("poll %d at %d (gen %d answered)", a.count, a.off, a.answered)
+}
+
+// hpPolling is what a background poller polls and what it accepts.
+type hpPolling struct {
+	stream, topic wire.Identifier
+	consumer      uint32
+	derived       bool // payloads carry the offset they were sent at (hpCheck)
+	// refusable: a status reply (a deleted stream or topic) is counted in
+	// refused and polled again, not a failure.
+	refusable bool
+	// generation, if not nil, is what the test has answered so far; it is
+	// read before each poll into hpAsk.answered.
+	generation *atomic.Uint32
+	// next chooses the i-th poll; false: nothing to poll yet.
+	next func(i int) (hpAsk, bool)
+	// accept checks a reply that passed hpCheck (partition 0) against its
+	// ask, adding to the errors what it does not accept; nil accepts all.
+	accept func(a hpAsk, r hpReply)
+}
+
+// poll runs a poller over c on a goroutine of its own (repeat). A failed
+// poll or a reply that fails hpCheck ends it.
+func (b *hpBackground) poll(c hpPollClient, p hpPolling) {
+	i := 0
+	b.repeat(0, func() bool {
+		var answered uint32
+		if p.generation != nil {
+			answered = p.generation.Load()
+		}
+		a, ok := p.next(i)
+		if !ok {
+			time.Sleep(time.Millisecond)
+			return true
+		}
+		i++
+		a.answered = answered
+		m, err := c.PollMessages(b.ctx, wire.SingleConsumer(wire.ID(p.consumer)), p.stream, p.topic, wire.Partition(0), a.strategy, a.count, false)
+		if err != nil {
+			if p.refusable && isStatus(err) {
+				b.refused.Add(1)
+				return true
+			}
+			b.errs.add("topic %v: %v: %v", p.topic, a, err)
+			return false
+		}
+		b.polls.Add(1)
+		r, err := hpCheck(m, 0, p.derived)
+		if err != nil {
+			b.errs.add("topic %v: %v: %v", p.topic, a, err)
+			return false
+		}
+		b.served.Add(int64(r.n))
+		if p.accept != nil {
+			p.accept(a, r)
+		}
+		return true
+	})
+}
+
+// generations sends gens generations of batches of per messages to
+// partition 0 over c, each but the last ended by purge(g): high follows
+// the current generation's committed end and gen counts the purges
+// answered, for the pollers. It stops at the first failure, or once a
+// background goroutine failed.
+func (b *hpBackground) generations(c *client.Client, stream, topic wire.Identifier, gens uint32, batches, per int, high *atomic.Uint64, gen *atomic.Uint32, purge func(g uint32) error) error {
+	for g := uint32(0); g < gens && !b.errs.bad.Load(); g++ {
+		if err := hpFill(b.ctx, c, stream, topic, g, 0, 0, batches, per, high); err != nil {
+			return err
+		}
+		if g == gens-1 {
+			break
+		}
+		if err := purge(g); err != nil {
+			return fmt.Errorf("purge: %w", err)
+		}
+		high.Store(0)
+		gen.Store(g + 1)
+	}
+	return nil
+}
+
 // 1. Polls at random offsets with slicing counts while the producer fills
 // generation after generation, each ended by a PurgeTopic or PurgeStream:
 // a purge hands every cached batch's buffer back (Log.Purge), while polls
@@ -259,94 +544,46 @@ func isStatus(err error) bool {
 // carry a generation older than one a purge already answered.
 func TestHostilePooledPollsAcrossPurges(t *testing.T) {
 	hostileOver(t, []string{"tcp", "tls", "quic", "ws", "http"}, func(t *testing.T) {
-		n := hostileNode(t, t.TempDir(), smallBudget)
-		admin := connect(t, n)
-		ctx := ctxT(t)
-		s, tp := wire.Named("hs"), wire.Named("ht")
-		_, err := admin.CreateStream(ctx, "hs", nil)
-		mustT(t, err)
-		_, err = admin.CreateTopic(ctx, s, "ht", 1, nil)
-		mustT(t, err)
+		n, admin, ctx, s, tp := hostileTopic(t, smallBudget, 1)
 		const gens, batches, per = 6, 12, 100
 		var gen atomic.Uint32  // purges answered
 		var high atomic.Uint64 // the current generation's committed end
-		var polls, served atomic.Int64
-		errs := &hErrs{}
-		var drops atomic.Int64
-		defer func() { t.Logf("%d poll connections closed by the node (reconnected)", drops.Load()) }()
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
+		bg := newHPBackground(t, ctx, n)
 		for w, count := range []uint32{37, 1, 250, 100} {
-			c := newHPoller(t, n, &drops)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				rng := rand.New(rand.NewPCG(uint64(w), 7))
-				for !errs.bad.Load() {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					g0 := gen.Load()
-					off := rng.Uint64N(high.Load() + 60)
-					strategy := wire.OffsetStrategy(off)
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			bg.poll(bg.reconnecting(), hpPolling{stream: s, topic: tp, consumer: uint32(w + 1), derived: true, generation: &gen,
+				next: func(int) (hpAsk, bool) {
+					a := hpAt(rng.Uint64N(high.Load()+60), count)
 					if rng.IntN(8) == 0 {
-						strategy, off = wire.LastStrategy(), 0
+						a = hpAsk{strategy: wire.LastStrategy(), count: count}
 					}
-					p, err := c.PollMessages(ctx, wire.SingleConsumer(wire.ID(uint32(w+1))), s, tp, wire.Partition(0), strategy, count, false)
-					if err != nil {
-						errs.add("poll %d at %d: %v", count, off, err)
-						return
-					}
-					polls.Add(1)
-					r, err := hpCheck(p, 0, true)
-					if err != nil {
-						errs.add("poll %d at %d (gen %d answered): %v", count, off, g0, err)
-						return
-					}
+					return a, true
+				},
+				accept: func(a hpAsk, r hpReply) {
 					if r.n == 0 {
-						continue
+						return
 					}
-					served.Add(int64(r.n))
-					if r.gen < g0 {
-						errs.add("poll %d at %d started after purge %d was answered and served gen %d", count, off, g0, r.gen)
+					if r.gen < a.answered {
+						bg.errs.add("%v started after purge %d was answered and served gen %d", a, a.answered, r.gen)
 					}
-					if strategy.Kind == wire.PollOffset && r.first != off {
-						errs.add("poll %d at %d served from %d", count, off, r.first)
+					if a.strategy.Kind == wire.PollOffset && r.first != a.off {
+						bg.errs.add("%v served from %d", a, r.first)
 					}
-				}
-			}()
+				}})
 		}
-		for g := uint32(0); g < gens && !errs.bad.Load(); g++ {
-			for b := range batches {
-				if err := hpSend(ctx, admin, s, tp, g, 0, uint64(b*per), per); err != nil {
-					errs.add("%v", err)
-					break
-				}
-				high.Store(uint64((b + 1) * per))
-			}
-			if g == gens-1 {
-				break
-			}
+		err := bg.generations(admin, s, tp, gens, batches, per, &high, &gen, func(g uint32) error {
 			if g%2 == 0 {
-				err = admin.PurgeTopic(ctx, s, tp)
-			} else {
-				err = admin.PurgeStream(ctx, s)
+				return admin.PurgeTopic(ctx, s, tp)
 			}
-			if err != nil {
-				errs.add("purge: %v", err)
-				break
-			}
-			high.Store(0)
-			gen.Store(g + 1)
+			return admin.PurgeStream(ctx, s)
+		})
+		if err != nil {
+			bg.errs.add("%v", err)
 		}
 		time.Sleep(100 * time.Millisecond) // the pollers see the last generation whole
-		close(stop)
-		wg.Wait()
-		errs.report(t)
+		bg.finish()
 		readAll(t, ctx, admin, s, tp, 0, gens-1, batches*per, 250, 37)
-		t.Logf("%d polls served %d messages; pool %+v", polls.Load(), served.Load(), framebuf.ReadStats())
+		t.Logf("%d polls served %d messages; pool %+v", bg.polls.Load(), bg.served.Load(), framebuf.ReadStats())
 	})
 }
 
@@ -361,48 +598,19 @@ func TestHostilePooledDeleteWhilePolling(t *testing.T) {
 		s, tp := wire.Named("hd"), wire.Named("ht")
 		const rounds, batches, per = 5, 8, 100
 		var deleted atomic.Uint32 // the last round whose deletion was answered (rounds from 1)
-		var notFound, polls atomic.Int64
-		errs := &hErrs{}
-		var drops atomic.Int64
-		defer func() { t.Logf("%d poll connections closed by the node (reconnected)", drops.Load()) }()
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
+		bg := newHPBackground(t, ctx, n)
 		for w, count := range []uint32{37, 250, 1} {
-			c := newHPoller(t, n, &drops)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				rng := rand.New(rand.NewPCG(uint64(w), 9))
-				for !errs.bad.Load() {
-					select {
-					case <-stop:
-						return
-					default:
+			rng := rand.New(rand.NewPCG(uint64(w), 9))
+			// Polls of a deleted topic are refused with a status.
+			bg.poll(bg.reconnecting(), hpPolling{stream: s, topic: tp, consumer: 1, derived: true, refusable: true, generation: &deleted,
+				next: func(int) (hpAsk, bool) { return hpAt(rng.Uint64N(batches*per+50), count), true },
+				accept: func(a hpAsk, r hpReply) {
+					if r.n > 0 && r.gen <= a.answered {
+						bg.errs.add("%v started after round %d's topic was deleted and served its data (gen %d)", a, a.answered, r.gen)
 					}
-					d0 := deleted.Load()
-					off := rng.Uint64N(batches*per + 50)
-					p, err := c.PollMessages(ctx, wire.SingleConsumer(wire.ID(1)), s, tp, wire.Partition(0), wire.OffsetStrategy(off), count, false)
-					if err != nil {
-						if isStatus(err) {
-							notFound.Add(1)
-							continue
-						}
-						errs.add("poll %d at %d: %v", count, off, err)
-						return
-					}
-					polls.Add(1)
-					r, err := hpCheck(p, 0, true)
-					if err != nil {
-						errs.add("poll %d at %d: %v", count, off, err)
-						return
-					}
-					if r.n > 0 && r.gen <= d0 {
-						errs.add("poll %d at %d started after round %d's topic was deleted and served its data (gen %d)", count, off, d0, r.gen)
-					}
-				}
-			}()
+				}})
 		}
-		for r := uint32(1); r <= rounds && !errs.bad.Load(); r++ {
+		for r := uint32(1); r <= rounds && !bg.errs.bad.Load(); r++ {
 			if r == 1 || r%2 == 1 {
 				if _, err := admin.CreateStream(ctx, "hd", nil); err != nil {
 					t.Fatalf("round %d: create stream: %v", r, err)
@@ -411,11 +619,8 @@ func TestHostilePooledDeleteWhilePolling(t *testing.T) {
 			if _, err := admin.CreateTopic(ctx, s, "ht", 1, nil); err != nil {
 				t.Fatalf("round %d: create topic: %v", r, err)
 			}
-			for b := range batches {
-				if err := hpSend(ctx, admin, s, tp, r, 0, uint64(b*per), per); err != nil {
-					errs.add("round %d: %v", r, err)
-					break
-				}
+			if err := hpFill(ctx, admin, s, tp, r, 0, 0, batches, per, nil); err != nil {
+				bg.errs.add("round %d: %v", r, err)
 			}
 			time.Sleep(50 * time.Millisecond) // polls of the whole round, cached
 			var err error
@@ -429,10 +634,8 @@ func TestHostilePooledDeleteWhilePolling(t *testing.T) {
 			}
 			deleted.Store(r)
 		}
-		close(stop)
-		wg.Wait()
-		errs.report(t)
-		t.Logf("%d polls served, %d refused (deleted); pool %+v", polls.Load(), notFound.Load(), framebuf.ReadStats())
+		bg.finish()
+		t.Logf("%d polls served, %d refused (deleted); pool %+v", bg.polls.Load(), bg.refused.Load(), framebuf.ReadStats())
 	})
 }
 
@@ -448,60 +651,36 @@ func TestHostilePooledSegmentsDeletedWhilePolling(t *testing.T) {
 	})
 	admin := connect(t, n)
 	ctx := ctxT(t)
-	_, err := admin.CreateStream(ctx, "hs", nil)
-	mustT(t, err)
-	s := wire.Named("hs")
+	s := hpStream(t, ctx, admin)
 	seg := wire.KeyValue{Key: wire.OptSegmentSize, Kind: wire.KindString, Value: []byte("1 MiB")}
-	_, err = admin.CreateTopic(ctx, s, "deleted", 1, wire.Options{seg})
+	_, err := admin.CreateTopic(ctx, s, "deleted", 1, wire.Options{seg})
 	mustT(t, err)
 	_, err = admin.CreateTopic(ctx, s, "capped", 1, wire.Options{seg, {Key: wire.OptMaxTopicSize, Kind: wire.KindString, Value: []byte("3 MiB")}})
 	mustT(t, err)
 	topics := []wire.Identifier{wire.Named("deleted"), wire.Named("capped")}
 	const batches, per = 60, 100
 	var high [2]atomic.Uint64
-	var polls, clamped atomic.Int64
-	errs := &hErrs{}
-	var drops atomic.Int64
-	defer func() { t.Logf("%d poll connections closed by the node (reconnected)", drops.Load()) }()
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
+	var clamped atomic.Int64
+	bg := newHPBackground(t, ctx, n)
 	for w, count := range []uint32{37, 250, 1, 100} {
-		c := newHPoller(t, n, &drops)
 		ti := w % 2
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(w), 3))
-			for !errs.bad.Load() {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				off := rng.Uint64N(high[ti].Load() + 1)
-				strategy := wire.OffsetStrategy(off)
+		rng := rand.New(rand.NewPCG(uint64(w), 3))
+		bg.poll(bg.reconnecting(), hpPolling{stream: s, topic: topics[ti], consumer: 1, derived: true,
+			next: func(int) (hpAsk, bool) {
+				a := hpAt(rng.Uint64N(high[ti].Load()+1), count)
 				if rng.IntN(4) == 0 {
-					strategy, off = wire.FirstStrategy(), 0
+					a = hpAsk{strategy: wire.FirstStrategy(), count: count}
 				}
-				p, err := c.PollMessages(ctx, wire.SingleConsumer(wire.ID(1)), s, topics[ti], wire.Partition(0), strategy, count, false)
-				if err != nil {
-					errs.add("poll %d at %d: %v", count, off, err)
-					return
+				return a, true
+			},
+			accept: func(a hpAsk, r hpReply) {
+				if r.n > 0 && r.first < a.off {
+					bg.errs.add("%v served from %d", a, r.first)
 				}
-				polls.Add(1)
-				r, err := hpCheck(p, 0, true)
-				if err != nil {
-					errs.add("topic %d poll %d at %d: %v", ti, count, off, err)
-					return
-				}
-				if r.n > 0 && r.first < off {
-					errs.add("poll %d at %d served from %d", count, off, r.first)
-				}
-				if r.n > 0 && r.first > off {
+				if r.n > 0 && r.first > a.off {
 					clamped.Add(1)
 				}
-			}
-		}()
+			}})
 	}
 	for b := range batches {
 		for ti, topic := range topics {
@@ -517,13 +696,11 @@ func TestHostilePooledSegmentsDeletedWhilePolling(t *testing.T) {
 			n.Maintain()
 		}
 	}
-	close(stop)
-	wg.Wait()
-	errs.report(t)
+	bg.finish()
 	if clamped.Load() == 0 {
 		t.Fatal("no poll was clamped to a truncated partition's oldest offset: nothing was deleted under the polls")
 	}
-	t.Logf("%d polls, %d clamped up to the oldest retained; pool %+v", polls.Load(), clamped.Load(), framebuf.ReadStats())
+	t.Logf("%d polls, %d clamped up to the oldest retained; pool %+v", bg.polls.Load(), clamped.Load(), framebuf.ReadStats())
 }
 
 // 4. A memory budget so small that every batch leaves the cache at once
@@ -532,52 +709,29 @@ func TestHostilePooledSegmentsDeletedWhilePolling(t *testing.T) {
 // and after.
 func TestHostilePooledEvictEverything(t *testing.T) {
 	hostileOver(t, []string{"tcp", "ws", "quic"}, func(t *testing.T) {
-		n := hostileNode(t, t.TempDir(), func(c *config.Config) { c.Partition.MemoryBudget = 1 })
-		admin, consumer := connect(t, n), connect(t, n)
-		ctx := ctxT(t)
-		_, err := admin.CreateStream(ctx, "hs", nil)
-		mustT(t, err)
-		s, tp := wire.Named("hs"), wire.Named("ht")
-		_, err = admin.CreateTopic(ctx, s, "ht", 1, nil)
-		mustT(t, err)
+		n, admin, ctx, s, tp := hostileTopic(t, func(c *config.Config) { c.Partition.MemoryBudget = 1 }, 1)
+		consumer := connect(t, n)
 		const batches, per = 30, 100
 		before := framebuf.ReadStats()
 		var high atomic.Uint64
-		done := make(chan error, 1)
-		go func() {
-			counts := []uint32{37, 1, 250}
-			rng := rand.New(rand.NewPCG(1, 2))
-			for i := 0; ; i++ {
+		bg := newHPBackground(t, ctx, n)
+		counts := []uint32{37, 1, 250}
+		rng := rand.New(rand.NewPCG(1, 2))
+		bg.poll(consumer, hpPolling{stream: s, topic: tp, consumer: 1, derived: true,
+			next: func(i int) (hpAsk, bool) {
 				h := high.Load()
-				if h == batches*per {
-					done <- nil
-					return
-				}
 				if h == 0 {
-					time.Sleep(time.Millisecond)
-					continue
+					return hpAsk{}, false // nothing committed yet
 				}
-				off, count := rng.Uint64N(h), counts[i%len(counts)]
-				p, err := consumer.PollMessages(ctx, wire.SingleConsumer(wire.ID(1)), s, tp, wire.Partition(0), wire.OffsetStrategy(off), count, false)
-				if err != nil {
-					done <- fmt.Errorf("poll %d at %d: %w", count, off, err)
-					return
+				return hpAt(rng.Uint64N(h), counts[i%len(counts)]), true
+			},
+			accept: func(a hpAsk, r hpReply) {
+				if r.n == 0 || r.first != a.off {
+					bg.errs.add("%v: %d messages from %d", a, r.n, r.first)
 				}
-				r, err := hpCheck(p, 0, true)
-				if err == nil && (r.n == 0 || r.first != off) {
-					err = fmt.Errorf("%d messages from %d", r.n, r.first)
-				}
-				if err != nil {
-					done <- fmt.Errorf("poll %d at %d: %w", count, off, err)
-					return
-				}
-			}
-		}()
-		for b := range batches {
-			mustT(t, hpSend(ctx, admin, s, tp, 0, 0, uint64(b*per), per))
-			high.Store(uint64((b + 1) * per))
-		}
-		mustT(t, <-done)
+			}})
+		mustT(t, hpFill(ctx, admin, s, tp, 0, 0, 0, batches, per, &high))
+		bg.finish()
 		readAll(t, ctx, consumer, s, tp, 0, 0, batches*per, 37, 1, 250)
 		after := framebuf.ReadStats()
 		if transportFor(t).kind != client.TransportHTTP && after.Recycled-before.Recycled < batches/2 {
@@ -671,6 +825,28 @@ type pipelined struct {
 	count    uint32
 }
 
+// pipelinePlan is n polls, the i-th at offAt(i), of counts in turn.
+func pipelinePlan(n int, counts []uint32, offAt func(i int) uint64) []pipelined {
+	plan := make([]pipelined, n)
+	for i := range plan {
+		plan[i] = pipelined{wire.OffsetStrategy(offAt(i)), counts[i%len(counts)]}
+	}
+	return plan
+}
+
+// pipeline sends every poll of plan as consumer 5 and reads no reply,
+// then a marker (consumer 77 polls 1 at 1999, the last of 2000 messages,
+// and auto-commits), and waits until the marker is stored: the node has
+// built every reply of the plan.
+func (r *hraw) pipeline(t *testing.T, admin *client.Client, stream, topic wire.Identifier, plan []pipelined) {
+	t.Helper()
+	for _, p := range plan {
+		r.send(r.poll(5, stream, topic, p.strategy, p.count, false))
+	}
+	r.send(r.poll(77, stream, topic, wire.OffsetStrategy(1999), 1, true))
+	waitStored(t, admin, 77, stream, topic, 1999)
+}
+
 // 5. A consumer that pipelines 120 polls of the cached batches and reads
 // none of the replies: the connection's writer blocks on the socket with
 // the replies queued, each pinning its batches' buffers. Then the producer
@@ -678,41 +854,22 @@ type pipelined struct {
 // poison, reuse) and purges and refills the partition; only then does the
 // consumer read. Every reply must carry the batches as they were.
 func TestHostilePooledSlowReaderPins(t *testing.T) {
-	n := hostileNode(t, t.TempDir(), smallBudget)
-	admin := connect(t, n)
-	ctx := ctxT(t)
-	_, err := admin.CreateStream(ctx, "hs", nil)
-	mustT(t, err)
-	s, tp := wire.Named("hs"), wire.Named("ht")
-	_, err = admin.CreateTopic(ctx, s, "ht", 1, nil)
-	mustT(t, err)
+	n, admin, ctx, s, tp := hostileTopic(t, smallBudget, 1)
 	const per = 100
-	for b := range 20 {
-		mustT(t, hpSend(ctx, admin, s, tp, 1, 0, uint64(b*per), per))
-	}
+	mustT(t, hpFill(ctx, admin, s, tp, 1, 0, 0, 20, per, nil))
 	r := dialHraw(t, n)
-	var plan []pipelined
-	counts := []uint32{100, 250, 37, 1, 100}
-	for i := range 120 {
+	plan := pipelinePlan(120, []uint32{100, 250, 37, 1, 100}, func(i int) uint64 {
 		off := uint64(1600 + (i*53)%400)
 		if i%5 == 0 {
 			off = off / per * per // whole cached batches
 		}
-		plan = append(plan, pipelined{wire.OffsetStrategy(off), counts[i%len(counts)]})
-	}
-	for _, p := range plan {
-		r.send(r.poll(5, s, tp, p.strategy, p.count, false))
-	}
-	r.send(r.poll(77, s, tp, wire.OffsetStrategy(1999), 1, true)) // the marker
-	waitStored(t, admin, 77, s, tp, 1999)
+		return off
+	})
+	r.pipeline(t, admin, s, tp, plan)
 	statsPinned := framebuf.ReadStats()
-	for b := 20; b < 60; b++ {
-		mustT(t, hpSend(ctx, admin, s, tp, 1, 0, uint64(b*per), per))
-	}
+	mustT(t, hpFill(ctx, admin, s, tp, 1, 0, 20, 60, per, nil))
 	mustT(t, admin.PurgeTopic(ctx, s, tp))
-	for b := range 20 {
-		mustT(t, hpSend(ctx, admin, s, tp, 2, 0, uint64(b*per), per))
-	}
+	mustT(t, hpFill(ctx, admin, s, tp, 2, 0, 0, 20, per, nil))
 	statsFlooded := framebuf.ReadStats()
 	for i, p := range plan {
 		pm := r.readPolled(t)
@@ -784,13 +941,8 @@ func staleSourcesAcrossPurge(t *testing.T, refill int, restart, recreate bool) {
 	fill := func(n *testNode) {
 		c := connect(t, n)
 		ctx := ctxT(t)
-		_, err := c.CreateStream(ctx, "hs", nil)
-		mustT(t, err)
-		_, err = c.CreateTopic(ctx, s, "ht", 1, nil)
-		mustT(t, err)
-		for b := range batches {
-			mustT(t, hpSend(ctx, c, s, tp, 1, 0, uint64(b*per), per))
-		}
+		hpTopic(t, ctx, c, 1)
+		mustT(t, hpFill(ctx, c, s, tp, 1, 0, 0, batches, per, nil))
 	}
 	var n *testNode
 	if restart {
@@ -805,20 +957,14 @@ func staleSourcesAcrossPurge(t *testing.T, refill int, restart, recreate bool) {
 	admin := connect(t, n)
 	ctx := ctxT(t)
 	r := dialHraw(t, n)
-	var plan []pipelined
-	counts := []uint32{100, 37, 250, 1}
-	for i := range 100 {
+	plan := pipelinePlan(100, []uint32{100, 37, 250, 1}, func(i int) uint64 {
 		off := uint64((i * 137) % (batches * per))
 		if i%2 == 0 {
 			off = off / per * per // whole stored batches
 		}
-		plan = append(plan, pipelined{wire.OffsetStrategy(off), counts[i%len(counts)]})
-	}
-	for _, p := range plan {
-		r.send(r.poll(5, s, tp, p.strategy, p.count, false))
-	}
-	r.send(r.poll(77, s, tp, wire.OffsetStrategy(1999), 1, true))
-	waitStored(t, admin, 77, s, tp, 1999)
+		return off
+	})
+	r.pipeline(t, admin, s, tp, plan)
 	if recreate {
 		mustT(t, admin.DeleteTopic(ctx, s, tp))
 		_, err := admin.CreateTopic(ctx, s, "ht", 1, nil)
@@ -826,8 +972,8 @@ func staleSourcesAcrossPurge(t *testing.T, refill int, restart, recreate bool) {
 	} else {
 		mustT(t, admin.PurgeTopic(ctx, s, tp))
 	}
-	for b := range batches * per / max(refill, 1) * min(refill, 1) {
-		mustT(t, hpSend(ctx, admin, s, tp, 2, 0, uint64(b*refill), refill))
+	if refill > 0 {
+		mustT(t, hpFill(ctx, admin, s, tp, 2, 0, 0, batches*per/refill, refill, nil))
 	}
 	var wrong []string
 	good := 0
@@ -906,14 +1052,7 @@ func joinLines(lines []string, most int) string {
 // down and the heap stays bounded.
 func TestHostilePooledConsumersHangUp(t *testing.T) {
 	hostileOver(t, []string{"tcp", "ws", "quic"}, func(t *testing.T) {
-		n := hostileNode(t, t.TempDir(), smallBudget)
-		admin := connect(t, n)
-		ctx := ctxT(t)
-		_, err := admin.CreateStream(ctx, "hs", nil)
-		mustT(t, err)
-		s, tp := wire.Named("hs"), wire.Named("ht")
-		_, err = admin.CreateTopic(ctx, s, "ht", 1, nil)
-		mustT(t, err)
+		n, admin, ctx, s, tp := hostileTopic(t, smallBudget, 1)
 		const per = 100
 		next := uint64(0)
 		send := func(k int) {
@@ -942,9 +1081,7 @@ func TestHostilePooledConsumersHangUp(t *testing.T) {
 				}
 				_ = r.nc.Close()
 			} else {
-				o := clientOptions(t, n)
-				o.Username, o.Password, o.RequestTimeout = "iggy", "iggy", 5*time.Second
-				c, err := client.Connect(ctx, o)
+				c, err := hpDial(ctx, t, n, 5*time.Second)
 				mustT(t, err)
 				go func() {
 					time.Sleep(time.Duration(i%5) * time.Millisecond)
@@ -982,97 +1119,43 @@ func TestHostilePooledConsumersHangUp(t *testing.T) {
 // and the whole partition every message exactly once.
 func TestHostilePooledManyProducersAndConsumers(t *testing.T) {
 	hostileOver(t, []string{"tcp", "quic", "wss"}, func(t *testing.T) {
-		n := hostileNode(t, t.TempDir(), smallBudget)
-		admin := connect(t, n)
-		ctx := ctxT(t)
-		_, err := admin.CreateStream(ctx, "hs", nil)
-		mustT(t, err)
-		s, tp := wire.Named("hs"), wire.Named("ht")
-		_, err = admin.CreateTopic(ctx, s, "ht", 1, nil)
-		mustT(t, err)
+		n, admin, ctx, s, tp := hostileTopic(t, smallBudget, 1)
 		const producers, batches, per = 4, 12, 100
 		var seen sync.Map // offset -> hpKey
 		var high atomic.Uint64
-		errs := &hErrs{}
+		bg := newHPBackground(t, ctx, n)
 		record := func(off uint64, k hpKey) {
 			if prev, loaded := seen.LoadOrStore(off, k); loaded && prev.(hpKey) != k {
-				errs.add("offset %d served %+v and %+v", off, prev, k)
+				bg.errs.add("offset %d served %+v and %+v", off, prev, k)
 			}
 		}
-		check := func(p *wire.PolledMessages, what string) int {
-			r, err := hpCheck(p, 0, false)
-			if err != nil {
-				errs.add("%s: %v", what, err)
-				return 0
-			}
-			for i, k := range r.keys {
-				record(r.first+uint64(i), k)
-			}
-			return r.n
-		}
-		stop := make(chan struct{})
-		var cw sync.WaitGroup
 		for w, count := range []uint32{37, 1, 250, 100} {
-			c := connect(t, n)
-			cw.Add(1)
-			go func() {
-				defer cw.Done()
-				rng := rand.New(rand.NewPCG(uint64(w), 11))
-				for !errs.bad.Load() {
-					select {
-					case <-stop:
-						return
-					default:
+			rng := rand.New(rand.NewPCG(uint64(w), 11))
+			// A plain client: a connection the node ends is a failure here.
+			bg.poll(connect(t, n), hpPolling{stream: s, topic: tp, consumer: uint32(w + 1),
+				next: func(int) (hpAsk, bool) { return hpAt(rng.Uint64N(high.Load()+1), count), true },
+				accept: func(_ hpAsk, r hpReply) {
+					for i, k := range r.keys {
+						record(r.first+uint64(i), k)
 					}
-					off := rng.Uint64N(high.Load() + 1)
-					p, err := c.PollMessages(ctx, wire.SingleConsumer(wire.ID(uint32(w+1))), s, tp, wire.Partition(0), wire.OffsetStrategy(off), count, false)
-					if err != nil {
-						errs.add("poll: %v", err)
-						return
-					}
-					check(p, fmt.Sprintf("poll %d at %d", count, off))
-				}
-			}()
+				}})
 		}
-		var pw sync.WaitGroup
-		for pr := range producers {
-			c := connect(t, n)
-			pw.Add(1)
-			go func() {
-				defer pw.Done()
-				for b := range batches {
-					keys := make([]hpKey, per)
-					for i := range keys {
-						keys[i] = hpKey{off: uint64(b*per + i), tag: uint32(pr)}
-					}
-					conf, err := c.SendMessages(ctx, s, tp, wire.PartitionID(0), hpMessages(keys...))
-					if err != nil || len(conf) != 1 {
-						errs.add("producer %d: %v", pr, err)
-						return
-					}
-					for {
-						h := high.Load()
-						if end := conf[0].BaseOffset + per; end <= h || high.CompareAndSwap(h, end) {
-							break
-						}
-					}
+		hpProduce(t, ctx, n, s, tp, producers, batches, per, func(pr int, conf wire.SendConfirmations, err error) bool {
+			if err != nil || len(conf) != 1 {
+				bg.errs.add("producer %d: %v", pr, err)
+				return false
+			}
+			for {
+				h := high.Load()
+				if end := conf[0].BaseOffset + per; end <= h || high.CompareAndSwap(h, end) {
+					return true
 				}
-			}()
-		}
-		pw.Wait()
-		close(stop)
-		cw.Wait()
-		errs.report(t)
+			}
+		})
+		bg.finish()
 		const total = producers * batches * per
 		nextSeq := make([]uint64, producers)
-		for off := uint64(0); off < total; {
-			p, err := admin.PollMessages(ctx, wire.SingleConsumer(wire.ID(9)), s, tp, wire.Partition(0), wire.OffsetStrategy(off), 250, false)
-			mustT(t, err)
-			r, err := hpCheck(p, 0, false)
-			mustT(t, err)
-			if r.n == 0 || r.first != off {
-				t.Fatalf("read back at %d: %d messages from %d", off, r.n, r.first)
-			}
+		hpReadThrough(t, ctx, admin, 9, s, tp, 0, 0, total, 250, false, func(off uint64, _ *wire.PolledMessages, r hpReply) {
 			for i, k := range r.keys {
 				record(off+uint64(i), k)
 				if k.tag >= producers || k.off != nextSeq[k.tag] {
@@ -1080,9 +1163,8 @@ func TestHostilePooledManyProducersAndConsumers(t *testing.T) {
 				}
 				nextSeq[k.tag]++
 			}
-			off += uint64(r.n)
-		}
-		errs.report(t)
+		})
+		bg.errs.report(t)
 	})
 }
 
@@ -1091,16 +1173,9 @@ func TestHostilePooledManyProducersAndConsumers(t *testing.T) {
 // partition: each partition's messages reach the group exactly once, in
 // order, whole.
 func TestHostilePooledGroupsAndAutoCommit(t *testing.T) {
-	n := hostileNode(t, t.TempDir(), smallBudget)
-	admin := connect(t, n)
-	ctx := ctxT(t)
-	_, err := admin.CreateStream(ctx, "hs", nil)
-	mustT(t, err)
-	s, tp := wire.Named("hs"), wire.Named("ht")
 	const parts, batches, per = 3, 10, 100
-	_, err = admin.CreateTopic(ctx, s, "ht", parts, nil)
-	mustT(t, err)
-	_, err = admin.CreateConsumerGroup(ctx, s, tp, "g")
+	n, admin, ctx, s, tp := hostileTopic(t, smallBudget, parts)
+	_, err := admin.CreateConsumerGroup(ctx, s, tp, "g")
 	mustT(t, err)
 	g := wire.Named("g")
 	members := []*client.Client{connect(t, n), connect(t, n)}
@@ -1145,47 +1220,41 @@ func TestHostilePooledGroupsAndAutoCommit(t *testing.T) {
 		}
 		return true
 	}
-	for i, m := range members {
+	// consume polls with poll and delivers into next (the group's or the
+	// single consumers') until every partition is complete, or done.
+	consume := func(what, whose string, next []uint64, poll func() (*wire.PolledMessages, error)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			count := []uint32{37, 250}[i]
-			for !errs.bad.Load() && !complete(groupNext) {
+			for !errs.bad.Load() && !complete(next) {
 				select {
 				case <-done:
-					errs.add("the group did not receive everything: %v", groupNext)
+					mu.Lock()
+					errs.add("%s did not receive everything: %v", whose, next)
+					mu.Unlock()
 					return
 				default:
 				}
-				p, err := m.PollConsumerGroup(ctx, s, tp, g, wire.NextStrategy(), count, true)
+				p, err := poll()
 				if err != nil {
-					errs.add("group poll: %v", err)
+					errs.add("%s: poll: %v", what, err)
 					return
 				}
-				deliver(groupNext, p, fmt.Sprintf("member %d", i))
+				deliver(next, p, what)
 			}
 		}()
 	}
+	for i, m := range members {
+		count := []uint32{37, 250}[i]
+		consume(fmt.Sprintf("member %d", i), "the group", groupNext, func() (*wire.PolledMessages, error) {
+			return m.PollConsumerGroup(ctx, s, tp, g, wire.NextStrategy(), count, true)
+		})
+	}
 	for part := range uint32(parts) {
 		c := connect(t, n)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for !errs.bad.Load() && !complete(singleNext) {
-				select {
-				case <-done:
-					errs.add("single consumers did not receive everything: %v", singleNext)
-					return
-				default:
-				}
-				p, err := c.PollMessages(ctx, wire.SingleConsumer(wire.ID(40)), s, tp, wire.Partition(part), wire.NextStrategy(), 1+part*60, true)
-				if err != nil {
-					errs.add("single poll: %v", err)
-					return
-				}
-				deliver(singleNext, p, fmt.Sprintf("single consumer of %d", part))
-			}
-		}()
+		consume(fmt.Sprintf("single consumer of %d", part), "single consumers", singleNext, func() (*wire.PolledMessages, error) {
+			return c.PollMessages(ctx, wire.SingleConsumer(wire.ID(40)), s, tp, wire.Partition(part), wire.NextStrategy(), 1+part*60, true)
+		})
 	}
 	for b := range batches {
 		for part := range uint32(parts) {
@@ -1207,14 +1276,10 @@ func TestHostilePooledGroupsAndAutoCommit(t *testing.T) {
 func TestHostilePooledRestart(t *testing.T) {
 	dir := t.TempDir()
 	const per = 100
-	s, tp := wire.Named("hs"), wire.Named("ht")
 	n1 := hostileNode(t, dir, smallBudget)
 	c1 := connect(t, n1)
 	ctx := ctxT(t)
-	_, err := c1.CreateStream(ctx, "hs", nil)
-	mustT(t, err)
-	_, err = c1.CreateTopic(ctx, s, "ht", 1, nil)
-	mustT(t, err)
+	s, tp := hpTopic(t, ctx, c1, 1)
 	for b := range 20 {
 		mustT(t, hpSend(ctx, c1, s, tp, 0, 0, uint64(b*per), per))
 		if b%3 == 2 {
@@ -1230,9 +1295,7 @@ func TestHostilePooledRestart(t *testing.T) {
 	n2 := hostileNode(t, dir, smallBudget)
 	c2 := connect(t, n2)
 	readAll(t, ctx, c2, s, tp, 0, 0, 20*per, 37, 250, 1)
-	for b := 20; b < 40; b++ {
-		mustT(t, hpSend(ctx, c2, s, tp, 0, 0, uint64(b*per), per))
-	}
+	mustT(t, hpFill(ctx, c2, s, tp, 0, 0, 20, 40, per, nil))
 	readAll(t, ctx, c2, s, tp, 0, 0, 40*per, 250, 37)
 	// Auto-commit of the first node survived, Next goes on from it.
 	p, err := c2.PollMessages(ctx, wire.SingleConsumer(wire.ID(1)), s, tp, wire.Partition(0), wire.NextStrategy(), 100, true)
@@ -1248,69 +1311,26 @@ func TestHostilePooledRestart(t *testing.T) {
 // purge.
 func TestHostilePooledEncryptedAtRest(t *testing.T) {
 	key := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0x42}, config.EncryptionKeySize))
-	n := hostileNode(t, t.TempDir(), func(c *config.Config) {
+	n, admin, ctx, s, tp := hostileTopic(t, func(c *config.Config) {
 		smallBudget(c)
 		c.System.Encryption = config.Encryption{Enabled: true, Key: key}
-	})
-	admin := connect(t, n)
-	var drops atomic.Int64
-	consumer := newHPoller(t, n, &drops)
-	ctx := ctxT(t)
-	_, err := admin.CreateStream(ctx, "hs", nil)
-	mustT(t, err)
-	s, tp := wire.Named("hs"), wire.Named("ht")
-	_, err = admin.CreateTopic(ctx, s, "ht", 1, nil)
-	mustT(t, err)
+	}, 1)
+	bg := newHPBackground(t, ctx, n)
+	consumer := bg.reconnecting()
 	const per = 100
 	var high atomic.Uint64
 	var gen atomic.Uint32
-	errs := &hErrs{}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		rng := rand.New(rand.NewPCG(5, 5))
-		counts := []uint32{37, 1, 250}
-		for i := 0; !errs.bad.Load(); i++ {
-			select {
-			case <-stop:
-				return
-			default:
+	counts := []uint32{37, 1, 250}
+	rng := rand.New(rand.NewPCG(5, 5))
+	bg.poll(consumer, hpPolling{stream: s, topic: tp, consumer: 1, derived: true, generation: &gen,
+		next: func(i int) (hpAsk, bool) { return hpAt(rng.Uint64N(high.Load()+1), counts[i%len(counts)]), true },
+		accept: func(a hpAsk, r hpReply) {
+			if r.n > 0 && r.gen < a.answered {
+				bg.errs.add("%v after purge %d served gen %d", a, a.answered, r.gen)
 			}
-			g0 := gen.Load()
-			off := rng.Uint64N(high.Load() + 1)
-			p, err := consumer.PollMessages(ctx, wire.SingleConsumer(wire.ID(1)), s, tp, wire.Partition(0), wire.OffsetStrategy(off), counts[i%3], false)
-			if err != nil {
-				errs.add("poll: %v", err)
-				return
-			}
-			r, err := hpCheck(p, 0, true)
-			if err != nil {
-				errs.add("poll at %d: %v", off, err)
-				return
-			}
-			if r.n > 0 && r.gen < g0 {
-				errs.add("poll at %d after purge %d served gen %d", off, g0, r.gen)
-			}
-		}
-	}()
-	for g := range uint32(3) {
-		for b := range 10 {
-			if err := hpSend(ctx, admin, s, tp, g, 0, uint64(b*per), per); err != nil {
-				t.Fatal(err)
-			}
-			high.Store(uint64((b + 1) * per))
-		}
-		if g < 2 {
-			mustT(t, admin.PurgeTopic(ctx, s, tp))
-			high.Store(0)
-			gen.Store(g + 1)
-		}
-	}
-	close(stop)
-	wg.Wait()
-	errs.report(t)
+		}})
+	mustT(t, bg.generations(admin, s, tp, 3, 10, per, &high, &gen, func(uint32) error { return admin.PurgeTopic(ctx, s, tp) }))
+	bg.finish()
 	readAll(t, ctx, admin, s, tp, 0, 2, 10*per, 37, 250)
 }
 
@@ -1323,41 +1343,21 @@ func TestHostilePooledEncryptedAtRest(t *testing.T) {
 // twice.
 func TestHostilePooledPollsCutAtMaxPollBytes(t *testing.T) {
 	hostileOver(t, []string{"tcp", "ws"}, func(t *testing.T) {
-		n := hostileNode(t, t.TempDir(), func(c *config.Config) { c.Partition.MemoryBudget = 512 << 20 })
-		admin, consumer := connect(t, n), connect(t, n)
-		ctx := ctxT(t)
-		_, err := admin.CreateStream(ctx, "hs", nil)
-		mustT(t, err)
-		s, tp := wire.Named("hs"), wire.Named("ht")
-		_, err = admin.CreateTopic(ctx, s, "ht", 1, nil)
-		mustT(t, err)
+		n, admin, ctx, s, tp := hostileTopic(t, func(c *config.Config) { c.Partition.MemoryBudget = 512 << 20 }, 1)
+		consumer := connect(t, n)
 		const batches, per = 340, 100
 		before := framebuf.ReadStats()
-		for b := range batches {
-			mustT(t, hpSend(ctx, admin, s, tp, 0, 0, uint64(b*per), per))
-		}
+		mustT(t, hpFill(ctx, admin, s, tp, 0, 0, 0, batches, per, nil))
 		cut := 0
 		for _, from := range []uint64{0, 50, 12345, 1} {
-			for off := from; off < batches*per; {
-				p, err := consumer.PollMessages(ctx, wire.SingleConsumer(wire.ID(1)), s, tp, wire.Partition(0), wire.OffsetStrategy(off), 40000, false)
-				if err != nil {
-					t.Fatalf("poll at %d: %v", off, err)
-				}
-				r, err := hpCheck(p, 0, true)
-				if err != nil {
-					t.Fatalf("poll at %d: %v", off, err)
-				}
-				if r.n == 0 || r.first != off {
-					t.Fatalf("poll at %d: %d messages from %d", off, r.n, r.first)
-				}
+			hpReadThrough(t, ctx, consumer, 1, s, tp, 0, from, batches*per, 40000, true, func(off uint64, p *wire.PolledMessages, r hpReply) {
 				if len(p.Records) > 64<<20 {
 					t.Fatalf("poll at %d: %d record bytes", off, len(p.Records))
 				}
 				if off+uint64(r.n) < batches*per && r.n < 40000 {
 					cut++
 				}
-				off += uint64(r.n)
-			}
+			})
 		}
 		if cut == 0 {
 			t.Fatal("no poll was cut at MaxPollBytes")
@@ -1388,101 +1388,42 @@ func TestHostilePooledPollsCutAtMaxPollBytes(t *testing.T) {
 // sequence number; every reply must be whole and consistent.
 func TestHostilePooledPurgesRaceProducers(t *testing.T) {
 	hostileOver(t, []string{"tcp", "quic"}, func(t *testing.T) {
-		n := hostileNode(t, t.TempDir(), smallBudget)
-		admin := connect(t, n)
-		ctx := ctxT(t)
-		_, err := admin.CreateStream(ctx, "hs", nil)
-		mustT(t, err)
-		s, tp := wire.Named("hs"), wire.Named("ht")
-		_, err = admin.CreateTopic(ctx, s, "ht", 1, nil)
-		mustT(t, err)
-		errs := &hErrs{}
-		var drops atomic.Int64
-		defer func() { t.Logf("%d poll connections closed by the node (reconnected)", drops.Load()) }()
+		n, admin, ctx, s, tp := hostileTopic(t, smallBudget, 1)
 		var high atomic.Uint64
-		var polls, served, purges atomic.Int64
-		stop := make(chan struct{})
-		var bg sync.WaitGroup
+		var purges atomic.Int64
+		bg := newHPBackground(t, ctx, n)
 		for w, count := range []uint32{37, 1, 250} {
-			c := newHPoller(t, n, &drops)
-			bg.Add(1)
-			go func() {
-				defer bg.Done()
-				rng := rand.New(rand.NewPCG(uint64(w), 13))
-				for !errs.bad.Load() {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					off := rng.Uint64N(high.Load() + 200)
-					p, err := c.PollMessages(ctx, wire.SingleConsumer(wire.ID(uint32(w+1))), s, tp, wire.Partition(0), wire.OffsetStrategy(off), count, false)
-					if err != nil {
-						errs.add("poll %d at %d: %v", count, off, err)
-						return
-					}
-					polls.Add(1)
-					r, err := hpCheck(p, 0, false)
-					if err != nil {
-						errs.add("poll %d at %d: %v", count, off, err)
-						return
-					}
-					served.Add(int64(r.n))
-				}
-			}()
+			rng := rand.New(rand.NewPCG(uint64(w), 13))
+			bg.poll(bg.reconnecting(), hpPolling{stream: s, topic: tp, consumer: uint32(w + 1),
+				next: func(int) (hpAsk, bool) { return hpAt(rng.Uint64N(high.Load()+200), count), true }})
 		}
-		bg.Add(1)
-		go func() {
-			defer bg.Done()
-			c := connect(t, n)
-			for !errs.bad.Load() {
-				select {
-				case <-stop:
-					return
-				case <-time.After(15 * time.Millisecond):
-				}
-				if err := c.PurgeTopic(ctx, s, tp); err != nil {
-					errs.add("purge: %v", err)
-					return
-				}
-				purges.Add(1)
+		purger := connect(t, n)
+		bg.repeat(15*time.Millisecond, func() bool {
+			if err := purger.PurgeTopic(ctx, s, tp); err != nil {
+				bg.errs.add("purge: %v", err)
+				return false
 			}
-		}()
-		var pw sync.WaitGroup
-		for pr := range 3 {
-			c := connect(t, n)
-			pw.Add(1)
-			go func() {
-				defer pw.Done()
-				for b := range 40 {
-					keys := make([]hpKey, 100)
-					for i := range keys {
-						keys[i] = hpKey{off: uint64(b*100 + i), tag: uint32(pr)}
-					}
-					conf, err := c.SendMessages(ctx, s, tp, wire.PartitionID(0), hpMessages(keys...))
-					if err != nil {
-						if isStatus(err) {
-							continue // refused around a purge
-						}
-						errs.add("producer %d: %v", pr, err)
-						return
-					}
-					if len(conf) == 1 {
-						high.Store(conf[0].BaseOffset + 100)
-					}
+			purges.Add(1)
+			return true
+		})
+		hpProduce(t, ctx, n, s, tp, 3, 40, 100, func(pr int, conf wire.SendConfirmations, err error) bool {
+			if err != nil {
+				if isStatus(err) {
+					return true // refused around a purge
 				}
-			}()
-		}
-		pw.Wait()
-		close(stop)
-		bg.Wait()
-		errs.report(t)
-		t.Logf("%d purges, %d polls served %d messages; pool %+v", purges.Load(), polls.Load(), served.Load(), framebuf.ReadStats())
+				bg.errs.add("producer %d: %v", pr, err)
+				return false
+			}
+			if len(conf) == 1 {
+				high.Store(conf[0].BaseOffset + 100)
+			}
+			return true
+		})
+		bg.finish()
+		t.Logf("%d purges, %d polls served %d messages; pool %+v", purges.Load(), bg.polls.Load(), bg.served.Load(), framebuf.ReadStats())
 		// The partition still works: a last generation reads back whole.
 		mustT(t, admin.PurgeTopic(ctx, s, tp))
-		for b := range 10 {
-			mustT(t, hpSend(ctx, admin, s, tp, 7, 0, uint64(b*100), 100))
-		}
+		mustT(t, hpFill(ctx, admin, s, tp, 7, 0, 0, 10, 100, nil))
 		readAll(t, ctx, admin, s, tp, 0, 7, 1000, 37, 250)
 	})
 }
@@ -1514,9 +1455,7 @@ func (p *hPoller) PollMessages(ctx context.Context, consumer wire.Consumer, stre
 		}
 		p.drops.Add(1)
 		_ = p.c.Close()
-		o := clientOptions(p.t, p.n)
-		o.Username, o.Password, o.RequestTimeout = "iggy", "iggy", 10*time.Second
-		c, derr := client.Connect(ctx, o)
+		c, derr := hpDial(ctx, p.t, p.n, 10*time.Second)
 		if derr != nil {
 			return nil, fmt.Errorf("reconnect after %w: %w", err, derr)
 		}
