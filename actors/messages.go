@@ -2,8 +2,8 @@ package actors
 
 import (
 	"github.com/asynkron/protoactor-go/actor"
-	"iggynode/internal/framebuf"
 
+	"iggynode/internal/framebuf"
 	"iggynode/metadata"
 	clientplane "iggynode/plane/client"
 	"iggynode/wire"
@@ -53,7 +53,7 @@ type clientRequest struct {
 	frame  []byte
 	// owner is frame's pooled buffer (nil: none), with the reference the
 	// edge handed over: a partition that caches the batch takes it over
-	// (partition.go, pooledOwner); any other path leaves the buffer to
+	// (pooled.go, pooledOwner); any other path leaves the buffer to
 	// the collector.
 	owner   *framebuf.Buf
 	bound   *binding // nil before login

@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"iggynode/internal/framebuf"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -22,6 +21,7 @@ import (
 
 	"iggynode/config"
 	"iggynode/diag"
+	"iggynode/internal/framebuf"
 	clientplane "iggynode/plane/client"
 	httpplane "iggynode/plane/http"
 	"iggynode/storage"

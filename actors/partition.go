@@ -1225,7 +1225,7 @@ func (p *partitionActor) apply(ctx actor.Context, c vsr.Committed) {
 		if pd != nil {
 			owner = p.pooledOwner(pd.req, batch)
 		}
-		if err := p.plog.ApplySendOwned(batch, table, owner); err != nil {
+		if err := p.plog.ApplySendIndexed(batch, table, owner); err != nil {
 			p.log.Error("apply send", "err", err)
 		} else if p.storeAtCommit {
 			p.toStore = append(p.toStore, batch) // with the Ready's others (storeCommitted)

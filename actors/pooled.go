@@ -22,7 +22,7 @@ import (
 //     a group with peers hands its prepares to the replica plane's
 //     writers, to repair and to state transfer, which count nothing. A
 //     partition actor that has ever been in a group with peers recycles
-//     nothing more (poolRequests);
+//     nothing more (poolOff);
 //   - only a batch in the request's own buffer (not one sealed into a new
 //     frame for encryption at rest, nor a forwarded request's);
 //   - and, as a last check when the cache lets it go, only if neither

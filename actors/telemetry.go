@@ -2,7 +2,6 @@ package actors
 
 import (
 	"context"
-	"iggynode/internal/framebuf"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
+	"iggynode/internal/framebuf"
 	clientplane "iggynode/plane/client"
 	"iggynode/storage"
 	"iggynode/telemetry/spanfile"

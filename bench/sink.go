@@ -3,7 +3,6 @@ package bench
 import (
 	"encoding/binary"
 	"fmt"
-	"iggynode/internal/framebuf"
 	"io"
 	"log/slog"
 	"net"
@@ -14,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"iggynode/internal/framebuf"
 	clientplane "iggynode/plane/client"
 	"iggynode/wire"
 )

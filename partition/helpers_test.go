@@ -146,7 +146,7 @@ func (h *harness) commitIndexed(b []byte, indexed bool) {
 			h.t.Fatal(err)
 		}
 	}
-	if err := h.log.ApplySendIndexed(b, table); err != nil {
+	if err := h.log.ApplySendIndexed(b, table, nil); err != nil {
 		h.t.Fatal(err)
 	}
 	h.store.put(b)

@@ -240,33 +240,29 @@ func (l *Log) RollbackJournal(toOffset uint64) {
 	l.journalNext = max(l.committedNext, min(l.journalNext, toOffset))
 }
 
+// Owner is what holds a cached batch's memory when it is to be reused
+// once nobody reads it (ApplySendIndexed): every poll reply that carries
+// the batch by reference pins it (wire.Splice.Pin) and the log reports it
+// in DrainEvicted once the cache drops it.
+type Owner interface {
+	Pin() wire.Pin
+}
+
 // ApplySend indexes a committed, stamped batch: it becomes visible to polls
 // and the commit frontier moves past it (server-behaviour.md 0.6, 5.4.1).
 // The log keeps a reference to batch in its tail cache (no copy): the
 // caller must not modify the bytes afterwards. The shell also hands the
 // batch to storage and reports it with MarkPersisted; until then it is
 // never evicted from the cache.
-func (l *Log) ApplySend(batch []byte) error { return l.ApplySendIndexed(batch, wire.FrameTable{}) }
+func (l *Log) ApplySend(batch []byte) error { return l.ApplySendIndexed(batch, wire.FrameTable{}, nil) }
 
 // ApplySendIndexed is ApplySend with the batch's frame table from its
 // admission (wire.ValidateBatchIndexed; stamping changes no frame), kept
 // so polls slice the batch without walking it, in memory or, once
 // evicted, from its stored bytes. The zero table: built at the first
-// slice while the batch is cached.
-func (l *Log) ApplySendIndexed(batch []byte, table wire.FrameTable) error {
-	return l.ApplySendOwned(batch, table, nil)
-}
-
-// Owner is what holds a cached batch's memory when it is to be reused
-// once nobody reads it (ApplySendOwned): every poll reply that carries the
-// batch by reference pins it (wire.Splice.Pin) and the log reports it in
-// DrainEvicted once the cache drops it.
-type Owner interface {
-	Pin() wire.Pin
-}
-
-// ApplySendOwned is ApplySendIndexed with the batch's owner (nil: none).
-func (l *Log) ApplySendOwned(batch []byte, table wire.FrameTable, owner Owner) error {
+// slice while the batch is cached. owner, when not nil, holds the batch's
+// memory (Owner).
+func (l *Log) ApplySendIndexed(batch []byte, table wire.FrameTable, owner Owner) error {
 	info, err := BatchInfoOf(batch)
 	if err != nil {
 		return err
@@ -402,7 +398,7 @@ func (l *Log) popCached() {
 }
 
 // DrainEvicted hands release the owners of the batches the cache dropped
-// since the last call (ApplySendOwned), oldest first: the log no longer
+// since the last call (ApplySendIndexed), oldest first: the log no longer
 // reads their bytes, nor does a poll reply it builds from here on.
 func (l *Log) DrainEvicted(release func(Owner)) {
 	for i, o := range l.evicted {

@@ -28,7 +28,7 @@ func (p *testPin) Unpin() {
 	p.o.unpins++
 }
 
-// The owners of cached batches (ApplySendOwned) are reported once, in
+// The owners of cached batches (ApplySendIndexed) are reported once, in
 // order, when the cache drops their batch (eviction, Truncate, Purge) and
 // never while it holds it; every reply piece that carries a cached batch
 // by reference is pinned by its owner, the pieces a poll drops (its byte
@@ -56,7 +56,7 @@ func TestOwnersOfCachedBatches(t *testing.T) {
 		o := &testOwner{t: t, id: i}
 		owners = append(owners, o)
 		b := h.stamp(10, 100)
-		if err := h.log.ApplySendOwned(b, wire.FrameTable{}, o); err != nil {
+		if err := h.log.ApplySendIndexed(b, wire.FrameTable{}, o); err != nil {
 			t.Fatal(err)
 		}
 		h.store.put(b)

@@ -122,7 +122,7 @@ func (b *Buf) Bytes() []byte { return b.data[:len(b.data):len(b.data)] }
 func (b *Buf) Memory() []byte { return b.data[:0] }
 
 // Holds reports whether p lies within the buffer's bytes.
-func (b *Buf) Holds(p []byte) bool { return wire.Aliases(b.data[:cap(b.data)], p) }
+func (b *Buf) Holds(p []byte) bool { return wire.Aliases(b.Memory(), p) }
 
 // Release drops a reference; the last one puts the buffer back in the
 // pool. A release with none held is a bug that would hand reused bytes to

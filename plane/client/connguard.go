@@ -2,14 +2,14 @@ package clientplane
 
 import (
 	"errors"
-	"iggynode/internal/framebuf"
-	"iggynode/internal/stages"
 	"io"
 	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"iggynode/internal/framebuf"
+	"iggynode/internal/stages"
 	"iggynode/wire"
 )
 

@@ -4,8 +4,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"iggynode/internal/framebuf"
-	"iggynode/internal/stages"
 	"io"
 	"log/slog"
 	"net"
@@ -13,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"iggynode/internal/framebuf"
+	"iggynode/internal/stages"
 	"iggynode/wire"
 )
 

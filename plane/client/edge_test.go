@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"iggynode/internal/framebuf"
 	"io"
 	"log/slog"
 	"net"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"iggynode/internal/framebuf"
 	clientplane "iggynode/plane/client"
 	"iggynode/wire"
 )

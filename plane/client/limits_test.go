@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
-	"iggynode/internal/framebuf"
 	"io"
 	"log/slog"
 	"net"
@@ -18,6 +17,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/quic-go/quic-go"
 
+	"iggynode/internal/framebuf"
 	clientplane "iggynode/plane/client"
 	"iggynode/wire"
 )
