@@ -17,8 +17,28 @@ const (
 )
 
 // outFrame is one queued frame: a header and an optional body, kept apart
-// so a shared body is never copied to be sent.
-type outFrame struct{ head, body []byte }
+// so a shared body is never copied to be sent, and the pin that keeps
+// their memory from being reused until the frame is written or dropped
+// (Node.SendPinned).
+type outFrame struct {
+	head, body []byte
+	pin        wire.Pin
+}
+
+// unpin drops the frame's pin, once.
+func (f *outFrame) unpin() {
+	if f.pin != nil {
+		f.pin.Unpin()
+		f.pin = nil
+	}
+}
+
+// unpinAll drops the pins of frames no longer read.
+func unpinAll(frames []outFrame) {
+	for i := range frames {
+		frames[i].unpin()
+	}
+}
 
 // frameQueue is a link's bounded outbound queue (3.2 rule 1): push never
 // blocks, a full or closed queue refuses. It is bounded in frames
@@ -109,12 +129,17 @@ func (q *frameQueue) take(dst []outFrame, max int) []outFrame {
 	return dst
 }
 
-// close refuses further pushes and returns how many frames it discarded.
+// close refuses further pushes and returns how many frames it discarded,
+// whose pins it drops.
 func (q *frameQueue) close() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.closed = true
 	k := q.n + len(q.urgent)
+	for i := 0; i < q.n; i++ {
+		q.ring[(q.start+i)%len(q.ring)].unpin()
+	}
+	unpinAll(q.urgent)
 	clear(q.ring)
 	q.n, q.bytes, q.urgent = 0, 0, nil
 	return k
@@ -234,6 +259,7 @@ func (l *link) writeLoop(n *Node, p *peer) {
 			} else {
 				bufs, err = writeVectored(l.conn, bufs, batch)
 			}
+			unpinAll(batch) // written, copied into the TLS buffer, or never to be
 			clear(batch)
 			if err != nil {
 				p.dropped.Add(uint64(len(batch)))

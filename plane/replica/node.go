@@ -304,18 +304,29 @@ func (n *Node) peerOf(id uint8) *peer {
 // to an id not in the current roster, it returns false without counting.
 // Head and body must not be modified afterwards; they are written from the
 // caller's memory. It takes no lock (Node.peers says why).
-func (n *Node) Send(to uint8, head, body []byte) bool {
+func (n *Node) Send(to uint8, head, body []byte) bool { return n.SendPinned(to, head, body, nil) }
+
+// SendPinned is Send for a frame whose memory pin holds (a pooled request
+// buffer): the link drops the pin once the frame is written, or when it
+// discards the frame unwritten; a frame refused here has its pin dropped
+// before SendPinned returns. Either way the caller's reference is taken
+// over.
+func (n *Node) SendPinned(to uint8, head, body []byte, pin wire.Pin) bool {
+	f := outFrame{head: head, body: body, pin: pin}
 	p := n.peerOf(to)
 	if p == nil {
+		f.unpin()
 		return false
 	}
 	if !n.wellFormed(head, body) {
 		p.dropped.Add(1)
+		f.unpin()
 		return false
 	}
 	l := p.link.Load()
-	if l == nil || !l.queue.push(outFrame{head: head, body: body}) {
+	if l == nil || !l.queue.push(f) {
 		p.dropped.Add(1)
+		f.unpin()
 		return false
 	}
 	return true
