@@ -416,6 +416,18 @@ func (n *Node) send(envs []vsr.Envelope) {
 	}
 }
 
+// sendPinned is send with each frame pinned to the pooled buffer it
+// reads (pinOf; nil: none), which the replica plane drops once the
+// frame is written or discarded.
+func (n *Node) sendPinned(envs []vsr.Envelope, pinOf func(vsr.Envelope) wire.Pin) {
+	if n.cluster.links == nil {
+		return
+	}
+	for _, e := range envs {
+		n.cluster.links.SendPinned(e.To, e.Head, e.Body, pinOf(e))
+	}
+}
+
 // routePeerFrame handles the replica-plane frames a peer actor hands the
 // metadata actor: session forwarding and the metadata group's consensus.
 func (m *metadataActor) routePeerFrame(ctx actor.Context, f *peerFrame) {

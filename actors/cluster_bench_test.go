@@ -15,6 +15,14 @@ import (
 // two).
 func BenchmarkClusterSend1000x1KB(b *testing.B) { benchClusterSend(b, nil) }
 
+// BenchmarkClusterSendEvicting1000x1KB is the same with a memory budget
+// of 64 MiB, so the partitions' caches evict as they do in a node that
+// runs longer than its cache holds: the primary's request buffers go back
+// to the pool (actors/pooled.go).
+func BenchmarkClusterSendEvicting1000x1KB(b *testing.B) {
+	benchClusterSend(b, func(o *Options) { o.Config.Partition.MemoryBudget = 64 << 20 })
+}
+
 // BenchmarkClusterSendForwarded1000x1KB is the same with the partition's
 // primary on replica 1: replica 0, the client's node, forwards every send
 // and relays the reply (partition_forward.go).

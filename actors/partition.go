@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"iggynode/internal/framebuf"
 	"iggynode/internal/stages"
 	"log/slog"
 	"sync/atomic"
@@ -135,9 +136,12 @@ type partitionActor struct {
 	keyJournalHead, keyApplied string
 	toStore                    [][]byte
 	replies                    []heldReply
-	// poolOff: this partition recycles no request buffer any more
+	// pooled are the submitted prepares in pooled request buffers, and
+	// deferred the evicted buffers the core or a write still read
 	// (pooled.go).
-	poolOff bool
+	pooled     pooledPrepares
+	deferred   []*framebuf.Buf
+	deferredAt deferredCheck
 	// writing is the segment write in flight (writeBehind: a group of
 	// one's journal, or a group with backups' committed batches), nil if
 	// none: drive takes no Ready until it has returned. spareWrite is the
@@ -242,8 +246,9 @@ type (
 
 // pending is the consensus tag of an admitted partition request.
 type pending struct {
-	req   *clientRequest
-	write *partitionOffsetWrite
+	req    *clientRequest
+	write  *partitionOffsetWrite
+	pooled *pooledPrepare // req's prepare, in its pooled buffer (pooled.go)
 }
 
 // voters are the ones the group started on (metadata.State.PartitionVoters;
@@ -765,9 +770,6 @@ func (p *partitionActor) onSend(ctx actor.Context, m *partitionSend) {
 		}
 		return
 	}
-	if !p.poolingAllowed() {
-		req.owner = nil // its prepare goes to peers (pooled.go)
-	}
 	wire.Batch(m.batch).StampPartition(uint64(p.ref.Partition))
 	if req.span != nil {
 		req.span.setRef(p.ref.Stream, p.ref.Topic, p.ref.Partition)
@@ -784,9 +786,10 @@ func (p *partitionActor) onSend(ctx actor.Context, m *partitionSend) {
 			return
 		}
 	}
+	pd := &pending{req: req}
 	submission := vsr.Request{
 		Client: req.hdr.Client, Request: req.hdr.Request, RequestChecksum: req.hdr.RequestChecksum,
-		Operation: wire.OpSendMessages, UserID: req.bound.userID, Frame: frame, Tag: &pending{req: req},
+		Operation: wire.OpSendMessages, UserID: req.bound.userID, Frame: frame, Tag: pd,
 	}
 	err := p.core.Submit(submission, p.node.opts.Clock())
 	if errors.Is(err, vsr.ErrBusy) && (p.drivePending || p.writing != nil) {
@@ -801,6 +804,7 @@ func (p *partitionActor) onSend(ctx actor.Context, m *partitionSend) {
 		p.replyTo(ctx, req, denyReply(&req.hdr, req.connID, 0, wire.ErrTransientNotAccepted))
 		return
 	}
+	pd.pooled = p.registerPooled(req, frame) // before the drive that sends it
 	p.driveSoon(ctx)
 }
 
@@ -857,6 +861,7 @@ func (p *partitionActor) drive(ctx actor.Context) {
 			}
 		}
 		leading := p.core.Leading()
+		p.pooled.journal(rd.Journal)
 		w := p.stampJournal(rd.Journal, leading)
 		if len(w.toStore) > 0 && !p.storeAtCommit && !p.syncWrites {
 			// A group of one: the segments are its journal. This Ready's
@@ -880,7 +885,7 @@ func (p *partitionActor) drive(ctx actor.Context) {
 			}
 		}
 		p.tr.sent(rd.Send)
-		p.node.send(rd.Send)
+		p.sendPrepares(rd.Send)
 		p.node.postQuiet(p.ref.Group, rd.Quiet)
 		p.applyReady(ctx, rd, leading)
 	}
@@ -916,6 +921,7 @@ func (p *partitionActor) applyReady(ctx actor.Context, rd vsr.Ready, leading boo
 	}
 	for _, t := range rd.Canceled {
 		if pd, ok := t.(*pending); ok {
+			p.forgetPooled(pd)
 			code := wire.ErrTransientNotCommitted
 			if p.cancelCode != 0 {
 				code = p.node.refusedForSpace()
@@ -927,6 +933,7 @@ func (p *partitionActor) applyReady(ctx actor.Context, rd vsr.Ready, leading boo
 		// Another prepare took its op: it never committed, so the client
 		// may send it again anywhere.
 		if pd, ok := t.(*pending); ok {
+			p.forgetPooled(pd)
 			p.replyTo(ctx, pd.req, denyReply(&pd.req.hdr, pd.req.connID, 0, wire.ErrTransientNotAccepted))
 		}
 	}
@@ -1094,7 +1101,7 @@ func (p *partitionActor) writeReturned(ctx actor.Context, w *journalWrite) {
 	}
 	p.journaled(w)
 	p.tr.sent(w.send)
-	p.node.send(w.send)
+	p.sendPrepares(w.send)
 	p.node.postQuiet(p.ref.Group, w.quiet)
 	w.send, w.quiet = nil, nil
 }

@@ -666,6 +666,13 @@ func (r *Replica) HoldsMemoryOf(buf []byte) bool {
 	return false
 }
 
-// Solo reports whether the replica is its group's only member: a group of
-// one sends its prepares to no peer.
-func (r *Replica) Solo() bool { return r.solo() }
+// HeldFrom is the lowest op whose prepare the core may still hold: the
+// oldest retained for repair, else the first not committed. No prepare
+// of an op below it is held or sent again (HoldsMemoryOf is false for
+// its memory), so the shell forgets what it keeps per prepare below it.
+func (r *Replica) HeldFrom() uint64 {
+	if len(r.retained.frames) > 0 {
+		return r.retained.from
+	}
+	return r.commitMin + 1
+}

@@ -143,8 +143,9 @@ func (b *Buf) Release() {
 	}
 }
 
-// Pin takes a reference for a reply that carries the bytes by reference
-// (wire.Splice.Pin); the writer drops it with Unpin.
+// Pin takes a reference for a reply or a replica-plane frame that carries
+// the bytes by reference (wire.Splice.Pin, replicaplane.Node.SendPinned);
+// the writer drops it with Unpin.
 func (b *Buf) Pin() wire.Pin {
 	if b.refs.Add(1) <= 1 {
 		panic("framebuf: pinned after its last release")
