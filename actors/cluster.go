@@ -407,24 +407,21 @@ func (m *metadataActor) announceRoute(ctx actor.Context, group uint64, pid *acto
 }
 
 // send carries a core's outgoing frames to the peers.
-func (n *Node) send(envs []vsr.Envelope) {
-	if n.cluster.links == nil {
-		return
-	}
-	for _, e := range envs {
-		n.cluster.links.Send(e.To, e.Head, e.Body)
-	}
-}
+func (n *Node) send(envs []vsr.Envelope) { n.sendPinned(envs, nil) }
 
 // sendPinned is send with each frame pinned to the pooled buffer it
-// reads (pinOf; nil: none), which the replica plane drops once the
-// frame is written or discarded.
+// reads (pinOf, when set; nil: none), which the replica plane drops once
+// the frame is written or discarded.
 func (n *Node) sendPinned(envs []vsr.Envelope, pinOf func(vsr.Envelope) wire.Pin) {
 	if n.cluster.links == nil {
 		return
 	}
 	for _, e := range envs {
-		n.cluster.links.SendPinned(e.To, e.Head, e.Body, pinOf(e))
+		var pin wire.Pin
+		if pinOf != nil {
+			pin = pinOf(e)
+		}
+		n.cluster.links.SendPinned(e.To, e.Head, e.Body, pin)
 	}
 }
 

@@ -6,14 +6,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"iggynode/internal/framebuf"
-	"iggynode/internal/stages"
 	"log/slog"
 	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"iggynode/internal/framebuf"
+	"iggynode/internal/stages"
 	"iggynode/metadata"
 	"iggynode/partition"
 	clientplane "iggynode/plane/client"

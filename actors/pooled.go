@@ -104,14 +104,19 @@ func (pp *pooledPrepares) prune(heldFrom uint64) {
 }
 
 // pinFor takes a reference on the pooled buffer an outgoing frame's body
-// lies in (nil: none). A prepare's body is looked up by its first byte;
-// any other body is checked against every buffer held.
+// lies in (nil: none). A prepare's body is looked up by its first byte:
+// the core sends a prepare as its frame's body (vsr sendPrepare, repair),
+// so one not found is in no pooled buffer (a small batch's, a peer's) and
+// costs no search; any other body is checked against every buffer held.
 func (pp *pooledPrepares) pinFor(e vsr.Envelope) wire.Pin {
 	if len(e.Body) == 0 || len(pp.byBody) == 0 {
 		return nil
 	}
 	if p := pp.byBody[&e.Body[0]]; p != nil && p.buf.Holds(e.Body) {
 		return p.buf.Pin()
+	}
+	if c := wire.HeaderOf(e.Head).Command(); c == wire.CmdPrepare || c == wire.CmdRepairPrepare {
+		return nil
 	}
 	for _, p := range pp.byBody {
 		if p.buf.Holds(e.Body) || p.buf.Holds(e.Head) {

@@ -30,17 +30,20 @@ func TestPooledPrepareSendsPinTheirBuffer(t *testing.T) {
 	var pp pooledPrepares
 	prep := frame[1000:] // a prepare in front of its batch, as onSend builds it
 	pp.add(buf, prep[wire.HeaderSize:])
-	head := append([]byte(nil), prep[:wire.HeaderSize]...)
+	head := append([]byte(nil), prep[:wire.HeaderSize]...) // the core sends a copy of the header
+	wire.HeaderOf(head).SetCommand(wire.CmdPrepare)
+	viewHead := make([]byte, wire.HeaderSize)
+	wire.HeaderOf(viewHead).SetCommand(wire.CmdStartView)
 
 	pin := pp.pinFor(vsr.Envelope{To: 1, Head: head, Body: prep[wire.HeaderSize:]})
 	if pin == nil {
 		t.Fatal("a prepare's body in a pooled buffer was sent unpinned")
 	}
-	other := pp.pinFor(vsr.Envelope{To: 2, Head: head, Body: frame[5000:6000]})
+	other := pp.pinFor(vsr.Envelope{To: 2, Head: viewHead, Body: frame[5000:6000]})
 	if other == nil {
 		t.Fatal("a body inside the buffer, not at a prepare's start, was sent unpinned")
 	}
-	if pp.pinFor(vsr.Envelope{To: 1, Head: head, Body: make([]byte, 100)}) != nil {
+	if pp.pinFor(vsr.Envelope{To: 1, Head: viewHead, Body: make([]byte, 100)}) != nil {
 		t.Fatal("a body outside every pooled buffer was pinned")
 	}
 	// The partition lets go (pooled.go, release): the pins keep the bytes.

@@ -163,6 +163,21 @@ func TestRestartedPeerIsReconnected(t *testing.T) {
 
 // fakePeer is a listener that plays replica `id` with auth disabled: it
 // accepts one connection and reads the Hello, then reads nothing more.
+// linkToFakePeer gives node 0 the fake peer (fakePeer) as replica 1 and
+// waits until it has dialed it and installed the link.
+func linkToFakePeer(t *testing.T, n testNode, ln net.Listener, conns chan net.Conn) {
+	t.Helper()
+	if err := n.SetRoster([]Peer{{0, ""}, {1, ln.Addr().String()}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-conns:
+	case <-time.After(waitLimit):
+		t.Fatal("node 0 never dialed the fake peer")
+	}
+	eventually(t, "link up", func() bool { return connected(n, 1) })
+}
+
 func fakePeer(t *testing.T) (net.Listener, chan net.Conn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -201,15 +216,7 @@ func TestFullQueueDropsInsteadOfBlocking(t *testing.T) {
 		t.Fatalf("after a send to an unconnected peer: %+v, want 1 dropped", s)
 	}
 
-	if err := n.SetRoster([]Peer{{0, ""}, {1, ln.Addr().String()}}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-conns:
-	case <-time.After(waitLimit):
-		t.Fatal("node 0 never dialed the fake peer")
-	}
-	eventually(t, "link up", func() bool { return connected(n, 1) })
+	linkToFakePeer(t, n, ln, conns)
 
 	// The fake peer never reads: the socket buffers fill, the writer
 	// blocks, the queue fills, and Send must start refusing, fast.

@@ -9,15 +9,15 @@ import (
 // countedPin counts its Unpins; a second one is a bug (it would hand a
 // pooled buffer back while another holder reads it).
 type countedPin struct {
-	unpins  atomic.Int32
-	written *atomic.Int32 // Unpins seen across pins
+	unpins atomic.Int32
+	total  *atomic.Int32 // the Unpins of every pin
 }
 
 func (p *countedPin) Unpin() {
 	if p.unpins.Add(1) != 1 {
 		panic("pin dropped twice")
 	}
-	p.written.Add(1)
+	p.total.Add(1)
 }
 
 // A pinned frame's pin is dropped exactly once: after the frame is
@@ -31,7 +31,7 @@ func TestPinnedFramesAreUnpinnedOnceWrittenOrDropped(t *testing.T) {
 	var unpinned atomic.Int32
 	var pins []*countedPin
 	pin := func() *countedPin {
-		p := &countedPin{written: &unpinned}
+		p := &countedPin{total: &unpinned}
 		pins = append(pins, p)
 		return p
 	}
@@ -65,15 +65,7 @@ func TestPinnedFramesAreUnpinnedOnceWrittenOrDropped(t *testing.T) {
 	cfg := baseConfig(0, 2)
 	cfg.PeerQueueCapacity = 8
 	n := startNode(t, cfg)
-	if err := n.SetRoster([]Peer{{0, ""}, {1, ln.Addr().String()}}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-conns:
-	case <-time.After(waitLimit):
-		t.Fatal("never dialed the fake peer")
-	}
-	eventually(t, "link to the fake peer", func() bool { return connected(n, 1) })
+	linkToFakePeer(t, n, ln, conns)
 	big := make([]byte, 1<<20)
 	head, _ = frameOf(25, 0, 0, big)
 	refused := 0

@@ -163,15 +163,7 @@ func TestRemovedPeerCountsItsQueuedFramesAsDropped(t *testing.T) {
 	cfg := rosterConfig(0, 0, 1)
 	cfg.PeerQueueCapacity = 4
 	n := startNode(t, cfg)
-	if err := n.SetRoster([]Peer{{0, ""}, {1, ln.Addr().String()}}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-conns:
-	case <-time.After(waitLimit):
-		t.Fatal("node 0 never dialed the fake peer")
-	}
-	eventually(t, "link up", func() bool { return connected(n, 1) })
+	linkToFakePeer(t, n, ln, conns)
 	// The fake peer never reads: the queue fills and stays full.
 	body := make([]byte, 1<<20)
 	head, _ := frameOf(25, 0, 0, body)
