@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -88,20 +89,56 @@ func startClusterChild(t *testing.T, dir string, self int, peers []string, env .
 	return cmd, addr
 }
 
-// loopbackAddrs reserves n loopback ports the kernel picked (port 0), for
-// processes that must know each other's address before they start.
+// loopbackAddrs reserves n loopback ports for processes that must know
+// each other's address before they start. The ports lie below the
+// kernel's ephemeral range, so no socket another test opens meanwhile
+// (a port-0 listener, the source port of a connection) can take one
+// between the reservation and the child's bind: a CI run lost a
+// cluster test to that once. Each is checked free by listening on it,
+// and none is handed out twice in this process.
 func loopbackAddrs(t *testing.T, n int) []string {
 	t.Helper()
+	reservedMu.Lock()
+	defer reservedMu.Unlock()
+	lo, hi := reservablePorts()
 	var addrs []string
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+	for tries := 0; len(addrs) < n; tries++ {
+		if tries > 10000 {
+			t.Fatalf("no free loopback port in %d-%d", lo, hi)
 		}
-		addrs = append(addrs, ln.Addr().String())
+		port := lo + rand.IntN(hi-lo+1)
+		if reserved[port] {
+			continue
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
 		_ = ln.Close()
+		reserved[port] = true
+		addrs = append(addrs, ln.Addr().String())
 	}
 	return addrs
+}
+
+var (
+	reservedMu sync.Mutex
+	reserved   = map[int]bool{}
+)
+
+// reservablePorts is the range loopbackAddrs draws from: the 12000 ports
+// under the ephemeral range's start (32768 on Linux by default), read
+// from /proc where it can be.
+func reservablePorts() (lo, hi int) {
+	ephemeral := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil && v > 2048 {
+				ephemeral = v
+			}
+		}
+	}
+	return max(1024, ephemeral-12000), ephemeral - 1
 }
 
 // Three node processes; a backup is killed with SIGKILL under load and

@@ -94,20 +94,35 @@ func startHelperProcess(t *testing.T, helper string, env ...string) (*exec.Cmd, 
 		t.Fatal(err)
 	}
 	addr := make(chan string, 1)
+	exited := make(chan struct{})
+	var said []string // the child's last lines on stdout (its test's failure)
 	go func() {
+		defer close(exited)
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			if a, ok := strings.CutPrefix(sc.Text(), "ADDR "); ok {
 				addr <- a
+			} else if len(said) < 20 {
+				said = append(said, sc.Text())
 			}
 		}
 	}()
+	// A child that fails to start (its port taken, its directory
+	// unreadable) exits at once: it says so now with its status instead
+	// of after the wait, and its stderr above says why.
 	select {
 	case a := <-addr:
 		return cmd, a
-	case <-time.After(30 * time.Second):
+	case <-exited:
+		select {
+		case a := <-addr:
+			return cmd, a
+		default:
+		}
+		t.Fatalf("%s exited before it served (%v), saying:\n%s", helper, cmd.Wait(), strings.Join(said, "\n"))
+	case <-time.After(60 * time.Second):
 		_ = cmd.Process.Kill()
-		t.Fatalf("%s did not start", helper)
+		t.Fatalf("%s did not start within 60 s", helper)
 	}
 	return nil, ""
 }
