@@ -14,6 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"iggynode/config"
+	"iggynode/internal/framebuf"
 	clientplane "iggynode/plane/client"
 	replicaplane "iggynode/plane/replica"
 	"iggynode/storage"
@@ -59,6 +60,10 @@ func (c *cluster) clustered() bool { return c.n > 1 || c.joiner }
 type peerFrame struct {
 	from  uint8
 	frame []byte
+	// owner is the pooled buffer a prepare's frame was read into (nil:
+	// none). A partition that journals the prepare takes it over
+	// (adoptPeerBuffer); any other receiver leaves it to the collector.
+	owner *framebuf.Buf
 }
 
 // tick is 10 ms of consensus time (replica-plane.md 4.7).
@@ -388,10 +393,10 @@ func (h replicaHandler) PeerUp(id uint8) { h.n.log.Info("replica link up", "peer
 func (h replicaHandler) PeerDown(id uint8) {
 	h.n.log.Info("replica link down", "peer", id)
 }
-func (h replicaHandler) Frame(from uint8, frame []byte) {
+func (h replicaHandler) Frame(from uint8, frame []byte, owner *framebuf.Buf) {
 	if int(from) < len(h.n.cluster.peers) {
 		if pid := h.n.cluster.peers[from].Load(); pid != nil {
-			h.n.root().Send(pid, &peerFrame{from: from, frame: frame})
+			h.n.root().Send(pid, &peerFrame{from: from, frame: frame, owner: owner})
 		}
 	}
 }

@@ -492,6 +492,7 @@ func (p *partitionActor) receive(ctx actor.Context) {
 		before := dropCount(p.core.Dropped)
 		p.tr.peerFrame(m.from, m.frame)
 		p.core.Step(m.frame)
+		p.adoptPeerBuffer(m)
 		if dropCount(p.core.Dropped) != before && p.log.Enabled(context.Background(), slog.LevelDebug) {
 			p.log.Debug("peer frame dropped by the core", "from", m.from, "command", wire.HeaderOf(m.frame).Command(), "drops", p.core.Dropped)
 		}
@@ -1231,6 +1232,8 @@ func (p *partitionActor) apply(ctx actor.Context, c vsr.Committed) {
 		var owner partition.Owner
 		if pd != nil {
 			owner = p.pooledOwner(pd.req, batch)
+		} else {
+			owner = p.pooled.takeAdopted(batch)
 		}
 		if err := p.plog.ApplySendIndexed(batch, table, owner); err != nil {
 			p.log.Error("apply send", "err", err)

@@ -14,6 +14,10 @@ import (
 //
 //   - the edge hands its reference to the connection with the frame, and
 //     the partition takes it over when it caches the batch (pooledOwner);
+//   - on a backup, the replica plane reads a peer's prepare into a pooled
+//     buffer; the partition takes its reference once the core journals
+//     the prepare (adoptPeerBuffer) and hands it to the log at commit
+//     (takeAdopted), after which it goes the way of a request's;
 //   - every poll reply that carries the batch by reference pins it until
 //     the connection's writer has written it (partition.Log,
 //     wire.Splice.Pin);
@@ -39,6 +43,10 @@ type pooledPrepare struct {
 	buf *framebuf.Buf
 	key *byte  // the first byte of the prepare's body: the map key
 	op  uint64 // its op once journaled (0 before)
+	// adopted: a peer's prepare this replica journaled, whose buffer
+	// reference the entry holds until apply hands it to the log
+	// (takeAdopted); a request's is held by the request.
+	adopted bool
 }
 
 // pooledPrepares finds the pooled buffer of a prepare the core sends.
@@ -56,6 +64,29 @@ func (pp *pooledPrepares) add(buf *framebuf.Buf, body []byte) *pooledPrepare {
 	e := &pooledPrepare{buf: buf, key: &body[0]}
 	pp.byBody[e.key], pp.byBuf[buf] = e, e
 	return e
+}
+
+// adopt registers a peer's prepare the core journaled, read into buf
+// (replicaplane.Handler): the entry holds buf's reference until apply
+// takes it (takeAdopted). Forgotten before that (its op truncated by a
+// view change, or applied as already stored), the reference is left to
+// the collector.
+func (pp *pooledPrepares) adopt(buf *framebuf.Buf, body []byte) {
+	pp.add(buf, body).adopted = true
+}
+
+// takeAdopted hands the log the reference of the adopted prepare whose
+// body is batch (nil: none, or a request's, which pooledOwner hands).
+func (pp *pooledPrepares) takeAdopted(batch []byte) partition.Owner {
+	if len(batch) == 0 {
+		return nil
+	}
+	e := pp.byBody[&batch[0]]
+	if e == nil || !e.adopted || !e.buf.Holds(batch) {
+		return nil
+	}
+	e.adopted = false
+	return e.buf
 }
 
 // forget drops e (its request was canceled or its op taken by another).
@@ -149,6 +180,19 @@ func (p *partitionActor) forgetPooled(pd *pending) {
 // pooled buffer it reads.
 func (p *partitionActor) sendPrepares(envs []vsr.Envelope) {
 	p.node.sendPinned(envs, p.pooled.pinFor)
+}
+
+// adoptPeerBuffer keeps the pooled buffer of a peer's prepare (m.owner)
+// that the core has just journaled, so that once applied and evicted it
+// goes back to the pool like a request's; one the core did not keep (a
+// duplicate, a stale view, a gap) is left to the collector.
+func (p *partitionActor) adoptPeerBuffer(m *peerFrame) {
+	owner := m.owner
+	m.owner = nil
+	if owner == nil || len(m.frame) <= wire.HeaderSize || !owner.Holds(m.frame) || !p.core.HoldsMemoryOf(owner.Memory()) {
+		return
+	}
+	p.pooled.adopt(owner, m.frame[wire.HeaderSize:])
 }
 
 // pooledOwner takes over a committed SendMessages request's buffer for the

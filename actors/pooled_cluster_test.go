@@ -18,15 +18,19 @@ func pooledPayload(i int) []byte {
 	return p
 }
 
-// A group with backups recycles its primary's request buffers and
-// replicates them intact: with released buffers poisoned, a cache of about
-// one batch, and a backup that is away for the first half and then
+// A group with backups recycles its primary's request buffers and the
+// backups' prepare buffers, and replicates them intact: with released
+// buffers poisoned, a cache of about ten batches, and a backup that is
+// away for the first five batches (its partition already there) and then
 // repaired from the prepares the primary retains, every replica ends with
 // the same bytes, every message polled from each is the one sent, and
-// buffers went back to the pool. A buffer released while the core still
-// retained it for the repair puts poison in the late replica's segments;
-// that a queued frame keeps its buffer (the writers drain too fast here
-// to lose the race) is TestPooledPrepareSendsPinTheirBuffer's.
+// more buffers went back to the pool than the primary alone has (its
+// requests: one per batch), so the backups' did too. A buffer released
+// while a core still held it (the primary's retained prepares, a
+// backup's journal) or a segment write read it puts poison in a
+// replica's segments; that a queued frame keeps its buffer (the writers
+// drain too fast here to lose the race) is
+// TestPooledPrepareSendsPinTheirBuffer's.
 func TestPooledBuffersRecycleInAClusterAndReplicateIntact(t *testing.T) {
 	framebuf.SetPoison(true)
 	t.Cleanup(func() { framebuf.SetPoison(false) })
@@ -34,7 +38,11 @@ func TestPooledBuffersRecycleInAClusterAndReplicateIntact(t *testing.T) {
 	relink := unlinkReplica2(t, nodes)
 	ctx, c := rootClient(t, nodes[0])
 	stream, group := streamWithTopic(t, ctx, c, nodes[0], "pooled")
+	relink()
+	waitSameMetadata(t, nodes[0], nodes[2]) // its partition is there before it goes away again
+	relink = unlinkReplica2(t, nodes)
 	const batches, perBatch = 40, 100 // 100 KB batches: pooled frames
+	const away = 5
 	send := func(from, to int) {
 		t.Helper()
 		for b := from; b < to; b++ {
@@ -48,9 +56,9 @@ func TestPooledBuffersRecycleInAClusterAndReplicateIntact(t *testing.T) {
 		}
 	}
 	before := framebuf.ReadStats()
-	send(0, batches/2)
+	send(0, away)
 	relink()
-	send(batches/2, batches)
+	send(away, batches)
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		primary, n := storedBatches(nodes[0], group)
 		b1, _ := storedBatches(nodes[1], group)
@@ -86,8 +94,10 @@ func TestPooledBuffersRecycleInAClusterAndReplicateIntact(t *testing.T) {
 		rc.Close()
 	}
 	after := framebuf.ReadStats()
-	if after.Recycled-before.Recycled < batches/4 || after.Reused == before.Reused {
+	if after.Recycled-before.Recycled <= batches || after.Reused == before.Reused {
 		t.Fatalf("of %d pooled frames %d were recycled and %d handed out again", after.Gets-before.Gets,
 			after.Recycled-before.Recycled, after.Reused-before.Reused)
 	}
+	t.Logf("of %d pooled frames %d were recycled and %d handed out again", after.Gets-before.Gets,
+		after.Recycled-before.Recycled, after.Reused-before.Reused)
 }

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"iggynode/internal/framebuf"
 )
 
 const (
@@ -61,7 +63,7 @@ func (r *recorder) PeerDown(id uint8) {
 	r.events = append(r.events, "down "+string('0'+rune(id)))
 }
 
-func (r *recorder) Frame(from uint8, frame []byte) {
+func (r *recorder) Frame(from uint8, frame []byte, _ *framebuf.Buf) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.frames[from] = append(r.frames[from], frame)

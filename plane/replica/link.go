@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"iggynode/internal/framebuf"
 	"iggynode/wire"
 )
 
@@ -223,13 +224,28 @@ func (l *link) readLoop(n *Node, p *peer) error {
 			n.log.Debug("replica frame dropped", "peer", l.peer, "command", cmd)
 			continue
 		}
-		frame := make([]byte, size)
+		// A prepare's frame becomes the backup's journaled prepare and
+		// cached batch: read into a pooled buffer, it goes back to the
+		// pool once the partition is done with it (actors/pooled.go).
+		var owner *framebuf.Buf
+		if cmd == wire.CmdPrepare || cmd == wire.CmdRepairPrepare {
+			owner = framebuf.Get(int(size))
+		}
+		var frame []byte
+		if owner != nil {
+			frame = owner.Bytes()
+		} else {
+			frame = make([]byte, size)
+		}
 		copy(frame, hdr[:])
 		if _, err := io.ReadFull(l.br, frame[wire.HeaderSize:]); err != nil {
+			if owner != nil {
+				owner.Release() // nothing else saw it
+			}
 			return err
 		}
 		p.received.Add(1)
-		n.h.Frame(l.peer, frame)
+		n.h.Frame(l.peer, frame, owner)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cenkalti/backoff/v5"
 
+	"iggynode/internal/framebuf"
 	"iggynode/wire"
 )
 
@@ -31,8 +32,11 @@ type Handler interface {
 	// Frame hands over one whole frame (256-byte header and body) that
 	// passed the connection-level checks of 1.1 rules 1-5. The typed
 	// decode, the seal and the validators (1.5) are the receiver's. The
-	// slice is freshly allocated and owned by the callee.
-	Frame(from uint8, frame []byte)
+	// slice is owned by the callee. A Prepare or RepairPrepare large
+	// enough to pool is read into a pooled buffer, owner (nil otherwise):
+	// the callee holds its reference and releases it once nothing reads
+	// the frame, or drops it for the garbage collector (framebuf).
+	Frame(from uint8, frame []byte, owner *framebuf.Buf)
 }
 
 // PeerStats are one peer's counters since Start. They survive reconnects
