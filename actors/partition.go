@@ -1232,7 +1232,8 @@ func (p *partitionActor) apply(ctx actor.Context, c vsr.Committed) {
 		var owner partition.Owner
 		if pd != nil {
 			owner = p.pooledOwner(pd.req, batch)
-		} else {
+		}
+		if owner == nil { // a peer's prepare (a backup's, or one a fate waits for)
 			owner = p.pooled.takeAdopted(batch)
 		}
 		if err := p.plog.ApplySendIndexed(batch, table, owner); err != nil {

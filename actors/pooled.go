@@ -1,6 +1,9 @@
 package actors
 
 import (
+	"cmp"
+	"slices"
+
 	"iggynode/internal/framebuf"
 	"iggynode/partition"
 	"iggynode/vsr"
@@ -71,8 +74,27 @@ func (pp *pooledPrepares) add(buf *framebuf.Buf, body []byte) *pooledPrepare {
 // takes it (takeAdopted). Forgotten before that (its op truncated by a
 // view change, or applied as already stored), the reference is left to
 // the collector.
-func (pp *pooledPrepares) adopt(buf *framebuf.Buf, body []byte) {
-	pp.add(buf, body).adopted = true
+func (pp *pooledPrepares) adopt(buf *framebuf.Buf, frame []byte) {
+	e := pp.add(buf, frame[wire.HeaderSize:])
+	e.adopted = true
+	// Its op from the frame, not from a Ready's Journal: the core may
+	// hold a frame it never journals (a RepairPrepare out of order,
+	// dropped by a view change or a refused repair), and prune forgets
+	// it once the commit point passes that op.
+	e.op = wire.HeaderOf(frame).Prepare().Op
+	pp.insertJournaled(e)
+}
+
+// insertJournaled keeps journaled in op order (a repair adopts ops out of
+// order), so that prune forgets every entry below its bound.
+func (pp *pooledPrepares) insertJournaled(e *pooledPrepare) {
+	n := len(pp.journaled)
+	if n == 0 || pp.journaled[n-1].op <= e.op {
+		pp.journaled = append(pp.journaled, e)
+		return
+	}
+	i, _ := slices.BinarySearchFunc(pp.journaled, e.op, func(x *pooledPrepare, op uint64) int { return cmp.Compare(x.op, op) })
+	pp.journaled = slices.Insert(pp.journaled, i, e)
 }
 
 // takeAdopted hands the log the reference of the adopted prepare whose
@@ -115,7 +137,7 @@ func (pp *pooledPrepares) journal(frames [][]byte) {
 		}
 		if e := pp.byBody[&f[wire.HeaderSize]]; e != nil && e.op == 0 {
 			e.op = wire.HeaderOf(f).Prepare().Op
-			pp.journaled = append(pp.journaled, e)
+			pp.insertJournaled(e)
 		}
 	}
 }
@@ -137,8 +159,9 @@ func (pp *pooledPrepares) prune(heldFrom uint64) {
 // pinFor takes a reference on the pooled buffer an outgoing frame's body
 // lies in (nil: none). A prepare's body is looked up by its first byte:
 // the core sends a prepare as its frame's body (vsr sendPrepare, repair),
-// so one not found is in no pooled buffer (a small batch's, a peer's) and
-// costs no search; any other body is checked against every buffer held.
+// so one not found is in no pooled buffer (a small batch's, a peer's
+// frame this replica did not adopt) and costs no search; any other body
+// is checked against every buffer held.
 func (pp *pooledPrepares) pinFor(e vsr.Envelope) wire.Pin {
 	if len(e.Body) == 0 || len(pp.byBody) == 0 {
 		return nil
@@ -192,7 +215,7 @@ func (p *partitionActor) adoptPeerBuffer(m *peerFrame) {
 	if owner == nil || len(m.frame) <= wire.HeaderSize || !owner.Holds(m.frame) || !p.core.HoldsMemoryOf(owner.Memory()) {
 		return
 	}
-	p.pooled.adopt(owner, m.frame[wire.HeaderSize:])
+	p.pooled.adopt(owner, m.frame)
 }
 
 // pooledOwner takes over a committed SendMessages request's buffer for the
@@ -212,6 +235,13 @@ func (p *partitionActor) pooledOwner(req *clientRequest, frame []byte) partition
 // core's held range or the write in flight has changed.
 func (p *partitionActor) releaseEvicted() {
 	if p.plog == nil || p.core == nil {
+		return
+	}
+	if p.core.HasReady() {
+		// A Ready not taken yet (a drive deferred behind the mailbox or
+		// a write in flight) may send a prepare the core no longer names
+		// (a retained one shed since the send was queued): nothing is
+		// forgotten or released until it is taken and its frames pinned.
 		return
 	}
 	heldFrom := p.core.HeldFrom()

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"iggynode/internal/framebuf"
+	"iggynode/partition"
 	"iggynode/vsr"
 	"iggynode/wire"
 )
@@ -80,4 +81,38 @@ func TestPooledPrepareSendsPinTheirBuffer(t *testing.T) {
 		t.Fatal("an op below the core's held range is still kept")
 	}
 	b2.Release()
+}
+
+// A peer's prepare adopted by a backup is forgotten once the commit point
+// passes its op, even when the core never journaled it (a RepairPrepare
+// held out of order and dropped by a view change): its entry would
+// otherwise keep the buffer and grow the maps. Applied before that, its
+// reference goes to the log once (takeAdopted).
+func TestAdoptedPrepareIsForgottenPastItsOpAndHandedOverOnce(t *testing.T) {
+	var pp pooledPrepares
+	adopt := func(op uint64) (*framebuf.Buf, []byte) {
+		buf := framebuf.Get(100 << 10)
+		frame := buf.Bytes()
+		ph := wire.PrepareHeader{Op: op}
+		ph.Encode(wire.HeaderOf(frame))
+		pp.adopt(buf, frame)
+		return buf, frame
+	}
+	held, heldFrame := adopt(7) // a repair adopts out of order
+	adopt(5)                    // never journaled, never applied
+	pp.prune(6)
+	if len(pp.byBody) != 1 || pp.byBuf[held] == nil {
+		t.Fatalf("after the commit point passed op 5: %d entries, op 7's kept: %v", len(pp.byBody), pp.byBuf[held] != nil)
+	}
+	batch := heldFrame[wire.HeaderSize:]
+	if o := pp.takeAdopted(batch); o != partition.Owner(held) {
+		t.Fatalf("takeAdopted handed %v, want op 7's buffer", o)
+	}
+	if o := pp.takeAdopted(batch); o != nil {
+		t.Fatalf("a second takeAdopted handed %v: the reference would be released twice", o)
+	}
+	pp.prune(8)
+	if len(pp.byBody) != 0 || len(pp.byBuf) != 0 || len(pp.journaled) != 0 {
+		t.Fatalf("entries left past every op: %d, %d, %d", len(pp.byBody), len(pp.byBuf), len(pp.journaled))
+	}
 }
