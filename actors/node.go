@@ -114,6 +114,9 @@ type Node struct {
 	// transferBudget paces the state-transfer chunks this node serves
 	// (cluster.transfer_bandwidth; nil: unpaced).
 	transferBudget *rate.Limiter
+	// transferLimits bound the state transfers this node serves and
+	// receives (transfer.go).
+	transferLimits transferLimits
 	// clusterNodes are the nodes of the metadata roster (voters and
 	// learners), which the partition primaries tell their statistics
 	// when the partition does not live there (placement.go).
@@ -193,6 +196,7 @@ func Start(opts Options) (*Node, error) {
 	n := &Node{opts: opts, log: opts.Logger, store: store, refs: &nodeRefs{}, collector: diag.NewCollector(cfg.System.Path), transferBudget: transferBudgetOf(cfg.Cluster.TransferBandwidth),
 		stop: make(chan struct{}), clock: newNodeClock(), atRest: enc}
 	n.peerLive.bits.Store(^uint32(0))
+	n.transferLimits.servedMax = int64(cfg.Partition.TransferServedCacheBytesMax)
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return opts.Logger.With("component", "actors")
 	}))
@@ -207,6 +211,7 @@ func Start(opts Options) (*Node, error) {
 	}
 	n.refs.tel = newNodeTelemetry(opts, n.cluster.self, n.cluster.id, &n.refs.restarts, peerDrops)
 	n.refs.tel.disk.Store(store.Space())
+	n.refs.tel.transfers.Store(&n.transferLimits)
 	n.refs.tel.store.Store(store)
 	budget := int64(cfg.Partition.MemoryBudget)
 	if budget <= 0 {

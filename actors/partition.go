@@ -386,6 +386,7 @@ func (p *partitionActor) receive(ctx actor.Context) {
 			p.startDiskWait(ctx)
 		}
 	case *actor.Restarting:
+		p.transfers.close()
 		p.waitWrite() // the next incarnation boots from the segments
 		if w := p.writing; w != nil && w.committed && !w.answered {
 			// Its batches up to stored are in the segments: their
@@ -402,6 +403,7 @@ func (p *partitionActor) receive(ctx actor.Context) {
 		p.route.close()
 		p.saveTail(true)
 		p.tr.close()
+		p.transfers.close()
 		p.node.clock.cancel(p.ref.Group)
 		p.mem.close()
 		p.mem, p.memUsed = nil, 0

@@ -79,8 +79,10 @@ type nodeTelemetry struct {
 	handOvers, leading, leadersAway atomic.Int64
 	// moving counts the local groups not on their placement yet.
 	moving atomic.Int64
-	// transferBytes counts the state-transfer chunk bytes served.
+	// transferBytes counts the state-transfer chunk bytes served;
+	// transfers are the node's transfer bounds (transfer.go), once set.
 	transferBytes atomic.Int64
+	transfers     atomic.Pointer[transferLimits]
 	timers        atomic.Pointer[func() int]
 	// memory is the partitions' memory budget (membudget.go), once set.
 	memory atomic.Pointer[memoryBudget]
@@ -303,9 +305,9 @@ func (t *nodeTelemetry) clusterGauges(m metric.Meter) {
 			return nil
 		}))
 	// Figures the node keeps in atomics, read at collection.
-	gauge := func(name, desc string, v *atomic.Int64, counter bool, unit ...string) {
+	observe := func(name, desc string, read func() int64, counter bool, unit ...string) {
 		cb := metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(v.Load())
+			o.Observe(read())
 			return nil
 		})
 		u := metric.WithUnit(append(unit, "")[0])
@@ -315,10 +317,27 @@ func (t *nodeTelemetry) clusterGauges(m metric.Meter) {
 			_, _ = m.Int64ObservableGauge(name, u, metric.WithDescription(desc), cb)
 		}
 	}
+	gauge := func(name, desc string, v *atomic.Int64, counter bool, unit ...string) {
+		observe(name, desc, v.Load, counter, unit...)
+	}
 	gauge("iggy.cluster.peers.live", "peers the node-level heartbeat hears", &t.peersLive, false)
 	gauge("iggy.cluster.leader.handovers", "planned view changes this node started to give a partition to its preferred primary", &t.handOvers, true)
 	gauge("iggy.cluster.transfer.bytes", "state-transfer chunk bytes this node served (partition moves, replicas catching up; paced by cluster.transfer_bandwidth)",
 		&t.transferBytes, true, "By")
+	transfer := func(name, desc string, counter bool, read func(*transferLimits) int64, unit ...string) {
+		observe(name, desc, func() int64 {
+			if l := t.transfers.Load(); l != nil {
+				return read(l)
+			}
+			return 0
+		}, counter, unit...)
+	}
+	transfer("iggy.cluster.transfer.offers.bytes", "bytes of the partition state-transfer offers this node holds for serving (bound: partition.transfer_served_cache_bytes_max)",
+		false, func(l *transferLimits) int64 { return l.served.Load() }, "By")
+	transfer("iggy.cluster.transfer.offers.refused", "partition state-transfer offers refused for now because the served offers held the bound",
+		true, func(l *transferLimits) int64 { return l.refused.Load() })
+	transfer("iggy.cluster.transfer.receiving", "partition state transfers this node receives now (at most 4, replica-plane.md 7.7 rule 1)",
+		false, func(l *transferLimits) int64 { return l.receiving.Load() })
 	gauge("iggy.cluster.partitions.moving", "partition groups this node is a member of that run on other voters than their placement (a move in progress)", &t.moving, false)
 	gauge("iggy.cluster.partitions.led", "partition groups this node leads", &t.leading, false)
 	gauge("iggy.cluster.partitions.led.away", "partition groups this node leads whose preferred primary is another node (the balancer hands them over)", &t.leadersAway, false)

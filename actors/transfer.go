@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -35,19 +37,88 @@ import (
 //     SEGMENT_LOG artifacts of at most 64 MiB (each a concatenation of
 //     stamped batches, 13.3) and its ICO1 offsets. Offers are cached per
 //     (requester, nonce) until idle for 10 repair retry intervals, and held
-//     in memory: a partition offer is refused (permanently) beyond 1 GiB.
+//     in memory. The bytes of the partition offers a node holds are bounded
+//     node-wide by partition.transfer_served_cache_bytes_max (7.7 rule 2,
+//     default 2176 MiB), reserved batch by batch while an offer is built:
+//     one that does not fit is refused transiently (the requester asks
+//     again once others expire), and a partition larger than the whole
+//     bound permanently (the operator raises the bound, up to 64 GiB).
+//   - A node receives at most 4 partition transfers at once (7.7 rule 1);
+//     a partition that needs one meanwhile waits and starts at a later
+//     tick, once a slot is free. The receiver holds the fetched
+//     artifacts in memory until the install, so this bounds a catching-up
+//     node's transfer memory to 4 offers.
 //   - A fetched state that is not ahead of this replica's commit point is
 //     not installed (no table-only install): the replica goes back to
 //     journal repair, which that commit point can reach.
-//   - One transfer runs per group at a time; the 4-per-node cap of 7.7 rule
-//     1 is not enforced.
+//   - One transfer runs per group at a time.
 
 // transferOffer is one served offer and how long it has been idle.
 type transferOffer struct {
 	*vsr.Offer
 	idle   int
 	served bool // the last artifact's tail went out
+	// reserved is what the offer holds of the node's served-offer bound
+	// (transferLimits), given back when it is dropped.
+	reserved int64
 }
+
+// maxPartitionReceivers is 7.7 rule 1: partition transfers a node
+// receives at once.
+const maxPartitionReceivers = 4
+
+// transferLimits are a node's bounds on state transfer (7.7 rules 1 and
+// 2): the bytes of the partition offers it holds for serving, and the
+// partition transfers it receives at once. Every partition actor shares
+// them; the gauges iggy.cluster.transfer.offers.bytes and
+// iggy.cluster.transfer.receiving read them.
+type transferLimits struct {
+	servedMax int64
+	served    atomic.Int64
+	receiving atomic.Int64
+	// refused counts offers refused for the served bound; peakReceiving
+	// is the most transfers received at once since start.
+	refused, peakReceiving atomic.Int64
+}
+
+// reserve takes n bytes of the served bound, or reports that they do not
+// fit (nothing taken).
+func (l *transferLimits) reserve(n int64) bool {
+	for {
+		cur := l.served.Load()
+		if cur+n > l.servedMax {
+			return false
+		}
+		if l.served.CompareAndSwap(cur, cur+n) {
+			return true
+		}
+	}
+}
+
+// release gives back n reserved bytes.
+func (l *transferLimits) release(n int64) {
+	if n != 0 {
+		l.served.Add(-n)
+	}
+}
+
+// startReceiving takes one of the receiving slots, or reports none free.
+func (l *transferLimits) startReceiving() bool {
+	for {
+		cur := l.receiving.Load()
+		if cur >= maxPartitionReceivers {
+			return false
+		}
+		if l.receiving.CompareAndSwap(cur, cur+1) {
+			for peak := l.peakReceiving.Load(); cur+1 > peak && !l.peakReceiving.CompareAndSwap(peak, cur+1); peak = l.peakReceiving.Load() {
+			}
+			return true
+		}
+	}
+}
+
+// stopReceiving gives a receiving slot back.
+func (l *transferLimits) stopReceiving() { l.receiving.Add(-1) }
 
 type offerKey struct {
 	requester uint8
@@ -65,11 +136,14 @@ type transferShell struct {
 	group  uint64
 	core   *vsr.Replica
 	offers map[offerKey]*transferOffer
-	// child receives the running transfer, from peer.
-	child *actor.PID
-	peer  uint8
-	// build makes an offer, or says why not (transient: retry later).
-	build func() (o *vsr.Offer, transient bool)
+	// child receives the running transfer, from peer; receiving: it holds
+	// one of the node's partition receiving slots (transferLimits).
+	child     *actor.PID
+	peer      uint8
+	receiving bool
+	// build makes an offer and says what it reserved of the node's served
+	// bound, or says why not (transient: retry later).
+	build func() (o *vsr.Offer, reserved int64, transient bool)
 	// rosterOf reads the roster a fetched state applied (nil: the group
 	// keeps its roster, as partition groups do for now), so the core
 	// installs across epochs (InstallAllowedEpoch, InstalledEpoch).
@@ -130,7 +204,7 @@ func (t *transferShell) onOutcome(ctx actor.Context, msg any) bool {
 			return false
 		}
 		ctx.Stop(t.child)
-		t.child = nil
+		t.childGone()
 		s := m.session
 		if !t.core.Transferring() {
 			t.log.Info("state transfer outdated by a view change; dropped", "group", t.group, "commit_op", s.CommitOp)
@@ -171,7 +245,7 @@ func (t *transferShell) onOutcome(ctx actor.Context, msg any) bool {
 			return false
 		}
 		ctx.Stop(t.child)
-		t.child = nil
+		t.childGone()
 		t.abandon(m.err)
 		return true
 	case *actor.Terminated:
@@ -180,7 +254,7 @@ func (t *transferShell) onOutcome(ctx actor.Context, msg any) bool {
 		if t.child == nil || !m.Who.Equal(t.child) {
 			return false
 		}
-		t.child = nil
+		t.childGone()
 		t.abandon(fmt.Errorf("the transfer actor stopped"))
 		return true
 	}
@@ -212,8 +286,9 @@ func (t *transferShell) serveOffer(q wire.RequestStateTransferHeader) {
 	transient := true
 	if o == nil {
 		var built *vsr.Offer
-		if built, transient = t.build(); built != nil {
-			o = &transferOffer{Offer: built}
+		var reserved int64
+		if built, reserved, transient = t.build(); built != nil {
+			o = &transferOffer{Offer: built, reserved: reserved}
 			t.offers[key] = o
 			t.log.Info("state transfer offered", "group", t.group, "to", q.Replica, "commit_op", o.CommitOp, "artifacts", len(o.Artifacts))
 		}
@@ -279,12 +354,12 @@ func (t *transferShell) tick(ctx actor.Context) {
 			limit = 3 * retry // 7.6 step 9
 		}
 		if o.idle++; o.idle > limit {
-			delete(t.offers, k)
+			t.dropOffer(k, o)
 		}
 	}
 	if t.child != nil && !t.core.Transferring() {
 		ctx.Stop(t.child) // the core left the view the transfer was for
-		t.child = nil
+		t.childGone()
 	}
 	if t.child != nil {
 		ctx.Send(t.child, &tick{})
@@ -299,11 +374,18 @@ func (t *transferShell) busy() bool {
 }
 
 // maybeStart spawns a transfer child when the core found that repair
-// cannot reach what it lacks (7.5).
+// cannot reach what it lacks (7.5); a partition waits for a receiving
+// slot of the node (7.7 rule 1), asking again every tick.
 func (t *transferShell) maybeStart(ctx actor.Context) {
 	peer := t.core.NeedTransfer
 	if peer < 0 || t.child != nil || t.core.Transferring() || !t.n.cluster.clustered() {
 		return
+	}
+	if t.group != wire.MetadataGroup {
+		if !t.n.transferLimits.startReceiving() {
+			return
+		}
+		t.receiving = true
 	}
 	t.peer = uint8(peer)
 	props := t.n.props(func() actor.Actor {
@@ -313,6 +395,36 @@ func (t *transferShell) maybeStart(ctx actor.Context) {
 	t.core.SetTransferring(true)
 	t.tr.transferStarted(t.peer, t.core.CommitMin(), t.core.CommitMax())
 	t.log.InfoContext(t.tr.transferContext(), "state transfer started", "group", t.group, "from", peer, "commit_min", t.core.CommitMin(), "commit_max", t.core.CommitMax())
+}
+
+// childGone forgets the transfer child and gives back its receiving slot.
+func (t *transferShell) childGone() {
+	t.child = nil
+	if t.receiving {
+		t.receiving = false
+		t.n.transferLimits.stopReceiving()
+	}
+}
+
+// dropOffer forgets a served offer and gives back what it reserved.
+func (t *transferShell) dropOffer(k offerKey, o *transferOffer) {
+	delete(t.offers, k)
+	t.n.transferLimits.release(o.reserved)
+}
+
+// close gives back everything the shell holds of the node's transfer
+// bounds, when its group actor stops or restarts (the child stops with
+// it; a restarted actor starts a fresh shell).
+func (t *transferShell) close() {
+	if t == nil {
+		return
+	}
+	for k, o := range t.offers {
+		t.dropOffer(k, o)
+	}
+	if t.child != nil || t.receiving {
+		t.childGone()
+	}
 }
 
 func (t *transferShell) abandon(err error) {
@@ -397,11 +509,11 @@ func (a *transferActor) finish(ctx actor.Context, outcome any) {
 
 // metadataOffer builds the metadata group's offer: only a caught-up
 // primary offers.
-func (m *metadataActor) metadataOffer() (*vsr.Offer, bool) {
+func (m *metadataActor) metadataOffer() (*vsr.Offer, int64, bool) {
 	o := &vsr.Offer{CommitOp: m.core.CommitMin(), CommitMax: m.core.CommitMax()}
 	o.Add(wire.ArtifactMetadataSnapshot, o.CommitOp, m.state.Snapshot())
 	o.Add(wire.ArtifactClientTable, o.CommitOp, m.state.Clients().EncodeICT2(true))
-	return o, false
+	return o, 0, false // the served bound is the partitions' (7.7 rule 2)
 }
 
 // installMetadata is 7.9.4 steps 1-3: verify, make the journal start above
@@ -489,19 +601,21 @@ func (m *metadataActor) metadataRoster(tr *vsr.TransferSession) (*vsr.Roster, er
 
 // Partitions (7.7).
 
-// segmentArtifactMax bounds one SEGMENT_LOG artifact of an offer, and
-// partitionOfferMax a whole partition offer held in memory.
-const (
-	segmentArtifactMax = 64 << 20
-	partitionOfferMax  = 1 << 30
+// segmentArtifactMax bounds one SEGMENT_LOG artifact of an offer.
+const segmentArtifactMax = 64 << 20
+
+// Why a partition offer was not built (partitionOffer).
+var (
+	errOfferTooLarge = errors.New("the partition holds more than partition.transfer_served_cache_bytes_max")
+	errServedFull    = errors.New("the offers this node serves hold partition.transfer_served_cache_bytes_max")
 )
 
 // partitionOffer builds a partition's offer (7.7 rule 2): only a caught-up
 // primary that has committed something offers; its committed batches are
 // all in the segments (they are written at commit).
-func (p *partitionActor) partitionOffer() (*vsr.Offer, bool) {
+func (p *partitionActor) partitionOffer() (*vsr.Offer, int64, bool) {
 	if p.core.CommitMax() == 0 {
-		return nil, true
+		return nil, 0, true
 	}
 	if p.drivePending || p.writing != nil || p.core.HasReady() {
 		// A frame stepped since the last drive may have moved commit_min
@@ -509,11 +623,13 @@ func (p *partitionActor) partitionOffer() (*vsr.Offer, bool) {
 		// an offer now would name an op whose batch it lacks, one batch
 		// short for the learner (found by deploy/faults
 		// grow-3-to-5-rebalance). Transient: the requester asks again.
-		return nil, true
+		return nil, 0, true
 	}
 	o := &vsr.Offer{CommitOp: p.core.CommitMin(), CommitMax: p.core.CommitMax()}
 	var cur []byte
-	var frontier, total uint64
+	var frontier uint64
+	var reserved int64 // of the node's served bound, batch by batch
+	limits := &p.node.transferLimits
 	flush := func() {
 		if len(cur) > 0 {
 			o.Add(wire.ArtifactSegmentLog, frontier, cur)
@@ -521,9 +637,13 @@ func (p *partitionActor) partitionOffer() (*vsr.Offer, bool) {
 		}
 	}
 	err := p.node.store.ScanBatches(p.ref.Group, 0, func(base uint64, b []byte) error {
-		if total += uint64(len(b)); total > partitionOfferMax {
-			return fmt.Errorf("partition holds more than %d bytes", partitionOfferMax)
+		if reserved+int64(len(b)) > limits.servedMax {
+			return errOfferTooLarge
 		}
+		if !limits.reserve(int64(len(b))) {
+			return errServedFull
+		}
+		reserved += int64(len(b))
 		if len(cur) > 0 && len(cur)+len(b) > segmentArtifactMax {
 			flush()
 		}
@@ -534,20 +654,29 @@ func (p *partitionActor) partitionOffer() (*vsr.Offer, bool) {
 		return nil
 	})
 	if err != nil {
+		limits.release(reserved)
+		if errors.Is(err, errServedFull) {
+			// Others' offers hold the bound: they expire once served or
+			// idle, and the requester asks again after its re-arm delay.
+			limits.refused.Add(1)
+			p.log.Debug("partition state transfer refused for now", "err", err)
+			return nil, 0, true
+		}
 		p.log.Warn("partition state transfer refused", "err", err)
-		return nil, false
+		return nil, 0, false
 	}
 	flush()
 	offsets, err := p.offsetsArtifact()
 	if err != nil {
+		limits.release(reserved)
 		p.log.Warn("partition state transfer refused", "err", err)
-		return nil, false
+		return nil, 0, false
 	}
 	o.Add(wire.ArtifactConsumerOffsets, o.CommitOp, offsets)
 	if p.core.Epoch() > 0 { // a joiner takes the group's roster with its state
 		o.Add(wire.ArtifactGroupRoster, o.CommitOp, vsr.EncodeGroupRoster(p.core.Roster(), p.core.EpochOp()))
 	}
-	return o, false
+	return o, reserved, false
 }
 
 // offsetsArtifact is the partition's ICO1 encoding (7.8.3): its next

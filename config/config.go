@@ -286,6 +286,11 @@ type PartitionConfig struct {
 	// least recently used idle one is closed beyond it (an extension; 0:
 	// 256).
 	MaxOpenFiles uint32 `toml:"max_open_files"`
+	// TransferServedCacheBytesMax bounds, node-wide, the bytes of the
+	// partition state-transfer offers this node holds for serving
+	// (replica-plane.md 7.7 rule 2): an offer beyond it is refused
+	// transiently, and a partition larger than all of it permanently.
+	TransferServedCacheBytesMax Size `toml:"transfer_served_cache_bytes_max"`
 }
 
 type MessageBus struct {
@@ -436,7 +441,8 @@ func Default() Config {
 		DataMaintenance:     DataMaintenance{Messages: Cleaner{CleanerEnabled: true, Interval: Duration(60e9)}},
 		PersonalAccessToken: PersonalAccessToken{MaxTokensPerUser: 100, Cleaner: Cleaner{Enabled: true, Interval: Duration(60e9)}},
 		Metadata:            Metadata{PrepareQueueDepth: 32, JournalSlots: 1024, ClientsTableMax: 8192},
-		Partition:           PartitionConfig{PrepareQueueDepth: 32, EvictedRingCapacity: 4096, EvictedRingBytesMax: 16 << 20},
+		Partition: PartitionConfig{PrepareQueueDepth: 32, EvictedRingCapacity: 4096, EvictedRingBytesMax: 16 << 20,
+			TransferServedCacheBytesMax: 2176 << 20},
 		MessageBus: MessageBus{MaxBatch: 256, MaxMessageSize: 64 << 20, PeerQueueCapacity: 16384, PeerQueueBytes: 256 << 20,
 			ReconnectPeriod: Duration(5e9), CloseGrace: Duration(2e9), HandshakeGrace: Duration(10e9)},
 		Limits: Limits{MaxConnections: 8192, MaxConnectionsPerAddress: 1024, LoginTimeout: Duration(30e9),

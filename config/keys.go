@@ -36,7 +36,6 @@ var notImplemented = []ignoredKey{
 	{"http.jwt.trusted_issuers", "external (A2A) issuers are not implemented"},
 	{"message_bus.close_peer_timeout", "replica links close at once"},
 	{"personal_access_token.cleaner.interval", "expired tokens are deleted on every data_maintenance.messages pass"},
-	{"partition.transfer_served_cache_bytes_max", "state transfer keeps no served cache"},
 	{"partition.transfer_artifact_bytes_max", "state transfer keeps no artifact"},
 	{"cluster.coordinator", "no shards to place (Go relevance: none)"},
 	// Config decodes these two because two sections share one struct;

@@ -79,6 +79,7 @@ func validateConsensus(c Config, check checkFunc) {
 	check(pt.PrepareQueueDepth >= 1 && pt.PrepareQueueDepth <= 127, "partition.prepare_queue_depth = %d, must be 1..127", pt.PrepareQueueDepth)
 	check(pt.EvictedRingCapacity >= 1 && pt.EvictedRingCapacity <= 65536, "partition.evicted_ring_capacity = %d, must be 1..65536", pt.EvictedRingCapacity)
 	check(pt.EvictedRingBytesMax > 0 && pt.EvictedRingBytesMax <= 256<<20, "partition.evicted_ring_bytes_max = %d, must be > 0 and <= 256 MiB", pt.EvictedRingBytesMax)
+	check(pt.TransferServedCacheBytesMax > 0 && pt.TransferServedCacheBytesMax <= 64<<30, "partition.transfer_served_cache_bytes_max = %d, must be > 0 and <= 64 GiB", pt.TransferServedCacheBytesMax)
 	check(mb.MaxBatch >= 1 && mb.MaxBatch <= 512, "message_bus.max_batch = %d, must be 1..512", mb.MaxBatch)
 	check(mb.MaxMessageSize > 256, "message_bus.max_message_size = %d, must exceed 256", mb.MaxMessageSize)
 	check(mb.PeerQueueCapacity > c.Cluster.RepairChunkMax, "message_bus.peer_queue_capacity (%d) must exceed cluster.repair_chunk_max (%d)",

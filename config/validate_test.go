@@ -43,6 +43,7 @@ func TestLoadRefusesWhatTheReferenceServerRefuses(t *testing.T) {
 		{"partition depth", []string{"IGGY_PARTITION_PREPARE_QUEUE_DEPTH=0"}, "partition.prepare_queue_depth"},
 		{"ring capacity", []string{"IGGY_PARTITION_EVICTED_RING_CAPACITY=65537"}, "partition.evicted_ring_capacity"},
 		{"ring bytes", []string{"IGGY_PARTITION_EVICTED_RING_BYTES_MAX=257 MiB"}, "partition.evicted_ring_bytes_max"},
+		{"served transfer cache", []string{"IGGY_PARTITION_TRANSFER_SERVED_CACHE_BYTES_MAX=65 GiB"}, "partition.transfer_served_cache_bytes_max"},
 		{"max batch", []string{"IGGY_MESSAGE_BUS_MAX_BATCH=513"}, "message_bus.max_batch"},
 		{"max message size", []string{"IGGY_MESSAGE_BUS_MAX_MESSAGE_SIZE=256 B"}, "message_bus.max_message_size"},
 		{"peer queue vs chunk", []string{"IGGY_MESSAGE_BUS_PEER_QUEUE_CAPACITY=128"}, "message_bus.peer_queue_capacity"},

@@ -1,0 +1,197 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"iggynode/client"
+	"iggynode/config"
+	"iggynode/internal/testutil"
+	"iggynode/wire"
+)
+
+// lateTopic starts three nodes (adjust applied to each, a repair ring of
+// one op), unlinks replica 2, and creates a topic of `partitions`
+// partitions with `batches` one-message batches in each, so that
+// replica 2, linked again by relink, can only catch up on every
+// partition by state transfer. It returns the nodes, the groups and the
+// log of all three.
+func lateTopic(t *testing.T, partitions, batches int, adjust func(*Options)) (nodes []*Node, groups []uint64, relink func(), logs *testutil.Buffer) {
+	t.Helper()
+	logs = &testutil.Buffer{}
+	nodes = startNodes(t, 3, func(o *Options) {
+		o.Config.Partition.EvictedRingCapacity = 1
+		o.Config.Cluster.RepairRetryInterval = config.Duration(100 * time.Millisecond)
+		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
+		if adjust != nil {
+			adjust(o)
+		}
+	})
+	relink = unlinkReplica2(t, nodes)
+	ctx, c := rootClient(t, nodes[0])
+	s, err := c.CreateStream(ctx, "late", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateTopic(ctx, wire.ID(s.ID), "t", uint32(partitions), nil); err != nil {
+		t.Fatal(err)
+	}
+	for p := range partitions {
+		for i := range batches {
+			msg := client.NewMessage([]byte(fmt.Sprintf("partition-%d-batch-%d", p, i)))
+			// A new partition's group may not have settled its view yet.
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				_, err := c.SendMessages(ctx, wire.ID(s.ID), wire.ID(0), wire.PartitionID(uint32(p)), []wire.Message{msg})
+				if err == nil {
+					break
+				}
+				if !errors.Is(err, wire.ErrTransientNotAccepted) || time.Now().After(deadline) {
+					t.Fatalf("send %d to partition %d: %v", i, p, err)
+				}
+			}
+		}
+		group, _ := wire.PartitionGroup(s.ID, 0, uint32(p))
+		groups = append(groups, group)
+	}
+	return nodes, groups, relink, logs
+}
+
+// 7.7 rule 2: the offers a node holds for serving are bounded by
+// partition.transfer_served_cache_bytes_max. With room for one
+// partition's offer and not two, the primary holds the first lagging
+// partition's offer (its receiver waits on its first chunk) and refuses
+// the second for now (counted); let go, both partitions catch up, the
+// bytes held never exceed the bound, and every reservation is given back
+// once the offers expire.
+func TestServedTransferOffersStayWithinTheirBound(t *testing.T) {
+	const bound = 4096 // eight batches of ~300 bytes fit, sixteen do not
+	nodes, groups, relink, logs := lateTopic(t, 2, 8, func(o *Options) {
+		o.Config.Partition.TransferServedCacheBytesMax = bound
+		o.PartitionView = func(uint64) uint32 { return 3 } // view 3 of 3 replicas: both led, and served, by node 0
+	})
+	var sizes []int
+	for _, g := range groups {
+		b, _ := storedBatches(nodes[0], g)
+		sizes = append(sizes, len(b))
+	}
+	if max(sizes[0], sizes[1]) > bound || sizes[0]+sizes[1] <= bound {
+		t.Fatalf("setup: partitions of %v bytes against a bound of %d", sizes, bound)
+	}
+	limits := &nodes[0].transferLimits
+	held := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(held) }) }
+	defer release()
+	transferFrameHook = func(frame []byte) {
+		if wire.HeaderOf(frame).Command() == wire.CmdStateChunk {
+			<-held
+		}
+	}
+	defer func() { transferFrameHook = nil }()
+
+	var peak atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			if v := limits.served.Load(); v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	relink()
+	for deadline := time.Now().Add(20 * time.Second); limits.refused.Load() == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no offer was refused for the bound (partitions of %v bytes, bound %d, %d held)\n%s",
+				sizes, bound, limits.served.Load(), lastLines(logs.String(), 30))
+		}
+	}
+	release()
+	for _, g := range groups {
+		waitSameBatches(t, nodes[0], nodes[2], g, fmt.Sprintf("group %d", g), logs)
+	}
+	close(stop)
+	wg.Wait()
+	if p := peak.Load(); p > bound || p == 0 {
+		t.Fatalf("the offers held %d bytes at most, bound %d", p, bound)
+	}
+	for deadline := time.Now().Add(10 * time.Second); limits.served.Load() != 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes still reserved after every offer expired", limits.served.Load())
+		}
+	}
+}
+
+// A partition larger than the whole bound is refused for good (the
+// operator raises the bound) and reserves nothing.
+func TestAPartitionLargerThanTheServedBoundIsRefused(t *testing.T) {
+	nodes, groups, relink, logs := lateTopic(t, 1, 8, func(o *Options) {
+		o.Config.Partition.TransferServedCacheBytesMax = 64 // under one stored batch
+	})
+	limits := &nodes[0].transferLimits
+	relink()
+	if !logs.Await("the partition holds more than partition.transfer_served_cache_bytes_max", 20*time.Second) {
+		t.Fatalf("no refusal for the partition's size\n%s", lastLines(logs.String(), 30))
+	}
+	if n := limits.served.Load(); n != 0 {
+		t.Fatalf("a refused offer left %d bytes reserved", n)
+	}
+	if got, _ := storedBatches(nodes[2], groups[0]); len(got) != 0 {
+		t.Fatalf("replica 2 installed %d bytes from a refused offer", len(got))
+	}
+}
+
+// 7.7 rule 1: a node receives at most 4 partition transfers at once.
+// Six partitions of replica 2 need one; the receivers are held on their
+// first chunk, and no more than four run while they are; once let go,
+// all six catch up and every slot is given back.
+func TestAtMostFourPartitionTransfersAreReceivedAtOnce(t *testing.T) {
+	nodes, groups, relink, logs := lateTopic(t, 6, 4, func(o *Options) {
+		o.PartitionView = func(uint64) uint32 { return 3 } // all six led by node 0, none by the late one
+	})
+	limits := &nodes[2].transferLimits
+	held := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(held) }) }
+	defer release()
+	transferFrameHook = func(frame []byte) {
+		if wire.HeaderOf(frame).Command() == wire.CmdStateChunk {
+			<-held
+		}
+	}
+	defer func() { transferFrameHook = nil }()
+	relink()
+	for deadline := time.Now().Add(20 * time.Second); limits.receiving.Load() < maxPartitionReceivers; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d transfers received at once, want %d held\n%s", limits.receiving.Load(), maxPartitionReceivers, lastLines(logs.String(), 30))
+		}
+	}
+	time.Sleep(time.Second) // the other two ask every tick meanwhile
+	if peak := limits.peakReceiving.Load(); peak != maxPartitionReceivers {
+		t.Fatalf("%d transfers were received at once, at most %d may be", peak, maxPartitionReceivers)
+	}
+	release()
+	for _, g := range groups {
+		waitSameBatches(t, nodes[0], nodes[2], g, fmt.Sprintf("group %d", g), logs)
+	}
+	if peak := limits.peakReceiving.Load(); peak > maxPartitionReceivers {
+		t.Fatalf("%d transfers were received at once, at most %d may be", peak, maxPartitionReceivers)
+	}
+	for deadline := time.Now().Add(10 * time.Second); limits.receiving.Load() != 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d receiving slots still taken", limits.receiving.Load())
+		}
+	}
+}
