@@ -44,8 +44,8 @@ import (
 //     again once others expire), and a partition larger than the whole
 //     bound permanently (the operator raises the bound, up to 64 GiB).
 //   - A node receives at most 4 partition transfers at once (7.7 rule 1);
-//     a partition that needs one meanwhile waits and starts at a later
-//     tick, once a slot is free. The receiver holds the fetched
+//     a partition that needs one meanwhile goes back to journal repair,
+//     whose refusal asks again after its backoff. The receiver holds the fetched
 //     artifacts in memory until the install, so this bounds a catching-up
 //     node's transfer memory to 4 offers.
 //   - A fetched state that is not ahead of this replica's commit point is
@@ -285,6 +285,13 @@ func (t *transferShell) serveOffer(q wire.RequestStateTransferHeader) {
 	o := t.offers[key]
 	transient := true
 	if o == nil {
+		// A requester runs one transfer of a group at a time: a new nonce
+		// ends its last session, whose offer would only hold the bound.
+		for k, old := range t.offers {
+			if k.requester == q.Replica {
+				t.dropOffer(k, old)
+			}
+		}
 		var built *vsr.Offer
 		var reserved int64
 		if built, reserved, transient = t.build(); built != nil {
@@ -383,6 +390,13 @@ func (t *transferShell) maybeStart(ctx actor.Context) {
 	}
 	if t.group != wire.MetadataGroup {
 		if !t.n.transferLimits.startReceiving() {
+			// No slot: the request is given back rather than kept, so
+			// that it is never carried out later in another state (a
+			// view change since, this replica primary now). The core
+			// goes back to repair, whose refusal (with its backoff) or
+			// the next frame of a newer epoch asks again.
+			t.log.Debug("state transfer waits for a receiving slot", "group", t.group, "from", peer)
+			t.core.SetTransferring(false)
 			return
 		}
 		t.receiving = true

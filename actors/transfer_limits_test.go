@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"iggynode/client"
 	"iggynode/config"
 	"iggynode/internal/testutil"
@@ -135,10 +137,11 @@ func TestServedTransferOffersStayWithinTheirBound(t *testing.T) {
 }
 
 // A partition larger than the whole bound is refused for good (the
-// operator raises the bound) and reserves nothing.
+// operator raises the bound), and what its build reserved before it
+// found out is given back.
 func TestAPartitionLargerThanTheServedBoundIsRefused(t *testing.T) {
 	nodes, groups, relink, logs := lateTopic(t, 1, 8, func(o *Options) {
-		o.Config.Partition.TransferServedCacheBytesMax = 64 // under one stored batch
+		o.Config.Partition.TransferServedCacheBytesMax = 1000 // three stored batches of eight: reserved, then given back
 	})
 	limits := &nodes[0].transferLimits
 	relink()
@@ -192,6 +195,49 @@ func TestAtMostFourPartitionTransfersAreReceivedAtOnce(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); limits.receiving.Load() != 0; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d receiving slots still taken", limits.receiving.Load())
+		}
+	}
+}
+
+// A partition actor that restarts gives back what its transfers held:
+// the server's offer bytes and the receiver's slot (transferShell.close),
+// so a crash on either side mid-transfer leaks neither, and the transfer
+// still ends.
+func TestARestartedPartitionGivesBackItsTransferBounds(t *testing.T) {
+	nodes, groups, relink, logs := lateTopic(t, 1, 8, func(o *Options) {
+		o.PartitionView = func(uint64) uint32 { return 3 } // served by node 0
+	})
+	served, receiving := &nodes[0].transferLimits, &nodes[2].transferLimits
+	held := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(held) }) }
+	defer release()
+	transferFrameHook = func(frame []byte) {
+		if wire.HeaderOf(frame).Command() == wire.CmdStateChunk {
+			<-held
+		}
+	}
+	defer func() { transferFrameHook = nil }()
+	relink()
+	for deadline := time.Now().Add(20 * time.Second); served.served.Load() == 0 || receiving.receiving.Load() == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no transfer in flight: %d bytes offered, %d received\n%s", served.served.Load(), receiving.receiving.Load(), lastLines(logs.String(), 30))
+		}
+	}
+	for _, n := range []*Node{nodes[0], nodes[2]} {
+		ch := make(chan map[uint64]*actor.PID, 1)
+		n.root().Send(n.refs.metadata, &listPartitions{reply: ch})
+		before := n.Restarts()
+		for _, pid := range <-ch {
+			n.root().Send(pid, &partitionCrash{})
+		}
+		waitFor(t, func() bool { return n.Restarts() > before })
+	}
+	release()
+	waitSameBatches(t, nodes[0], nodes[2], groups[0], "after both restarts", logs)
+	for deadline := time.Now().Add(10 * time.Second); served.served.Load() != 0 || receiving.receiving.Load() != 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("left after the transfer: %d bytes offered, %d slots taken", served.served.Load(), receiving.receiving.Load())
 		}
 	}
 }
