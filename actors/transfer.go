@@ -44,8 +44,8 @@ import (
 //     again once others expire), and a partition larger than the whole
 //     bound permanently (the operator raises the bound, up to 64 GiB).
 //   - A node receives at most 4 partition transfers at once (7.7 rule 1);
-//     a partition that needs one meanwhile goes back to journal repair,
-//     whose refusal asks again after its backoff. The receiver holds the fetched
+//     a partition that needs one meanwhile waits, asking every tick, and
+//     gives the request back to its core if the view changes first. The receiver holds the fetched
 //     artifacts in memory until the install, so this bounds a catching-up
 //     node's transfer memory to 4 offers.
 //   - A fetched state that is not ahead of this replica's commit point is
@@ -141,6 +141,10 @@ type transferShell struct {
 	child     *actor.PID
 	peer      uint8
 	receiving bool
+	// waiting: the core asked for a transfer in view waitView and no
+	// receiving slot was free (maybeStart).
+	waiting  bool
+	waitView uint32
 	// build makes an offer and says what it reserved of the node's served
 	// bound, or says why not (transient: retry later).
 	build func() (o *vsr.Offer, reserved int64, transient bool)
@@ -389,17 +393,23 @@ func (t *transferShell) maybeStart(ctx actor.Context) {
 		return
 	}
 	if t.group != wire.MetadataGroup {
-		if !t.n.transferLimits.startReceiving() {
-			// No slot: the request is given back rather than kept, so
-			// that it is never carried out later in another state (a
-			// view change since, this replica primary now). The core
-			// goes back to repair, whose refusal (with its backoff) or
-			// the next frame of a newer epoch asks again.
-			t.log.Debug("state transfer waits for a receiving slot", "group", t.group, "from", peer)
+		if t.waiting && (t.core.View() != t.waitView || t.core.Leading()) {
+			// Raised in a view this replica has left (it may lead now, or
+			// the peer be stale): given back, the core goes back to
+			// repair, whose refusal or the next frame of a newer epoch
+			// asks again in the state of then.
+			t.waiting = false
 			t.core.SetTransferring(false)
 			return
 		}
-		t.receiving = true
+		if !t.n.transferLimits.startReceiving() {
+			if !t.waiting {
+				t.waiting, t.waitView = true, t.core.View()
+				t.log.Debug("state transfer waits for a receiving slot", "group", t.group, "from", peer)
+			}
+			return // asked again every tick (busy)
+		}
+		t.waiting, t.receiving = false, true
 	}
 	t.peer = uint8(peer)
 	props := t.n.props(func() actor.Actor {
