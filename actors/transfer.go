@@ -398,6 +398,8 @@ func (t *transferShell) maybeStart(ctx actor.Context) {
 			// the peer be stale): given back, the core goes back to
 			// repair, whose refusal or the next frame of a newer epoch
 			// asks again in the state of then.
+			t.log.Info("state transfer request given back: the view changed while it waited for a receiving slot",
+				"group", t.group, "from", peer, "asked_in_view", t.waitView, "view", t.core.View())
 			t.waiting = false
 			t.core.SetTransferring(false)
 			return

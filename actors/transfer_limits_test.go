@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -238,6 +239,53 @@ func TestARestartedPartitionGivesBackItsTransferBounds(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); served.served.Load() != 0 || receiving.receiving.Load() != 0; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("left after the transfer: %d bytes offered, %d slots taken", served.served.Load(), receiving.receiving.Load())
+		}
+	}
+}
+
+// A partition waiting for a receiving slot gives its request back once
+// the view changes (here its peer, the old primary, is gone): it fetches
+// nothing from the old view's peer, and catches up from the new primary
+// when a slot frees. The slots are taken by the test, so every lagging
+// partition waits through the view change.
+func TestAWaitingTransferIsGivenBackWhenTheViewChanges(t *testing.T) {
+	nodes, groups, relink, logs := lateTopic(t, 2, 4, func(o *Options) {
+		o.PartitionView = func(uint64) uint32 { return 3 } // led by node 0
+		// As in TestTransferSurvivesItsServersCrash: the nodes link up
+		// before a backup times out, and node 0's loss is seen in 2 s.
+		o.Config.Cluster.HeartbeatTimeout = config.Duration(2 * time.Second)
+		o.Config.Cluster.CommitBroadcastInterval = config.Duration(100 * time.Millisecond)
+	})
+	slots := &nodes[2].transferLimits.receiving
+	slots.Store(maxPartitionReceivers) // other transfers hold every slot
+	relink()
+	waiting := func() int {
+		n := 0
+		for _, w := range askPartitions(t, nodes[2], func(p *partitionActor) bool { return p.transfers != nil && p.transfers.waiting }) {
+			if w {
+				n++
+			}
+		}
+		return n
+	}
+	for deadline := time.Now().Add(20 * time.Second); waiting() < len(groups); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d partitions wait for a slot\n%s", waiting(), len(groups), lastLines(logs.String(), 30))
+		}
+	}
+	if err := nodes[0].Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !logs.Await("state transfer request given back: the view changed while it waited", 20*time.Second) {
+		t.Fatalf("the waiting requests were not given back\n%s", lastLines(logs.String(), 30))
+	}
+	slots.Store(0) // the others' transfers end
+	for _, g := range groups {
+		waitSameBatches(t, nodes[1], nodes[2], g, fmt.Sprintf("group %d from the new primary", g), logs)
+	}
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, `msg="state transfer started"`) && strings.Contains(l, " from=0 ") {
+			t.Fatalf("a transfer was started from the old view's primary: %s", l)
 		}
 	}
 }
