@@ -651,11 +651,19 @@ func (p *partitionActor) partitionOffer() (*vsr.Offer, int64, bool) {
 		// grow-3-to-5-rebalance). Transient: the requester asks again.
 		return nil, 0, true
 	}
+	limits := &p.node.transferLimits
+	if size := int64(p.plog.Stats().SizeBytes); size <= limits.servedMax && limits.served.Load()+size > limits.servedMax {
+		// It would not fit now: refused before its batches are read and
+		// copied only to be thrown away (the requester asks again). One
+		// larger than the whole bound is found out by the scan below.
+		limits.refused.Add(1)
+		p.log.Debug("partition state transfer refused for now", "err", errServedFull)
+		return nil, 0, true
+	}
 	o := &vsr.Offer{CommitOp: p.core.CommitMin(), CommitMax: p.core.CommitMax()}
 	var cur []byte
 	var frontier uint64
 	var reserved int64 // of the node's served bound, batch by batch
-	limits := &p.node.transferLimits
 	flush := func() {
 		if len(cur) > 0 {
 			o.Add(wire.ArtifactSegmentLog, frontier, cur)
@@ -698,6 +706,12 @@ func (p *partitionActor) partitionOffer() (*vsr.Offer, int64, bool) {
 		p.log.Warn("partition state transfer refused", "err", err)
 		return nil, 0, false
 	}
+	if !limits.reserve(int64(len(offsets))) { // the offsets are served from memory too
+		limits.release(reserved)
+		limits.refused.Add(1)
+		return nil, 0, true
+	}
+	reserved += int64(len(offsets))
 	o.Add(wire.ArtifactConsumerOffsets, o.CommitOp, offsets)
 	if p.core.Epoch() > 0 { // a joiner takes the group's roster with its state
 		o.Add(wire.ArtifactGroupRoster, o.CommitOp, vsr.EncodeGroupRoster(p.core.Roster(), p.core.EpochOp()))
