@@ -76,9 +76,8 @@ type transferLimits struct {
 	servedMax int64
 	served    atomic.Int64
 	receiving atomic.Int64
-	// refused counts offers refused for the served bound; peakReceiving
-	// is the most transfers received at once since start.
-	refused, peakReceiving atomic.Int64
+	// refused counts offers refused for the served bound.
+	refused atomic.Int64
 }
 
 // reserve takes n bytes of the served bound, or reports that they do not
@@ -110,8 +109,6 @@ func (l *transferLimits) startReceiving() bool {
 			return false
 		}
 		if l.receiving.CompareAndSwap(cur, cur+1) {
-			for peak := l.peakReceiving.Load(); cur+1 > peak && !l.peakReceiving.CompareAndSwap(peak, cur+1); peak = l.peakReceiving.Load() {
-			}
 			return true
 		}
 	}
@@ -652,32 +649,50 @@ func (p *partitionActor) partitionOffer() (*vsr.Offer, int64, bool) {
 		return nil, 0, true
 	}
 	limits := &p.node.transferLimits
+	var reserved int64 // of the node's served bound, batch by batch
+	// refuse gives back what the build reserved; for the bound being
+	// held by others' offers (they expire once served or idle) it is
+	// transient and counted, and the requester asks again.
+	refuse := func(err error) (*vsr.Offer, int64, bool) {
+		limits.release(reserved)
+		if errors.Is(err, errServedFull) {
+			limits.refused.Add(1)
+			p.log.Debug("partition state transfer refused for now", "err", err)
+			return nil, 0, true
+		}
+		p.log.Warn("partition state transfer refused", "err", err)
+		return nil, 0, false
+	}
 	if size := int64(p.plog.Stats().SizeBytes); size <= limits.servedMax && limits.served.Load()+size > limits.servedMax {
 		// It would not fit now: refused before its batches are read and
-		// copied only to be thrown away (the requester asks again). One
-		// larger than the whole bound is found out by the scan below.
-		limits.refused.Add(1)
-		p.log.Debug("partition state transfer refused for now", "err", errServedFull)
-		return nil, 0, true
+		// copied only to be thrown away. One larger than the whole bound
+		// is found out by the scan below (the size is the log's count).
+		return refuse(errServedFull)
 	}
 	o := &vsr.Offer{CommitOp: p.core.CommitMin(), CommitMax: p.core.CommitMax()}
 	var cur []byte
 	var frontier uint64
-	var reserved int64 // of the node's served bound, batch by batch
 	flush := func() {
 		if len(cur) > 0 {
 			o.Add(wire.ArtifactSegmentLog, frontier, cur)
 			cur = nil
 		}
 	}
-	err := p.node.store.ScanBatches(p.ref.Group, 0, func(base uint64, b []byte) error {
-		if reserved+int64(len(b)) > limits.servedMax {
+	// reserve takes n more bytes of the bound for this offer.
+	reserve := func(n int64) error {
+		if reserved+n > limits.servedMax {
 			return errOfferTooLarge
 		}
-		if !limits.reserve(int64(len(b))) {
+		if !limits.reserve(n) {
 			return errServedFull
 		}
-		reserved += int64(len(b))
+		reserved += n
+		return nil
+	}
+	err := p.node.store.ScanBatches(p.ref.Group, 0, func(base uint64, b []byte) error {
+		if err := reserve(int64(len(b))); err != nil {
+			return err
+		}
 		if len(cur) > 0 && len(cur)+len(b) > segmentArtifactMax {
 			flush()
 		}
@@ -688,30 +703,16 @@ func (p *partitionActor) partitionOffer() (*vsr.Offer, int64, bool) {
 		return nil
 	})
 	if err != nil {
-		limits.release(reserved)
-		if errors.Is(err, errServedFull) {
-			// Others' offers hold the bound: they expire once served or
-			// idle, and the requester asks again after its re-arm delay.
-			limits.refused.Add(1)
-			p.log.Debug("partition state transfer refused for now", "err", err)
-			return nil, 0, true
-		}
-		p.log.Warn("partition state transfer refused", "err", err)
-		return nil, 0, false
+		return refuse(err)
 	}
 	flush()
 	offsets, err := p.offsetsArtifact()
+	if err == nil {
+		err = reserve(int64(len(offsets))) // served from memory too
+	}
 	if err != nil {
-		limits.release(reserved)
-		p.log.Warn("partition state transfer refused", "err", err)
-		return nil, 0, false
+		return refuse(err)
 	}
-	if !limits.reserve(int64(len(offsets))) { // the offsets are served from memory too
-		limits.release(reserved)
-		limits.refused.Add(1)
-		return nil, 0, true
-	}
-	reserved += int64(len(offsets))
 	o.Add(wire.ArtifactConsumerOffsets, o.CommitOp, offsets)
 	if p.core.Epoch() > 0 { // a joiner takes the group's roster with its state
 		o.Add(wire.ArtifactGroupRoster, o.CommitOp, vsr.EncodeGroupRoster(p.core.Roster(), p.core.EpochOp()))

@@ -64,6 +64,55 @@ func lateTopic(t *testing.T, partitions, batches int, adjust func(*Options)) (no
 	return nodes, groups, relink, logs
 }
 
+// holdStateChunks makes every transfer receiver wait on its first
+// StateChunk until the returned release (also run at the test's end).
+func holdStateChunks(t *testing.T) (release func()) {
+	held := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(held) }) }
+	transferFrameHook = func(frame []byte) {
+		if wire.HeaderOf(frame).Command() == wire.CmdStateChunk {
+			<-held
+		}
+	}
+	t.Cleanup(func() { release(); transferFrameHook = nil })
+	return release
+}
+
+// samplePeak watches v every millisecond until the test ends; peak is
+// the highest value seen so far.
+func samplePeak(t *testing.T, v *atomic.Int64) (peak func() int64) {
+	var top atomic.Int64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			if x := v.Load(); x > top.Load() {
+				top.Store(x)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+	return func() int64 { return max(top.Load(), v.Load()) }
+}
+
+// until polls cond every 20 ms for at most d, and fails with why() if it
+// never holds.
+func until(t *testing.T, d time.Duration, cond func() bool, why func() string) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal(why())
+		}
+	}
+}
+
 // 7.7 rule 2: the offers a node holds for serving are bounded by
 // partition.transfer_served_cache_bytes_max. With room for one
 // partition's offer and not two, the primary holds the first lagging
@@ -86,55 +135,24 @@ func TestServedTransferOffersStayWithinTheirBound(t *testing.T) {
 		t.Fatalf("setup: partitions of %v bytes against a bound of %d", sizes, bound)
 	}
 	limits := &nodes[0].transferLimits
-	held := make(chan struct{})
-	var once sync.Once
-	release := func() { once.Do(func() { close(held) }) }
-	defer release()
-	transferFrameHook = func(frame []byte) {
-		if wire.HeaderOf(frame).Command() == wire.CmdStateChunk {
-			<-held
-		}
-	}
-	defer func() { transferFrameHook = nil }()
+	release := holdStateChunks(t)
 
-	var peak atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			if v := limits.served.Load(); v > peak.Load() {
-				peak.Store(v)
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Millisecond):
-			}
-		}
-	}()
+	peak := samplePeak(t, &limits.served)
 	relink()
-	for deadline := time.Now().Add(20 * time.Second); limits.refused.Load() == 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no offer was refused for the bound (partitions of %v bytes, bound %d, %d held)\n%s",
-				sizes, bound, limits.served.Load(), lastLines(logs.String(), 30))
-		}
-	}
+	until(t, 20*time.Second, func() bool { return limits.refused.Load() > 0 }, func() string {
+		return fmt.Sprintf("no offer was refused for the bound (partitions of %v bytes, bound %d, %d held)\n%s",
+			sizes, bound, limits.served.Load(), lastLines(logs.String(), 30))
+	})
 	release()
 	for _, g := range groups {
 		waitSameBatches(t, nodes[0], nodes[2], g, fmt.Sprintf("group %d", g), logs)
 	}
-	close(stop)
-	wg.Wait()
-	if p := peak.Load(); p > bound || p == 0 {
+	if p := peak(); p > bound || p == 0 {
 		t.Fatalf("the offers held %d bytes at most, bound %d", p, bound)
 	}
-	for deadline := time.Now().Add(10 * time.Second); limits.served.Load() != 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d bytes still reserved after every offer expired", limits.served.Load())
-		}
-	}
+	until(t, 10*time.Second, func() bool { return limits.served.Load() == 0 }, func() string {
+		return fmt.Sprintf("%d bytes still reserved after every offer expired", limits.served.Load())
+	})
 }
 
 // A partition larger than the whole bound is refused for good (the
@@ -166,38 +184,26 @@ func TestAtMostFourPartitionTransfersAreReceivedAtOnce(t *testing.T) {
 		o.PartitionView = func(uint64) uint32 { return 3 } // all six led by node 0, none by the late one
 	})
 	limits := &nodes[2].transferLimits
-	held := make(chan struct{})
-	var once sync.Once
-	release := func() { once.Do(func() { close(held) }) }
-	defer release()
-	transferFrameHook = func(frame []byte) {
-		if wire.HeaderOf(frame).Command() == wire.CmdStateChunk {
-			<-held
-		}
-	}
-	defer func() { transferFrameHook = nil }()
+	release := holdStateChunks(t)
+	peak := samplePeak(t, &limits.receiving)
 	relink()
-	for deadline := time.Now().Add(20 * time.Second); limits.receiving.Load() < maxPartitionReceivers; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d transfers received at once, want %d held\n%s", limits.receiving.Load(), maxPartitionReceivers, lastLines(logs.String(), 30))
-		}
-	}
+	until(t, 20*time.Second, func() bool { return limits.receiving.Load() >= maxPartitionReceivers }, func() string {
+		return fmt.Sprintf("%d transfers received at once, want %d held\n%s", limits.receiving.Load(), maxPartitionReceivers, lastLines(logs.String(), 30))
+	})
 	time.Sleep(time.Second) // the other two ask every tick meanwhile
-	if peak := limits.peakReceiving.Load(); peak != maxPartitionReceivers {
-		t.Fatalf("%d transfers were received at once, at most %d may be", peak, maxPartitionReceivers)
+	if p := peak(); p != maxPartitionReceivers {
+		t.Fatalf("%d transfers were received at once, at most %d may be", p, maxPartitionReceivers)
 	}
 	release()
 	for _, g := range groups {
 		waitSameBatches(t, nodes[0], nodes[2], g, fmt.Sprintf("group %d", g), logs)
 	}
-	if peak := limits.peakReceiving.Load(); peak > maxPartitionReceivers {
-		t.Fatalf("%d transfers were received at once, at most %d may be", peak, maxPartitionReceivers)
+	if p := peak(); p > maxPartitionReceivers {
+		t.Fatalf("%d transfers were received at once, at most %d may be", p, maxPartitionReceivers)
 	}
-	for deadline := time.Now().Add(10 * time.Second); limits.receiving.Load() != 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d receiving slots still taken", limits.receiving.Load())
-		}
-	}
+	until(t, 10*time.Second, func() bool { return limits.receiving.Load() == 0 }, func() string {
+		return fmt.Sprintf("%d receiving slots still taken", limits.receiving.Load())
+	})
 }
 
 // A partition actor that restarts gives back what its transfers held:
@@ -209,22 +215,14 @@ func TestARestartedPartitionGivesBackItsTransferBounds(t *testing.T) {
 		o.PartitionView = func(uint64) uint32 { return 3 } // served by node 0
 	})
 	served, receiving := &nodes[0].transferLimits, &nodes[2].transferLimits
-	held := make(chan struct{})
-	var once sync.Once
-	release := func() { once.Do(func() { close(held) }) }
-	defer release()
-	transferFrameHook = func(frame []byte) {
-		if wire.HeaderOf(frame).Command() == wire.CmdStateChunk {
-			<-held
-		}
-	}
-	defer func() { transferFrameHook = nil }()
+	release := holdStateChunks(t)
 	relink()
-	for deadline := time.Now().Add(20 * time.Second); served.served.Load() == 0 || receiving.receiving.Load() == 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no transfer in flight: %d bytes offered, %d received\n%s", served.served.Load(), receiving.receiving.Load(), lastLines(logs.String(), 30))
-		}
+	inFlight := func() string {
+		return fmt.Sprintf("%d bytes offered, %d slots taken", served.served.Load(), receiving.receiving.Load())
 	}
+	until(t, 20*time.Second, func() bool { return served.served.Load() > 0 && receiving.receiving.Load() > 0 }, func() string {
+		return "no transfer in flight: " + inFlight() + "\n" + lastLines(logs.String(), 30)
+	})
 	for _, n := range []*Node{nodes[0], nodes[2]} {
 		ch := make(chan map[uint64]*actor.PID, 1)
 		n.root().Send(n.refs.metadata, &listPartitions{reply: ch})
@@ -236,11 +234,9 @@ func TestARestartedPartitionGivesBackItsTransferBounds(t *testing.T) {
 	}
 	release()
 	waitSameBatches(t, nodes[0], nodes[2], groups[0], "after both restarts", logs)
-	for deadline := time.Now().Add(10 * time.Second); served.served.Load() != 0 || receiving.receiving.Load() != 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("left after the transfer: %d bytes offered, %d slots taken", served.served.Load(), receiving.receiving.Load())
-		}
-	}
+	until(t, 10*time.Second, func() bool { return served.served.Load() == 0 && receiving.receiving.Load() == 0 }, func() string {
+		return "left after the transfer: " + inFlight()
+	})
 }
 
 // A partition waiting for a receiving slot gives its request back once
@@ -268,11 +264,9 @@ func TestAWaitingTransferIsGivenBackWhenTheViewChanges(t *testing.T) {
 		}
 		return n
 	}
-	for deadline := time.Now().Add(20 * time.Second); waiting() < len(groups); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d partitions wait for a slot\n%s", waiting(), len(groups), lastLines(logs.String(), 30))
-		}
-	}
+	until(t, 20*time.Second, func() bool { return waiting() == len(groups) }, func() string {
+		return fmt.Sprintf("%d of %d partitions wait for a slot\n%s", waiting(), len(groups), lastLines(logs.String(), 30))
+	})
 	if err := nodes[0].Close(); err != nil {
 		t.Fatal(err)
 	}
