@@ -45,7 +45,7 @@ import (
 type pooledPrepare struct {
 	buf *framebuf.Buf
 	key *byte  // the first byte of the prepare's body: the map key
-	op  uint64 // its op once journaled (0 before)
+	op  uint64 // its op once journaled, or adopted (0 before)
 	// adopted: a peer's prepare this replica journaled, whose buffer
 	// reference the entry holds until apply hands it to the log
 	// (takeAdopted); a request's is held by the request.

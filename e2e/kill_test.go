@@ -95,7 +95,7 @@ func startHelperProcess(t *testing.T, helper string, env ...string) (*exec.Cmd, 
 	}
 	addr := make(chan string, 1)
 	exited := make(chan struct{})
-	var said []string // the child's last lines on stdout (its test's failure)
+	var said []string // the child's first lines on stdout (a failed start's report)
 	go func() {
 		defer close(exited)
 		sc := bufio.NewScanner(out)
