@@ -353,7 +353,7 @@ func (m *metadataActor) boot(ctx actor.Context) error {
 	m.transfers.tr = m.tr
 	m.transfers.build = m.metadataOffer
 	m.transfers.rosterOf = m.metadataRoster
-	m.transfers.install = func(s *vsr.TransferSession) error { return m.installMetadata(ctx, s) }
+	m.transfers.install = func(s *vsr.TransferSession, _ *storage.TransferStage) error { return m.installMetadata(ctx, s) }
 	if clustered {
 		if err := m.recover(floor, head, highestCommit, unapplied); err != nil {
 			return err

@@ -589,6 +589,18 @@ func journalHeadKey(group uint64) string { return fmt.Sprintf("partition/%d/jour
 // id's keys and files hold.
 func creationKey(group uint64) string { return fmt.Sprintf("partition/%d/creation", group) }
 
+// scanBatchInfos reads what the partition log keeps of each stored
+// batch (boot, and the install of a state transfer).
+func (p *partitionActor) scanBatchInfos() ([]partition.BatchInfo, error) {
+	var infos []partition.BatchInfo
+	err := p.node.store.ScanBatches(p.ref.Group, 0, func(_ uint64, b []byte) error {
+		info, err := partition.BatchInfoOf(b)
+		infos = append(infos, info)
+		return err
+	})
+	return infos, err
+}
+
 // installKey marks a partition state transfer being installed: a boot
 // that finds it knows the partition's data is half replaced, drops it
 // all and starts empty (it catches up by transfer again).
@@ -632,12 +644,7 @@ func (p *partitionActor) boot() error {
 	p.plog = partition.New(partition.Config{SegmentSize: p.settings.segmentSize, CacheBytes: uint64(p.node.memory.limit),
 		Cipher: p.node.atRest.cipher}, storeAdapter{st, p.ref.Group})
 	p.time = timeKeeper{lastTick: p.node.clock.now()}
-	var infos []partition.BatchInfo
-	err := st.ScanBatches(p.ref.Group, 0, func(_ uint64, b []byte) error {
-		info, err := partition.BatchInfoOf(b)
-		infos = append(infos, info)
-		return err
-	})
+	infos, err := p.scanBatchInfos()
 	if err != nil {
 		return err
 	}

@@ -149,8 +149,9 @@ type transferShell struct {
 	// keeps its roster, as partition groups do for now), so the core
 	// installs across epochs (InstallAllowedEpoch, InstalledEpoch).
 	rosterOf func(s *vsr.TransferSession) (*vsr.Roster, error)
-	// install applies a complete, verified session's state.
-	install func(s *vsr.TransferSession) error
+	// install applies a complete session's state (partitions: with the
+	// segments it staged), once verified.
+	install func(s *vsr.TransferSession, stage *storage.TransferStage) error
 	// Installed counts installed transfers.
 	Installed uint64
 	tr        *groupTrace // spans (telemetry.go); set by the group actor
@@ -163,9 +164,12 @@ func newTransferShell(n *Node, log *slog.Logger, group uint64, core *vsr.Replica
 // Messages between a group actor and its transfer child.
 type (
 	// transferDone: every artifact arrived (the child stops after it).
+	// The stage (partitions) is the receiver's now: deleted once the
+	// session is installed or dropped.
 	transferDone struct {
 		child   *actor.PID
 		session *vsr.TransferSession
+		stage   *storage.TransferStage
 	}
 	// transferFailed: refused or stalled (the child stops after it).
 	transferFailed struct {
@@ -201,6 +205,7 @@ func (t *transferShell) onFrame(ctx actor.Context, from uint8, frame []byte) {
 func (t *transferShell) onOutcome(ctx actor.Context, msg any) bool {
 	switch m := msg.(type) {
 	case *transferDone:
+		defer t.discard(m.stage)
 		if m.child != t.child {
 			return false
 		}
@@ -228,7 +233,7 @@ func (t *transferShell) onOutcome(ctx actor.Context, msg any) bool {
 			t.abandon(fmt.Errorf("state at commit %d is not installable now (status %s, commit %d)", s.CommitOp, t.core.Status(), t.core.CommitMin()))
 			return true
 		}
-		if err := t.install(s); err != nil {
+		if err := t.install(s, m.stage); err != nil {
 			t.abandon(err)
 			return true
 		}
@@ -450,6 +455,16 @@ func (t *transferShell) close() {
 	}
 }
 
+// discard deletes a finished transfer's staged segments (after an
+// install, only their emptied directory).
+func (t *transferShell) discard(stage *storage.TransferStage) { discardStage(t.log, t.group, stage) }
+
+func discardStage(log *slog.Logger, group uint64, stage *storage.TransferStage) {
+	if err := stage.Discard(); err != nil {
+		log.Warn("staged state transfer not deleted; the node's next boot deletes it", "group", group, "err", err)
+	}
+}
+
 func (t *transferShell) abandon(err error) {
 	t.log.Warn("state transfer abandoned; back to journal repair", "group", t.group, "err", err)
 	t.tr.endTransfer("abandoned: " + err.Error())
@@ -458,8 +473,10 @@ func (t *transferShell) abandon(err error) {
 
 // transferActor receives one state transfer: it owns the session, sends
 // its requests, takes the peer's frames and ticks from its parent, and
-// reports the outcome. A restart (after a panic) begins a fresh session:
-// nothing of a half-fetched one is durable.
+// reports the outcome. A partition's transfer stages its segments in
+// files (storage.TransferStage), not in memory. A restart (after a panic)
+// begins a fresh session, and a fresh stage deletes what the last one
+// staged: nothing of a half-fetched transfer is kept.
 type transferActor struct {
 	n         *Node
 	log       *slog.Logger
@@ -468,6 +485,7 @@ type transferActor struct {
 	partition bool
 	view      uint32 // the core's view when it asked
 	session   *vsr.TransferSession
+	stage     *storage.TransferStage // partitions; handed over with transferDone
 }
 
 func (a *transferActor) Receive(ctx actor.Context) {
@@ -478,7 +496,17 @@ func (a *transferActor) Receive(ctx actor.Context) {
 		a.session = vsr.NewTransferSession(a.n.cluster.id, a.n.cluster.self, a.group, a.peer, a.partition,
 			int(a.n.opts.Config.MessageBus.MaxMessageSize), wire.U128{Lo: binary.LittleEndian.Uint64(nonce[:]), Hi: binary.LittleEndian.Uint64(nonce[8:])})
 		a.session.RequesterView = a.view
+		if a.partition {
+			stage, err := a.n.store.StageTransfer(a.group)
+			if err != nil {
+				a.finish(ctx, &transferFailed{child: ctx.Self(), err: err})
+				return
+			}
+			a.stage, a.session.Stage = stage, stage
+		}
 		a.n.send([]vsr.Envelope{a.session.Request()})
+	case *actor.Stopping, *actor.Restarting:
+		a.dropStage() // stopped before it finished (a view change, its group's restart), or panicked
 	case *peerFrame:
 		if a.session == nil {
 			return // finished; the parent stops this actor
@@ -494,13 +522,19 @@ func (a *transferActor) Receive(ctx actor.Context) {
 				return
 			}
 		} else {
-			next = a.session.OnChunk(m.frame)
+			var err error
+			if next, err = a.session.OnChunk(m.frame); err != nil {
+				a.finish(ctx, &transferFailed{child: ctx.Self(), err: err})
+				return
+			}
 		}
 		if next != nil {
 			a.n.send([]vsr.Envelope{*next})
 		}
 		if a.session.Complete() {
-			a.finish(ctx, &transferDone{child: ctx.Self(), session: a.session})
+			stage := a.stage
+			a.stage = nil
+			a.finish(ctx, &transferDone{child: ctx.Self(), session: a.session, stage: stage})
 		}
 	case *tick:
 		if a.session == nil {
@@ -526,6 +560,13 @@ var transferFrameHook func(frame []byte)
 func (a *transferActor) finish(ctx actor.Context, outcome any) {
 	ctx.Send(ctx.Parent(), outcome)
 	a.session = nil
+	a.dropStage()
+}
+
+// dropStage deletes what this actor staged and still owns.
+func (a *transferActor) dropStage() {
+	discardStage(a.log, a.group, a.stage)
+	a.stage = nil
 }
 
 // Metadata (7.6, 7.9.4).
@@ -745,10 +786,15 @@ func (p *partitionActor) offsetsArtifact() ([]byte, error) {
 // installPartition is 7.7 rule 7: the offer must not be stale nor rewind
 // this replica's data; then the partition's batches, offsets and
 // watermarks are replaced by the transferred ones and the log rebuilt.
-func (p *partitionActor) installPartition(tr *vsr.TransferSession) error {
-	batches, offsets, err := tr.VerifyPartition()
+// The batches are the staged segment files, renamed into place
+// (storage.InstallStaged, replica-plane.md 13.3 rule 5).
+func (p *partitionActor) installPartition(tr *vsr.TransferSession, stage *storage.TransferStage) error {
+	offsets, err := tr.VerifyPartition()
 	if err != nil {
 		return err
+	}
+	if stage == nil {
+		return errors.New("a partition transfer without its staged segments")
 	}
 	switch {
 	case tr.View < p.core.View() || tr.CommitMax < p.core.CommitMax() && tr.CommitOp < p.core.CommitMax():
@@ -768,16 +814,12 @@ func (p *partitionActor) installPartition(tr *vsr.TransferSession) error {
 	if err := st.DeletePartition(g); err != nil {
 		return err
 	}
-	var infos []partition.BatchInfo
-	for i, b := range batches {
-		info, err := partition.BatchInfoOf(b)
-		if err != nil {
-			return err
-		}
-		if err := st.AppendBatch(g, info.BaseOffset, b, i == len(batches)-1); err != nil { // the last one fsyncs the group's files
-			return err
-		}
-		infos = append(infos, info)
+	if err := st.InstallStaged(stage); err != nil {
+		return err
+	}
+	infos, err := p.scanBatchInfos()
+	if err != nil {
+		return err
 	}
 	var restored []partition.StoredOffset
 	for kind, section := range map[wire.ConsumerKind][]wire.OffsetEntry{wire.ConsumerSingle: offsets.Consumers, wire.ConsumerGroup: offsets.Groups} {

@@ -1,9 +1,12 @@
 package actors
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -282,4 +285,52 @@ func TestAWaitingTransferIsGivenBackWhenTheViewChanges(t *testing.T) {
 			t.Fatalf("a transfer was started from the old view's primary: %s", l)
 		}
 	}
+}
+
+// replica-plane.md 13.3 rule 5: the receiver of a partition transfer
+// stages its segments in files under <store>/transfer, not in memory:
+// held on its third chunk, it has two chunks' bytes on disk; let go, the
+// partition matches the primary's and nothing staged is left.
+func TestAPartitionTransferStagesItsSegmentsOnDisk(t *testing.T) {
+	nodes, groups, relink, logs := lateTopic(t, 1, 1, nil)
+	ctx, c := rootClient(t, nodes[0])
+	for i := range 6 { // ~600 KiB: three chunks of 256 KiB
+		msg := client.NewMessage(bytes.Repeat([]byte{byte(i)}, 100<<10))
+		if _, err := c.SendMessages(ctx, wire.Named("late"), wire.ID(0), wire.PartitionID(0), []wire.Message{msg}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := make(chan struct{})
+	var chunks atomic.Int32
+	transferFrameHook = func(frame []byte) {
+		if wire.HeaderOf(frame).Command() == wire.CmdStateChunk && chunks.Add(1) == 3 {
+			<-held
+		}
+	}
+	var once sync.Once
+	release := func() { once.Do(func() { close(held) }) }
+	t.Cleanup(func() { release(); transferFrameHook = nil })
+	staging := filepath.Join(nodes[2].store.Dir(), "transfer")
+	staged := func() (n int64) {
+		files, _ := filepath.Glob(filepath.Join(staging, "*", "*.log.part"))
+		for _, f := range files {
+			if st, err := os.Stat(f); err == nil {
+				n += st.Size()
+			}
+		}
+		return n
+	}
+	relink()
+	until(t, 20*time.Second, func() bool { return chunks.Load() >= 3 }, func() string {
+		return fmt.Sprintf("no third chunk arrived\n%s", lastLines(logs.String(), 30))
+	})
+	if n := staged(); n != 2*256<<10 {
+		t.Fatalf("held on its third chunk, the receiver staged %d bytes, want two chunks (%d)", n, 2*256<<10)
+	}
+	release()
+	waitSameBatches(t, nodes[0], nodes[2], groups[0], "the transferred partition", logs)
+	until(t, 10*time.Second, func() bool { left, _ := os.ReadDir(staging); return len(left) == 0 }, func() string {
+		left, _ := os.ReadDir(staging)
+		return fmt.Sprintf("left staged after the install: %v", left)
+	})
 }

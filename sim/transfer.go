@@ -59,7 +59,12 @@ func (g *group) transferFrame(from, to int, frame []byte) {
 		if rp.transfer == nil || int(rp.transfer.Peer) != from {
 			return
 		}
-		g.transferProgress(to, rp.transfer.OnChunk(frame))
+		next, err := rp.transfer.OnChunk(frame)
+		if err != nil {
+			g.abandonTransfer(to, err)
+			return
+		}
+		g.transferProgress(to, next)
 	}
 }
 
@@ -194,7 +199,7 @@ func (g *group) install(i int, s *vsr.TransferSession) error {
 	r := g.r
 	rp := g.reps[i]
 	if r.cfg.PartitionPlane {
-		if _, offsets, err := s.VerifyPartition(); err != nil {
+		if offsets, err := s.VerifyPartition(); err != nil {
 			return err
 		} else if offsets.NextOffset != s.CommitOp {
 			return fmt.Errorf("offsets end at %d, offer commit %d", offsets.NextOffset, s.CommitOp)

@@ -81,6 +81,27 @@
 // <hex>.deleted, fsyncs partitions/, removes it, then deletes the group's
 // keys; Open removes any *.deleted directory a crash left behind.
 //
+// # Staged transfers
+//
+// A partition state transfer (replica-plane.md 7.7) receives its
+// SEGMENT_LOG artifacts, each a batch file verbatim, into files of a stage
+// (transfer.go, 13.3 rule 5):
+//
+//	<store dir>/transfer/<group, 16 hex digits>.<stage number>/<frontier, 20 digits>.log.part
+//
+// written as chunks arrive and fsynced when complete. Reserve refuses an
+// offer whose segments would cut into the hard disk reserve (on a fresh
+// statfs, not counting the files the install will delete), and each write
+// is admitted like a batch append. InstallStaged, after DeletePartition,
+// renames the files into the group's directory as <frontier>.log and
+// fsyncs it and partitions/; the group is indexed again, from the files,
+// on its next use. Each stage has its own directory (the number counts
+// the store's stages), so a transfer that is stopping deletes only its
+// own while its group's next one starts; Open deletes transfer/ whole (a
+// transfer does not survive a restart: the partition asks again). The
+// 13.3 rule 5 reuse of a staged file matching a later manifest entry is
+// not done: a new stage starts empty.
+//
 // # Recovery
 //
 // A group's files are walked in name order on first use. The log is the
@@ -253,7 +274,8 @@
 //
 // # File permissions
 //
-// The store creates its folder, partitions/ and every group folder 0700,
+// The store creates its folder, partitions/, transfer/ and every group and
+// stage folder 0700,
 // and batch files 0600: they hold password hashes, tokens and messages.
 // badger (and ristretto under it) creates its files 0666 with no option to
 // change it, so their mode is the process umask's: cmd/node sets the umask

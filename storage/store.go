@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -161,6 +162,8 @@ type Store struct {
 
 	space *Space // nil: no disk space guard
 
+	stages atomic.Uint64 // staged transfers made (transfer.go)
+
 	beforeSync func(group uint64) // a test's hook, before each batch-file fsync
 
 	stop     chan struct{}
@@ -191,6 +194,9 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}
 	partsDir, err := openPartitionsDir(dir)
+	if err == nil {
+		err = removeStagedTransfers(dir)
+	}
 	if err != nil {
 		db.Close()
 		space.close()

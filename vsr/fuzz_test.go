@@ -79,11 +79,11 @@ func FuzzTransferSession(f *testing.F) {
 				_, _ = s.OnTarget(append([]byte(nil), target...))
 			}
 			if len(chunk) >= wire.HeaderSize {
-				s.OnChunk(append([]byte(nil), chunk...))
+				_, _ = s.OnChunk(append([]byte(nil), chunk...))
 			}
 			_, _ = s.Tick(1)
 			if partition {
-				_, _, _ = s.VerifyPartition()
+				_, _ = s.VerifyPartition()
 				_, _ = s.GroupRoster()
 			} else {
 				_, _, _, _, _ = s.Verify()

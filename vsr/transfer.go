@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 
 	"iggynode/wire"
 )
@@ -15,6 +16,13 @@ import (
 // peer's StateTransferTarget and StateChunk frames and ticks, and sends
 // what it returns. The core only says when a transfer is needed
 // (Ready.NeedTransfer) and takes the installed commit point (Installed).
+//
+// A session checks what arrives as it arrives: each artifact is hashed
+// chunk by chunk and each SEGMENT_LOG artifact walked record by record
+// (13.3 rule 3), so verifying needs no second pass over the bytes and a
+// partition session can keep its segments out of memory: with a Stage,
+// SEGMENT_LOG chunks go there (the node stages them in files, 13.3 rule
+// 5) and only the offsets and the roster are held.
 
 // TransferSession is one metadata state transfer from one peer.
 type TransferSession struct {
@@ -36,10 +44,25 @@ type TransferSession struct {
 	// ChunkMax is C of 7.6 step 4: min(256 KiB, max_message_size - 256).
 	ChunkMax int
 
-	Manifest  *wire.StateManifest
+	Manifest *wire.StateManifest
+	// Artifacts holds the artifacts kept in memory as they arrive; the
+	// entry of one that went to Stage stays empty.
 	Artifacts [][]byte
+	// Stage, set before the offer arrives, takes a partition session's
+	// SEGMENT_LOG artifacts (nil: they are kept in Artifacts).
+	Stage     SegmentStage
 	CommitOp  uint64
 	CommitMax uint64
+	// received counts each artifact's bytes so far; sums holds the H64 of
+	// each complete one and ends, of a SEGMENT_LOG one, the offset after
+	// its last record; hash and walk are the pending artifact's so far.
+	received   []uint64
+	sums, ends []uint64
+	hash       hash.Hash64
+	walk       segmentWalk
+	// failed is the error OnChunk ended the session with: sticky, so a
+	// session that completed around it never verifies.
+	failed error
 	// idle counts ticks without progress; attempts the stall retries in a
 	// row (7.6 step 7).
 	idle, attempts int
@@ -55,6 +78,20 @@ const (
 	transferChunkMax   = 256 << 10
 	transferMaxRetries = 5
 )
+
+// SegmentStage keeps the SEGMENT_LOG artifacts of a partition session
+// out of memory (replica-plane.md 13.3 rule 5). Its errors end the
+// session; the shell that made it deletes what it staged.
+type SegmentStage interface {
+	// Reserve is told, as an offer is accepted, how many bytes its
+	// segments hold: an error (no room for them) refuses the offer.
+	Reserve(bytes uint64) error
+	// Write appends chunk to artifact i, the segment whose first record's
+	// base_offset is frontier.
+	Write(i int, frontier uint64, chunk []byte) error
+	// Seal is told that artifact i is complete, so it is made durable.
+	Seal(i int) error
+}
 
 // Errors a session ends with.
 var (
@@ -94,8 +131,8 @@ func (s *TransferSession) Request() Envelope {
 	i := s.pending()
 	e := s.Manifest.Entries[i]
 	q := wire.RequestStateChunkHeader{Cluster: s.cluster, Replica: s.replica, Nonce: s.Nonce, Group: s.group,
-		Offset: uint64(len(s.Artifacts[i])), Artifact: uint32(i),
-		Len: uint32(min(uint64(s.ChunkMax), e.Len-uint64(len(s.Artifacts[i]))))}
+		Offset: s.received[i], Artifact: uint32(i),
+		Len: uint32(min(uint64(s.ChunkMax), e.Len-s.received[i]))}
 	q.Encode(wire.HeaderOf(head))
 	return Envelope{To: s.Peer, Head: head}
 }
@@ -103,7 +140,7 @@ func (s *TransferSession) Request() Envelope {
 // pending is the first incomplete artifact (len(Entries) when all are).
 func (s *TransferSession) pending() int {
 	for i, e := range s.Manifest.Entries {
-		if uint64(len(s.Artifacts[i])) < e.Len {
+		if s.received[i] < e.Len {
 			return i
 		}
 	}
@@ -117,8 +154,9 @@ func (s *TransferSession) Complete() bool {
 
 // OnTarget takes the peer's StateTransferTarget frame (7.6 step 3). It
 // returns the next request to send, or an error that ends the session:
-// ErrTransferRefused for a refusal (the caller falls back to repair).
-// Frames for another session or a duplicate offer are ignored (nil, nil).
+// ErrTransferRefused for a refusal (the caller falls back to repair), or
+// the Stage's refusal to reserve room for the segments. Frames for
+// another session or a duplicate offer are ignored (nil, nil).
 func (s *TransferSession) OnTarget(frame []byte) (*Envelope, error) {
 	t, err := wire.DecodeStateTransferTargetHeader(wire.HeaderOf(frame))
 	if err != nil || t.Nonce != s.Nonce || t.Group != s.group || t.Replica != s.Peer || s.Manifest != nil {
@@ -134,12 +172,28 @@ func (s *TransferSession) OnTarget(frame []byte) (*Envelope, error) {
 	if !s.acceptable(m) || t.CommitOp > t.CommitMax {
 		return nil, nil
 	}
-	s.Manifest, s.CommitOp, s.CommitMax, s.View = &m, t.CommitOp, t.CommitMax, t.View
-	s.Artifacts = make([][]byte, len(m.Entries))
+	n := len(m.Entries)
+	s.Artifacts, s.received, s.sums, s.ends = make([][]byte, n), make([]uint64, n), make([]uint64, n), make([]uint64, n)
+	staged := uint64(0)
 	for i, e := range m.Entries {
+		s.ends[i] = e.Frontier
+		if e.Len == 0 {
+			s.sums[i] = wire.ArtifactChecksum(nil)
+		}
+		if s.staged(e) {
+			staged += e.Len
+			continue
+		}
 		// Grown as chunks arrive: a manifest's lengths are the peer's word.
 		s.Artifacts[i] = make([]byte, 0, min(e.Len, uint64(s.ChunkMax)))
 	}
+	if staged > 0 {
+		if err := s.Stage.Reserve(staged); err != nil {
+			return nil, fmt.Errorf("vsr: no room to stage the offer's %d segment bytes: %w", staged, err)
+		}
+	}
+	s.Manifest, s.CommitOp, s.CommitMax, s.View = &m, t.CommitOp, t.CommitMax, t.View
+	s.hash = wire.NewArtifactHash()
 	s.idle, s.attempts = 0, 0
 	if s.Complete() {
 		return nil, nil
@@ -174,28 +228,124 @@ func (s *TransferSession) acceptable(m wire.StateManifest) bool {
 	return total <= maxManifestBytes && snapshot
 }
 
+// staged reports whether artifact e goes to the Stage.
+func (s *TransferSession) staged(e wire.ManifestEntry) bool {
+	return s.partition && s.Stage != nil && e.Kind == wire.ArtifactSegmentLog
+}
+
 // OnChunk takes a StateChunk frame (7.6 step 6) and returns the next
 // request, or nil when the chunk is not the one awaited or the transfer
-// is complete (check Complete).
-func (s *TransferSession) OnChunk(frame []byte) *Envelope {
+// is complete (check Complete). It fails, ending the session, when the
+// Stage does or a segment stops walking (13.3 rule 3: the artifact is
+// undecodable, fetching the rest of it would be wasted).
+func (s *TransferSession) OnChunk(frame []byte) (*Envelope, error) {
+	if s.failed != nil {
+		return nil, s.failed
+	}
+	next, err := s.onChunk(frame)
+	s.failed = err
+	return next, err
+}
+
+func (s *TransferSession) onChunk(frame []byte) (*Envelope, error) {
 	c, err := wire.DecodeStateChunkHeader(wire.HeaderOf(frame))
 	if err != nil || c.Nonce != s.Nonce || c.Group != s.group || s.Manifest == nil || s.Complete() {
-		return nil
+		return nil, nil
 	}
 	i := s.pending()
 	body := frame[wire.HeaderSize:]
 	e := s.Manifest.Entries[i]
-	if int(c.Artifact) != i || c.Offset != uint64(len(s.Artifacts[i])) || len(body) == 0 ||
+	if int(c.Artifact) != i || c.Offset != s.received[i] || len(body) == 0 ||
 		c.Offset+uint64(len(body)) > e.Len {
-		return nil
+		return nil, nil
 	}
-	s.Artifacts[i] = append(s.Artifacts[i], body...)
+	if s.staged(e) {
+		if err := s.Stage.Write(i, e.Frontier, body); err != nil {
+			return nil, fmt.Errorf("vsr: stage artifact %d: %w", i, err)
+		}
+	} else {
+		s.Artifacts[i] = append(s.Artifacts[i], body...)
+	}
+	_, _ = s.hash.Write(body)
+	segment := s.partition && e.Kind == wire.ArtifactSegmentLog
+	if segment {
+		if s.received[i] == 0 {
+			s.walk = segmentWalk{next: e.Frontier}
+		}
+		if err := s.walk.feed(body); err != nil {
+			return nil, fmt.Errorf("vsr: segment at %d: %w", e.Frontier, err)
+		}
+	}
+	s.received[i] += uint64(len(body))
+	if s.received[i] == e.Len {
+		s.sums[i] = s.hash.Sum64()
+		s.hash.Reset()
+		if segment {
+			if err := s.walk.end(); err != nil {
+				return nil, fmt.Errorf("vsr: segment at %d: %w", e.Frontier, err)
+			}
+			s.ends[i] = s.walk.next
+		}
+		if s.staged(e) {
+			if err := s.Stage.Seal(i); err != nil {
+				return nil, fmt.Errorf("vsr: stage artifact %d: %w", i, err)
+			}
+		}
+	}
 	s.idle, s.attempts = 0, 0
 	if s.Complete() {
-		return nil
+		return nil, nil
 	}
 	next := s.Request()
-	return &next
+	return &next, nil
+}
+
+// segmentWalk checks a SEGMENT_LOG artifact record by record as its
+// bytes arrive (13.3 rule 3): the records walk it by batch_length, and
+// each one's base_offset is next (the frontier, then the one before's
+// plus its message_count).
+type segmentWalk struct {
+	next uint64
+	// skip is what is left of the current record after its header; head
+	// gathers a header that spans chunks, fill of it so far.
+	skip uint64
+	head [wire.BatchHeaderSize]byte
+	fill int
+	err  error
+}
+
+func (w *segmentWalk) feed(p []byte) error {
+	for len(p) > 0 && w.err == nil {
+		if w.skip > 0 {
+			n := min(w.skip, uint64(len(p)))
+			w.skip -= n
+			p = p[n:]
+			continue
+		}
+		n := copy(w.head[w.fill:], p)
+		w.fill += n
+		p = p[n:]
+		if w.fill < len(w.head) {
+			break
+		}
+		w.fill = 0
+		b := wire.Batch(w.head[:])
+		if b.Length() < wire.BatchHeaderSize || b.BaseOffset() != w.next || b.MessageCount() == 0 {
+			w.err = fmt.Errorf("a batch at %d does not walk", w.next)
+			break
+		}
+		w.next += uint64(b.MessageCount())
+		w.skip = b.Length() - wire.BatchHeaderSize
+	}
+	return w.err
+}
+
+// end reports whether the walk ended on a record boundary.
+func (w *segmentWalk) end() error {
+	if w.err == nil && (w.fill > 0 || w.skip > 0) {
+		return fmt.Errorf("ends inside the batch at %d", w.next)
+	}
+	return w.err
 }
 
 // Tick is the stall retry of 7.6 step 7: every retryTicks without
@@ -222,11 +372,14 @@ func (s *TransferSession) Tick(retryTicks int) (*Envelope, error) {
 // and the kinds are exactly one METADATA_SNAPSHOT and one CLIENT_TABLE.
 // It returns the two artifacts.
 func (s *TransferSession) Verify() (snapshot, table []byte, tableFrontier, snapshotFrontier uint64, err error) {
+	if s.failed != nil {
+		return nil, nil, 0, 0, s.failed
+	}
 	if !s.Complete() {
 		return nil, nil, 0, 0, errors.New("vsr: state transfer incomplete")
 	}
 	for i, e := range s.Manifest.Entries {
-		if wire.ArtifactChecksum(s.Artifacts[i]) != e.Checksum {
+		if s.sums[i] != e.Checksum {
 			return nil, nil, 0, 0, fmt.Errorf("vsr: artifact %d (%v) checksum mismatch", i, e.Kind)
 		}
 		switch {
@@ -251,20 +404,22 @@ func (s *TransferSession) Verify() (snapshot, table []byte, tableFrontier, snaps
 // every artifact's H64 matches, each SEGMENT_LOG walks exactly as stamped
 // batches whose base offsets follow one another from its frontier, the
 // segments are contiguous, and the ICO1 offsets decode. It returns the
-// batches in offset order and the offsets.
-func (s *TransferSession) VerifyPartition() (batches [][]byte, offsets wire.ConsumerOffsetsArtifact, err error) {
+// offsets; the segments are in Artifacts, or staged.
+func (s *TransferSession) VerifyPartition() (offsets wire.ConsumerOffsetsArtifact, err error) {
+	if s.failed != nil {
+		return offsets, s.failed
+	}
 	if !s.Complete() {
-		return nil, offsets, errors.New("vsr: state transfer incomplete")
+		return offsets, errors.New("vsr: state transfer incomplete")
 	}
 	next, first := uint64(0), true
 	for i, e := range s.Manifest.Entries {
-		a := s.Artifacts[i]
-		if wire.ArtifactChecksum(a) != e.Checksum {
-			return nil, offsets, fmt.Errorf("vsr: artifact %d (%v) checksum mismatch", i, e.Kind)
+		if s.sums[i] != e.Checksum {
+			return offsets, fmt.Errorf("vsr: artifact %d (%v) checksum mismatch", i, e.Kind)
 		}
 		if e.Kind == wire.ArtifactConsumerOffsets {
-			if err := offsets.Decode(a); err != nil {
-				return nil, offsets, err
+			if err := offsets.Decode(s.Artifacts[i]); err != nil {
+				return offsets, err
 			}
 			continue
 		}
@@ -272,27 +427,14 @@ func (s *TransferSession) VerifyPartition() (batches [][]byte, offsets wire.Cons
 			continue // GroupRoster
 		}
 		if !first && e.Frontier != next {
-			return nil, offsets, fmt.Errorf("vsr: segment at %d does not follow %d", e.Frontier, next)
+			return offsets, fmt.Errorf("vsr: segment at %d does not follow %d", e.Frontier, next)
 		}
-		next, first = e.Frontier, false
-		for len(a) > 0 {
-			if len(a) < wire.BatchHeaderSize {
-				return nil, offsets, fmt.Errorf("vsr: segment at %d ends inside a batch header", e.Frontier)
-			}
-			b := wire.Batch(a)
-			n := b.Length()
-			if n < wire.BatchHeaderSize || n > uint64(len(a)) || b.BaseOffset() != next || b.MessageCount() == 0 {
-				return nil, offsets, fmt.Errorf("vsr: segment at %d: a batch at %d does not walk", e.Frontier, next)
-			}
-			batches = append(batches, a[:n])
-			next += uint64(b.MessageCount())
-			a = a[n:]
-		}
+		next, first = s.ends[i], false // walked as it arrived (OnChunk)
 	}
 	if !first && offsets.NextOffset < next {
-		return nil, offsets, fmt.Errorf("vsr: offsets artifact's next offset %d below the segments' end %d", offsets.NextOffset, next)
+		return offsets, fmt.Errorf("vsr: offsets artifact's next offset %d below the segments' end %d", offsets.NextOffset, next)
 	}
-	return batches, offsets, nil
+	return offsets, nil
 }
 
 // GroupRosterSize is an ArtifactGroupRoster's length.

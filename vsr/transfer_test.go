@@ -56,11 +56,13 @@ func TestTransferPullsInLockstep(t *testing.T) {
 		if q.Artifact != w.artifact || q.Offset != w.offset || q.Len != w.len {
 			t.Fatalf("request %d: %+v, want %+v", i, q, w)
 		}
-		if s.OnChunk(chunkFrame(s, w.artifact, w.offset+1, []byte("x"))) != nil {
+		if next, err := s.OnChunk(chunkFrame(s, w.artifact, w.offset+1, []byte("x"))); next != nil || err != nil {
 			t.Fatal("a chunk at the wrong offset was taken")
 		}
 		data := all[w.artifact][w.offset : w.offset+uint64(w.len)]
-		next = s.OnChunk(chunkFrame(s, w.artifact, w.offset, data))
+		if next, err = s.OnChunk(chunkFrame(s, w.artifact, w.offset, data)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if next != nil || !s.Complete() {
 		t.Fatal("not complete after the last chunk")
@@ -154,7 +156,7 @@ func TestPartitionTransferCarriesTheGroupRoster(t *testing.T) {
 			if !ok {
 				return s, errors.New("chunk out of range")
 			}
-			next = s.OnChunk(append(h, b...))
+			next, err = s.OnChunk(append(h, b...))
 		}
 		return s, err
 	}
@@ -162,7 +164,7 @@ func TestPartitionTransferCarriesTheGroupRoster(t *testing.T) {
 	if err != nil || !s.Complete() {
 		t.Fatalf("offer with a roster: complete %v, %v", s.Complete(), err)
 	}
-	if _, _, err := s.VerifyPartition(); err != nil {
+	if _, err := s.VerifyPartition(); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := s.GroupRoster(); err != nil || got == nil || *got != ro {
@@ -179,5 +181,144 @@ func TestPartitionTransferCarriesTheGroupRoster(t *testing.T) {
 		if s, err := run(bad...); err == nil && s.Complete() {
 			t.Fatalf("%s: accepted", name)
 		}
+	}
+}
+
+// stampedBatch is a stored batch of count messages at base.
+func stampedBatch(t *testing.T, base uint64, count int) []byte {
+	t.Helper()
+	msgs := make([]wire.Message, count)
+	for i := range msgs {
+		msgs[i] = wire.Message{ID: wire.U128{Lo: base + uint64(i) + 1}, Payload: bytes.Repeat([]byte{byte(i)}, 40+i)}
+	}
+	b, err := wire.AppendBatch(nil, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wire.Batch(b).StampAppend(base, 1000+base)
+	return b
+}
+
+// memoryStage is a SegmentStage that records what it is given.
+type memoryStage struct {
+	reserved uint64
+	refuse   error
+	segments map[int][]byte
+	sealed   map[int]bool
+}
+
+func (m *memoryStage) Reserve(n uint64) error { m.reserved += n; return m.refuse }
+func (m *memoryStage) Write(i int, frontier uint64, chunk []byte) error {
+	if m.sealed[i] {
+		return errors.New("write after seal")
+	}
+	m.segments[i] = append(m.segments[i], chunk...)
+	return nil
+}
+func (m *memoryStage) Seal(i int) error { m.sealed[i] = true; return nil }
+
+// pullPartition runs a partition session with stage against an offer of
+// artifacts (kind, frontier, bytes) in chunks of chunk bytes; it returns
+// the session, the first error and how many chunks were taken.
+func pullPartition(t *testing.T, stage SegmentStage, chunk int, artifacts ...[3]any) (*TransferSession, int, error) {
+	t.Helper()
+	s := NewTransferSession(wire.U128{}, 2, 5, 0, true, wire.HeaderSize+chunk, wire.U128{Lo: 9})
+	s.Stage = stage
+	o := &Offer{CommitOp: 7, CommitMax: 7}
+	for _, a := range artifacts {
+		o.Add(a[0].(wire.ArtifactKind), a[1].(uint64), a[2].([]byte))
+	}
+	sv := Server{Group: 5, CommitMax: 7}
+	head, body := sv.Target(s.Nonce, o, false)
+	next, err := s.OnTarget(append(head, body...))
+	taken := 0
+	for err == nil && next != nil {
+		q, qerr := wire.DecodeRequestStateChunkHeader(wire.HeaderOf(next.Head))
+		if qerr != nil {
+			t.Fatal(qerr)
+		}
+		h, b, _, ok := sv.Chunk(o, q, uint32(chunk))
+		if !ok {
+			t.Fatalf("chunk request %+v out of range", q)
+		}
+		taken++
+		next, err = s.OnChunk(append(h, b...))
+	}
+	return s, taken, err
+}
+
+// 13.3 rules 3 and 5: with a Stage, a partition session hands every
+// SEGMENT_LOG byte to it as it arrives (the records walked across chunk
+// boundaries) and keeps only the offsets in memory; it asks the stage to
+// reserve the segments' bytes first and seals each one when complete.
+func TestPartitionTransferStagesItsSegments(t *testing.T) {
+	segA := append(stampedBatch(t, 10, 3), stampedBatch(t, 13, 2)...)
+	segB := stampedBatch(t, 15, 4)
+	offsets := wire.ConsumerOffsetsArtifact{NextOffset: 19}.AppendTo(nil)
+	stage := &memoryStage{segments: map[int][]byte{}, sealed: map[int]bool{}}
+	s, _, err := pullPartition(t, stage, 100, // headers of 256 bytes span three chunks
+		[3]any{wire.ArtifactSegmentLog, uint64(10), segA}, [3]any{wire.ArtifactSegmentLog, uint64(15), segB},
+		[3]any{wire.ArtifactConsumerOffsets, uint64(7), offsets})
+	if err != nil || !s.Complete() {
+		t.Fatalf("complete %v, %v", s.Complete(), err)
+	}
+	if stage.reserved != uint64(len(segA)+len(segB)) {
+		t.Fatalf("reserved %d, want %d", stage.reserved, len(segA)+len(segB))
+	}
+	if !bytes.Equal(stage.segments[0], segA) || !bytes.Equal(stage.segments[1], segB) || !stage.sealed[0] || !stage.sealed[1] {
+		t.Fatalf("staged %d and %d bytes, sealed %v", len(stage.segments[0]), len(stage.segments[1]), stage.sealed)
+	}
+	if len(s.Artifacts[0])+len(s.Artifacts[1]) != 0 || !bytes.Equal(s.Artifacts[2], offsets) {
+		t.Fatalf("in memory: %d, %d and %d bytes", len(s.Artifacts[0]), len(s.Artifacts[1]), len(s.Artifacts[2]))
+	}
+	got, err := s.VerifyPartition()
+	if err != nil || got.NextOffset != 19 {
+		t.Fatalf("verify: %v, next offset %d", err, got.NextOffset)
+	}
+
+	// The walk runs as bytes arrive: a record at the wrong offset ends
+	// the session at the chunk that shows it, not after the whole artifact.
+	bad := append(stampedBatch(t, 10, 3), stampedBatch(t, 14, 2)...) // 13 expected
+	bad = append(bad, bytes.Repeat(stampedBatch(t, 16, 1), 20)...)
+	stage = &memoryStage{segments: map[int][]byte{}, sealed: map[int]bool{}}
+	s, taken, err := pullPartition(t, stage, 100,
+		[3]any{wire.ArtifactSegmentLog, uint64(10), bad}, [3]any{wire.ArtifactConsumerOffsets, uint64(7), offsets})
+	if err == nil || taken*100 >= len(bad)/2 {
+		t.Fatalf("a segment that does not walk: %v after %d of %d chunks", err, taken, len(bad)/100+1)
+	}
+	if _, verr := s.VerifyPartition(); verr == nil {
+		t.Fatal("a failed session verified")
+	}
+
+	// A segment that ends inside a record fails as it completes, and the
+	// failure sticks.
+	short := segA[:len(segA)-1]
+	stage = &memoryStage{segments: map[int][]byte{}, sealed: map[int]bool{}}
+	s, _, err = pullPartition(t, stage, 100,
+		[3]any{wire.ArtifactSegmentLog, uint64(10), short}, [3]any{wire.ArtifactConsumerOffsets, uint64(7), offsets})
+	if err == nil {
+		t.Fatal("a segment ending inside a batch was taken")
+	}
+	if _, verr := s.VerifyPartition(); verr == nil {
+		t.Fatal("a segment ending inside a batch verified")
+	}
+
+	// No room to stage: the offer is refused before any chunk is asked.
+	stage = &memoryStage{segments: map[int][]byte{}, sealed: map[int]bool{}, refuse: errors.New("disk full")}
+	if _, taken, err := pullPartition(t, stage, 100,
+		[3]any{wire.ArtifactSegmentLog, uint64(10), segA}, [3]any{wire.ArtifactConsumerOffsets, uint64(7), offsets}); err == nil || taken != 0 {
+		t.Fatalf("no room: %v after %d chunks", err, taken)
+	}
+
+	// Without a Stage the same segments stay in memory and verify alike,
+	// and a gap between segments fails.
+	s, _, err = pullPartition(t, nil, 100,
+		[3]any{wire.ArtifactSegmentLog, uint64(10), segA}, [3]any{wire.ArtifactSegmentLog, uint64(16), stampedBatch(t, 16, 3)},
+		[3]any{wire.ArtifactConsumerOffsets, uint64(7), offsets})
+	if err != nil || !bytes.Equal(s.Artifacts[0], segA) {
+		t.Fatalf("in memory: %v", err)
+	}
+	if _, err := s.VerifyPartition(); err == nil {
+		t.Fatal("segments with a gap verified")
 	}
 }

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/binary"
 	"fmt"
+	"hash"
 
 	"github.com/zeebo/xxh3"
 )
@@ -321,8 +322,13 @@ const (
 )
 
 // ArtifactChecksum is a manifest entry's checksum: H64 of the artifact
-// bytes, not widened (2.6). A streaming xxh3 hasher gives the same value.
+// bytes, not widened (2.6).
 func ArtifactChecksum(artifact []byte) uint64 { return xxh3.Hash(artifact) }
+
+// NewArtifactHash is ArtifactChecksum over an artifact written in pieces
+// (a receiver hashes chunks as they arrive): its Sum64 equals
+// ArtifactChecksum of the concatenation.
+func NewArtifactHash() hash.Hash64 { return xxh3.New() }
 
 // ManifestEntry describes one artifact (7.8.1). Frontier means: snapshot
 // sequence number (METADATA_SNAPSHOT), commit_op (CLIENT_TABLE and

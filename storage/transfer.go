@@ -1,0 +1,203 @@
+package storage
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Staged state transfers (doc.go, "Staged transfers"; replica-plane.md
+// 13.3 rule 5): a partition transfer writes each SEGMENT_LOG artifact it
+// receives to <store>/transfer/<group, 16 hex digits>.<stage>/<frontier,
+// 20 digits>.log.part, fsynced once complete, and the install renames the
+// files into the group's batch directory as <frontier>.log. The artifact
+// is a batch file verbatim (13.3 rule 1, batchfiles.go), so nothing is
+// read back or written twice, and the receiver holds no segment in
+// memory. The staging directory is outside the group's own, which the
+// install deletes (DeletePartition) before it renames, and each stage has
+// its own (<stage> counts the store's stages), so a transfer actor that
+// is stopping while its group's next one starts deletes only its own.
+const (
+	transferDirName = "transfer"
+	stagedFileExt   = ".part"
+)
+
+// TransferStage is one incoming partition transfer's staged segments. The
+// transfer's actor writes it; the partition actor installs it after the
+// transfer reported completion (its methods are not safe for concurrent
+// use, and are not used concurrently).
+type TransferStage struct {
+	s     *Store
+	group uint64
+	dir   string
+	files []*stagedFile // in the order they were written: ascending frontier
+	open  *stagedFile   // the one being written
+}
+
+type stagedFile struct {
+	artifact int
+	frontier uint64
+	path     string
+	f        *os.File
+	size     int64
+	sealed   bool
+}
+
+// StageTransfer starts staging a transfer into group, in a directory of
+// its own. Its owner deletes it (Discard); Open deletes any a crash left.
+func (s *Store) StageTransfer(group uint64) (*TransferStage, error) {
+	dir := filepath.Join(s.dir, transferDirName, fmt.Sprintf("%016x.%d", group, s.stages.Add(1)))
+	if err := os.MkdirAll(dir, dirMode); err != nil {
+		return nil, fmt.Errorf("storage: stage transfer of group %d: %w", group, err)
+	}
+	return &TransferStage{s: s, group: group, dir: dir}, nil
+}
+
+// removeStagedTransfers deletes every staged transfer (Open: no transfer
+// survives a restart; the partitions ask again).
+func removeStagedTransfers(storeDir string) error {
+	return os.RemoveAll(filepath.Join(storeDir, transferDirName))
+}
+
+// Reserve refuses segments of n bytes that would cut into the hard disk
+// reserve, on a fresh statfs. The partition's present files, which the
+// install deletes, are not counted as free: a transfer never depends on
+// deleting data before its own is safe.
+func (t *TransferStage) Reserve(n uint64) error {
+	if !t.s.space.Fits(int64(min(n, 1<<62))) {
+		return fmt.Errorf("%w: %d bytes of staged segments would cut into the hard reserve", ErrNoSpace, n)
+	}
+	return nil
+}
+
+// Write appends chunk to artifact i, a segment starting at frontier; the
+// first chunk of an artifact creates its file. Artifacts arrive one after
+// the other, each complete (Seal) before the next starts.
+func (t *TransferStage) Write(i int, frontier uint64, chunk []byte) error {
+	if t.open == nil || t.open.artifact != i {
+		if t.open != nil {
+			return fmt.Errorf("storage: staged artifact %d started before %d was sealed", i, t.open.artifact)
+		}
+		if n := len(t.files); n > 0 && t.files[n-1].frontier >= frontier {
+			return fmt.Errorf("storage: staged segment at %d after one at %d", frontier, t.files[n-1].frontier)
+		}
+		path := filepath.Join(t.dir, batchFileName(frontier)+stagedFileExt)
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, fileMode)
+		if err != nil {
+			return fmt.Errorf("storage: %w", err)
+		}
+		t.open = &stagedFile{artifact: i, frontier: frontier, path: path, f: f}
+		t.files = append(t.files, t.open)
+	}
+	if err := t.s.space.admitBatch(int64(len(chunk))); err != nil {
+		return err
+	}
+	n, err := t.open.f.Write(chunk)
+	t.open.size += int64(n)
+	t.s.space.charge(int64(n))
+	if err != nil {
+		if IsNoSpace(err) {
+			t.s.space.sawNoSpace()
+		}
+		return fmt.Errorf("storage: stage %s: %w", t.open.path, err)
+	}
+	return nil
+}
+
+// Seal fsyncs and closes artifact i's file.
+func (t *TransferStage) Seal(i int) error {
+	bf := t.open
+	if bf == nil || bf.artifact != i {
+		return nil // empty: no file was made for it
+	}
+	t.open = nil
+	err := bf.f.Sync()
+	if cerr := bf.f.Close(); err == nil {
+		err = cerr
+	}
+	bf.f = nil
+	if err != nil {
+		return fmt.Errorf("storage: stage %s: %w", bf.path, err)
+	}
+	bf.sealed = true
+	return nil
+}
+
+// Bytes is the size of what was staged so far.
+func (t *TransferStage) Bytes() int64 {
+	var n int64
+	for _, f := range t.files {
+		n += f.size
+	}
+	return n
+}
+
+// Discard deletes what the stage holds (after an install: the emptied
+// directory). It is idempotent.
+func (t *TransferStage) Discard() error {
+	if t == nil {
+		return nil
+	}
+	if t.open != nil {
+		_ = t.open.f.Close()
+		t.open = nil
+	}
+	t.files = nil
+	if err := os.RemoveAll(t.dir); err != nil {
+		return fmt.Errorf("storage: discard staged transfer of group %d: %w", t.group, err)
+	}
+	return nil
+}
+
+// InstallStaged makes the staged segments the group's batch files: each
+// is renamed to <frontier>.log in the group's directory, then the
+// directory and its parent are fsynced. The group must hold no batch
+// file (DeletePartition first); the caller writes the rest of the
+// partition's state and syncs the store. The files are indexed on the
+// group's next use, by the walk boot does (loadGroup).
+func (s *Store) InstallStaged(t *TransferStage) error {
+	if t.open != nil {
+		return fmt.Errorf("storage: install of group %d with artifact %d unsealed", t.group, t.open.artifact)
+	}
+	g := s.groupLog(t.group)
+	g.appending.Lock()
+	defer g.appending.Unlock()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := s.loadGroup(g); err != nil {
+		return err
+	}
+	if len(g.files) > 0 {
+		return fmt.Errorf("storage: install into group %d, which holds batch files", t.group)
+	}
+	if err := os.Mkdir(g.dir, dirMode); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("storage: %w", err)
+	}
+	if !slices.IsSortedFunc(t.files, func(a, b *stagedFile) int { return cmp.Compare(a.frontier, b.frontier) }) {
+		return fmt.Errorf("storage: staged segments of group %d out of order", t.group)
+	}
+	for _, f := range t.files {
+		if !f.sealed {
+			return fmt.Errorf("storage: install of group %d with %s unsealed", t.group, f.path)
+		}
+		dst := filepath.Join(g.dir, strings.TrimSuffix(filepath.Base(f.path), stagedFileExt))
+		if err := os.Rename(f.path, dst); err != nil {
+			s.invalidate(g)
+			return fmt.Errorf("storage: install %s: %w", f.path, err)
+		}
+	}
+	t.files = nil
+	s.invalidate(g) // walked afresh on next use
+	if err := fsyncPath(g.dir); err != nil {
+		return s.syncer.fail(err)
+	}
+	if err := fsyncPath(s.partsDir); err != nil {
+		return s.syncer.fail(err)
+	}
+	return nil
+}

@@ -1,0 +1,123 @@
+package storage
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"iggynode/wire"
+)
+
+// stage writes segments (each a list of batches) into a new stage of
+// group in chunks of chunk bytes, sealing each.
+func stage(t *testing.T, s *Store, group uint64, chunk int, segments ...[][]byte) *TransferStage {
+	t.Helper()
+	ts, err := s.StageTransfer(group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, seg := range segments {
+		data := bytes.Join(seg, nil)
+		frontier := uint64(0)
+		if len(seg) > 0 {
+			frontier = wire.Batch(seg[0]).BaseOffset()
+		}
+		for len(data) > 0 {
+			n := min(chunk, len(data))
+			if err := ts.Write(i, frontier, data[:n]); err != nil {
+				t.Fatal(err)
+			}
+			data = data[n:]
+		}
+		if err := ts.Seal(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ts
+}
+
+// replica-plane.md 13.3 rule 5: staged segments are files under
+// <store>/transfer, fsynced as they are sealed; the install renames them
+// into the group's batch directory, where they are the group's batches
+// (read, appended to, and kept across a reopen), and leaves no staged
+// file behind; Open deletes a stage a crash left.
+func TestStagedSegmentsInstallAsTheGroupsBatchFiles(t *testing.T) {
+	s := openTest(t)
+	a, b, c := makeBatch(t, 10, 3, 500, 1), makeBatch(t, 13, 2, 900, 2), makeBatch(t, 15, 4, 300, 3)
+	if err := s.AppendBatch(7, 0, makeBatch(t, 0, 5, 100, 9), true); err != nil { // the old state the install replaces
+		t.Fatal(err)
+	}
+	ts := stage(t, s, 7, 1000, [][]byte{a, b}, [][]byte{c})
+	staged, _ := filepath.Glob(filepath.Join(s.Dir(), transferDirName, "*", "*.log.part"))
+	if len(staged) != 2 || ts.Bytes() != int64(len(a)+len(b)+len(c)) {
+		t.Fatalf("staged files %v, %d bytes", staged, ts.Bytes())
+	}
+	if err := s.InstallStaged(ts); err == nil {
+		t.Fatal("installed over a group that holds batch files")
+	}
+	if err := s.DeletePartition(7); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.InstallStaged(ts); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Discard(); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := os.ReadDir(filepath.Join(s.Dir(), transferDirName)); len(left) != 0 {
+		t.Fatalf("left in the staging directory: %v", left)
+	}
+	want := []kv{{10, a}, {13, b}, {15, c}}
+	if got := scanBatches(t, s, 7, 0); !slices.EqualFunc(got, want, func(x, y kv) bool { return x.n == y.n && bytes.Equal(x.b, y.b) }) {
+		t.Fatalf("after install: %v", keysOf(got))
+	}
+	d := makeBatch(t, 19, 1, 100, 4)
+	if err := s.AppendBatch(7, 19, d, true); err != nil {
+		t.Fatal(err)
+	}
+	// A stage nobody discarded (a crash) is gone after a reopen; the
+	// installed batches are not.
+	_ = stage(t, s, 8, 1<<20, [][]byte{makeBatch(t, 0, 1, 100, 5)})
+	s = reopen(t, s)
+	if left, _ := os.ReadDir(filepath.Join(s.Dir(), transferDirName)); len(left) != 0 {
+		t.Fatalf("a leftover stage survived Open: %v", left)
+	}
+	if got := keysOf(scanBatches(t, s, 7, 0)); !slices.Equal(got, []uint64{10, 13, 15, 19}) {
+		t.Fatalf("after reopen: %v", got)
+	}
+}
+
+// A stage refuses what does not fit above the hard reserve, both the
+// reservation and a write, and an unsealed stage is not installed.
+func TestStagingRespectsTheDiskReserveAndSealing(t *testing.T) {
+	const mib = 1 << 20
+	fs := &fakeFS{}
+	fs.free.Store(MinReserveHard + 3*mib/2)
+	s := openWith(t, t.TempDir(), func(o *Options) {
+		o.Space = SpaceOptions{ReserveSoft: MinReserveHard, ReserveHard: MinReserveHard, CheckInterval: time.Hour, Statfs: fs.statfs}
+	})
+	ts, err := s.StageTransfer(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ts.Discard()
+	if err := ts.Reserve(2 * mib); !IsNoSpace(err) {
+		t.Fatalf("Reserve(2 MiB) with 1.5 MiB free: %v", err)
+	}
+	if err := ts.Reserve(mib); err != nil {
+		t.Fatalf("Reserve(1 MiB) with 1.5 MiB free: %v", err)
+	}
+	fs.free.Add(-mib) // what the write below takes of the filesystem
+	if err := ts.Write(0, 0, make([]byte, mib)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Write(0, 0, make([]byte, mib)); !IsNoSpace(err) {
+		t.Fatalf("a second MiB with 0.5 MiB left: %v", err)
+	}
+	if err := s.InstallStaged(ts); err == nil {
+		t.Fatal("an unsealed stage was installed")
+	}
+}
