@@ -334,3 +334,43 @@ func TestAPartitionTransferStagesItsSegmentsOnDisk(t *testing.T) {
 		return fmt.Sprintf("left staged after the install: %v", left)
 	})
 }
+
+// A receiver without room for the segments above its hard disk reserve
+// refuses the offer before it fetches a byte (no crash, no actor
+// restart, nothing installed) and goes on asking; once space is freed
+// the transfer installs.
+func TestAPartitionTransferWaitsForRoomToStage(t *testing.T) {
+	fs := testutil.MountSmallFS(t, 32<<20)
+	nodes, groups, relink, logs := lateTopic(t, 1, 1, func(o *Options) {
+		if o.Config.Cluster.ReplicaID == 2 {
+			smallDisk(o, fs, testReserveSoft, testReserveHard)
+		}
+	})
+	ctx, c := rootClient(t, nodes[0])
+	for i := range 4 { // 4 MiB of segments
+		msg := client.NewMessage(bytes.Repeat([]byte{byte(i)}, 1<<20))
+		if _, err := c.SendMessages(ctx, wire.Named("late"), wire.ID(0), wire.PartitionID(0), []wire.Message{msg}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	late := nodes[2]
+	filler := fill(t, late, fs, testReserveHard+2<<20)
+	restarts := late.refs.restarts.Load()
+	relink()
+	if !logs.Await("no room to stage", 20*time.Second) {
+		t.Fatalf("no refusal to stage with %d bytes free\n%s", fs.Free(), lastLines(logs.String(), 30))
+	}
+	if got, _ := storedBatches(late, groups[0]); len(got) != 0 {
+		t.Fatalf("installed %d bytes without room to stage them", len(got))
+	}
+	if staged, _ := filepath.Glob(filepath.Join(late.store.Dir(), "transfer", "*", "*")); len(staged) != 0 {
+		t.Fatalf("a refused transfer staged %v", staged)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	waitSameBatches(t, nodes[0], late, groups[0], "the partition once space was freed", logs)
+	if r := late.refs.restarts.Load() - restarts; r != 0 {
+		t.Fatalf("%d actor restarts on the receiver", r)
+	}
+}
