@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"sync/atomic"
@@ -36,18 +37,23 @@ import (
 //     frontier commit_op; for a partition its stored batches as
 //     SEGMENT_LOG artifacts of at most 64 MiB (each a concatenation of
 //     stamped batches, 13.3) and its ICO1 offsets. Offers are cached per
-//     (requester, nonce) until idle for 10 repair retry intervals, and held
-//     in memory. The bytes of the partition offers a node holds are bounded
+//     (requester, nonce) until idle for 10 repair retry intervals. A
+//     partition's segments are not copied: the offer holds handles on its
+//     batch files (storage.SegmentRanges) and reads each chunk from them
+//     as it is asked for, so an offer costs memory only for its offsets;
+//     building it reads the segments once, to hash them, on the partition
+//     actor. The bytes of the partition offers a node holds are bounded
 //     node-wide by partition.transfer_served_cache_bytes_max (7.7 rule 2,
-//     default 2176 MiB), reserved batch by batch while an offer is built:
-//     one that does not fit is refused transiently (the requester asks
-//     again once others expire), and a partition larger than the whole
-//     bound permanently (the operator raises the bound, up to 64 GiB).
+//     default 2176 MiB), which bounds that reading and the files held
+//     open: reserved range by range while an offer is built, one that
+//     does not fit is refused transiently (the requester asks again once
+//     others expire), and a partition larger than the whole bound
+//     permanently (the operator raises the bound, up to 64 GiB).
 //   - A node receives at most 4 partition transfers at once (7.7 rule 1);
 //     a partition that needs one meanwhile waits, asking every tick, and
-//     gives the request back to its core if the view changes first. The receiver holds the fetched
-//     artifacts in memory until the install, so this bounds a catching-up
-//     node's transfer memory to 4 offers.
+//     gives the request back to its core if the view changes first. The
+//     receiver stages the segments it fetches in files (storage.TransferStage,
+//     13.3 rule 5) and holds only the offsets in memory.
 //   - A fetched state that is not ahead of this replica's commit point is
 //     not installed (no table-only install): the replica goes back to
 //     journal repair, which that commit point can reach.
@@ -59,8 +65,10 @@ type transferOffer struct {
 	idle   int
 	served bool // the last artifact's tail went out
 	// reserved is what the offer holds of the node's served-offer bound
-	// (transferLimits), given back when it is dropped.
+	// (transferLimits), given back when it is dropped; release closes
+	// the files it reads its segments from.
 	reserved int64
+	release  func()
 }
 
 // maxPartitionReceivers is 7.7 rule 1: partition transfers a node
@@ -144,7 +152,9 @@ type transferShell struct {
 	waitView uint32
 	// build makes an offer and says what it reserved of the node's served
 	// bound, or says why not (transient: retry later).
-	build func() (o *vsr.Offer, reserved int64, transient bool)
+	// release (nil: nothing) closes what the offer reads its artifacts
+	// from, once it is dropped.
+	build func() (o *vsr.Offer, reserved int64, release func(), transient bool)
 	// rosterOf reads the roster a fetched state applied (nil: the group
 	// keeps its roster, as partition groups do for now), so the core
 	// installs across epochs (InstallAllowedEpoch, InstalledEpoch).
@@ -300,10 +310,11 @@ func (t *transferShell) serveOffer(q wire.RequestStateTransferHeader) {
 		}
 		var built *vsr.Offer
 		var reserved int64
-		if built, reserved, transient = t.build(); built != nil {
-			o = &transferOffer{Offer: built, reserved: reserved}
+		var release func()
+		if built, reserved, release, transient = t.build(); built != nil {
+			o = &transferOffer{Offer: built, reserved: reserved, release: release}
 			t.offers[key] = o
-			t.log.Info("state transfer offered", "group", t.group, "to", q.Replica, "commit_op", o.CommitOp, "artifacts", len(o.Artifacts))
+			t.log.Info("state transfer offered", "group", t.group, "to", q.Replica, "commit_op", o.CommitOp, "artifacts", o.Artifacts())
 		}
 	}
 	var offer *vsr.Offer
@@ -438,6 +449,9 @@ func (t *transferShell) childGone() {
 func (t *transferShell) dropOffer(k offerKey, o *transferOffer) {
 	delete(t.offers, k)
 	t.n.transferLimits.release(o.reserved)
+	if o.release != nil {
+		o.release()
+	}
 }
 
 // close gives back everything the shell holds of the node's transfer
@@ -573,11 +587,11 @@ func (a *transferActor) dropStage() {
 
 // metadataOffer builds the metadata group's offer: only a caught-up
 // primary offers.
-func (m *metadataActor) metadataOffer() (*vsr.Offer, int64, bool) {
+func (m *metadataActor) metadataOffer() (*vsr.Offer, int64, func(), bool) {
 	o := &vsr.Offer{CommitOp: m.core.CommitMin(), CommitMax: m.core.CommitMax()}
 	o.Add(wire.ArtifactMetadataSnapshot, o.CommitOp, m.state.Snapshot())
 	o.Add(wire.ArtifactClientTable, o.CommitOp, m.state.Clients().EncodeICT2(true))
-	return o, 0, false // the served bound is the partitions' (7.7 rule 2)
+	return o, 0, nil, false // the served bound is the partitions' (7.7 rule 2)
 }
 
 // installMetadata is 7.9.4 steps 1-3: verify, make the journal start above
@@ -677,9 +691,9 @@ var (
 // partitionOffer builds a partition's offer (7.7 rule 2): only a caught-up
 // primary that has committed something offers; its committed batches are
 // all in the segments (they are written at commit).
-func (p *partitionActor) partitionOffer() (*vsr.Offer, int64, bool) {
+func (p *partitionActor) partitionOffer() (*vsr.Offer, int64, func(), bool) {
 	if p.core.CommitMax() == 0 {
-		return nil, 0, true
+		return nil, 0, nil, true
 	}
 	if p.drivePending || p.writing != nil || p.core.HasReady() {
 		// A frame stepped since the last drive may have moved commit_min
@@ -687,38 +701,30 @@ func (p *partitionActor) partitionOffer() (*vsr.Offer, int64, bool) {
 		// an offer now would name an op whose batch it lacks, one batch
 		// short for the learner (found by deploy/faults
 		// grow-3-to-5-rebalance). Transient: the requester asks again.
-		return nil, 0, true
+		return nil, 0, nil, true
 	}
 	limits := &p.node.transferLimits
 	var reserved int64 // of the node's served bound, batch by batch
 	// refuse gives back what the build reserved; for the bound being
 	// held by others' offers (they expire once served or idle) it is
 	// transient and counted, and the requester asks again.
-	refuse := func(err error) (*vsr.Offer, int64, bool) {
+	refuse := func(err error) (*vsr.Offer, int64, func(), bool) {
 		limits.release(reserved)
 		if errors.Is(err, errServedFull) {
 			limits.refused.Add(1)
 			p.log.Debug("partition state transfer refused for now", "err", err)
-			return nil, 0, true
+			return nil, 0, nil, true
 		}
 		p.log.Warn("partition state transfer refused", "err", err)
-		return nil, 0, false
+		return nil, 0, nil, false
 	}
 	if size := int64(p.plog.Stats().SizeBytes); size <= limits.servedMax && limits.served.Load()+size > limits.servedMax {
-		// It would not fit now: refused before its batches are read and
-		// copied only to be thrown away. One larger than the whole bound
+		// It would not fit now: refused before its batches are read
+		// only to be thrown away. One larger than the whole bound
 		// is found out by the scan below (the size is the log's count).
 		return refuse(errServedFull)
 	}
 	o := &vsr.Offer{CommitOp: p.core.CommitMin(), CommitMax: p.core.CommitMax()}
-	var cur []byte
-	var frontier uint64
-	flush := func() {
-		if len(cur) > 0 {
-			o.Add(wire.ArtifactSegmentLog, frontier, cur)
-			cur = nil
-		}
-	}
 	// reserve takes n more bytes of the bound for this offer.
 	reserve := func(n int64) error {
 		if reserved+n > limits.servedMax {
@@ -730,35 +736,39 @@ func (p *partitionActor) partitionOffer() (*vsr.Offer, int64, bool) {
 		reserved += n
 		return nil
 	}
-	err := p.node.store.ScanBatches(p.ref.Group, 0, func(base uint64, b []byte) error {
-		if err := reserve(int64(len(b))); err != nil {
-			return err
-		}
-		if len(cur) > 0 && len(cur)+len(b) > segmentArtifactMax {
-			flush()
-		}
-		if len(cur) == 0 {
-			frontier = base
-		}
-		cur = append(cur, b...)
-		return nil
-	})
+	// The segments are served from the batch files, through handles the
+	// offer holds (the files may be deleted meanwhile): hashing them is
+	// the build's one read of them, into one reused buffer.
+	ranges, closeFiles, err := p.node.store.SegmentRanges(p.ref.Group, segmentArtifactMax)
 	if err != nil {
 		return refuse(err)
 	}
-	flush()
+	buf := make([]byte, 1<<20)
+	for _, r := range ranges {
+		if err := reserve(r.Size()); err != nil {
+			closeFiles()
+			return refuse(err)
+		}
+		h := wire.NewArtifactHash()
+		if _, err := io.CopyBuffer(h, io.NewSectionReader(r, 0, r.Size()), buf); err != nil {
+			closeFiles()
+			return refuse(fmt.Errorf("read the segments to offer: %w", err))
+		}
+		o.AddSection(wire.ArtifactSegmentLog, r.Frontier, r.SectionReader, h.Sum64())
+	}
 	offsets, err := p.offsetsArtifact()
 	if err == nil {
-		err = reserve(int64(len(offsets))) // served from memory too
+		err = reserve(int64(len(offsets))) // served from memory
 	}
 	if err != nil {
+		closeFiles()
 		return refuse(err)
 	}
 	o.Add(wire.ArtifactConsumerOffsets, o.CommitOp, offsets)
 	if p.core.Epoch() > 0 { // a joiner takes the group's roster with its state
 		o.Add(wire.ArtifactGroupRoster, o.CommitOp, vsr.EncodeGroupRoster(p.core.Roster(), p.core.EpochOp()))
 	}
-	return o, reserved, false
+	return o, reserved, closeFiles, false
 }
 
 // offsetsArtifact is the partition's ICO1 encoding (7.8.3): its next

@@ -288,7 +288,8 @@ type PartitionConfig struct {
 	MaxOpenFiles uint32 `toml:"max_open_files"`
 	// TransferServedCacheBytesMax bounds, node-wide, the bytes of the
 	// partition state-transfer offers this node holds for serving
-	// (replica-plane.md 7.7 rule 2): an offer beyond it is refused
+	// (replica-plane.md 7.7 rule 2; read from the batch files, which the
+	// offers hold open, not copied): an offer beyond it is refused
 	// transiently, and a partition larger than all of it permanently.
 	TransferServedCacheBytesMax Size `toml:"transfer_served_cache_bytes_max"`
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -200,4 +201,57 @@ func (s *Store) InstallStaged(t *TransferStage) error {
 		return s.syncer.fail(err)
 	}
 	return nil
+}
+
+// SegmentRange is a run of a group's stored batches inside one batch
+// file: a SEGMENT_LOG artifact (13.3 rule 3) a state transfer offer
+// reads from the file as it is served, instead of holding it in memory.
+type SegmentRange struct {
+	Frontier uint64 // base offset of its first batch
+	*io.SectionReader
+}
+
+// SegmentRanges returns the group's visible batches (from its floor) as
+// ranges of their files in offset order, each of at most maxBytes (or a
+// single larger batch), read through handles opened now: a range keeps
+// the bytes its file held at the call, whatever happens to the file
+// afterwards (batch files are append-only; one deleted by retention or
+// with its partition stays readable through the handle). release closes
+// the handles.
+func (s *Store) SegmentRanges(group uint64, maxBytes int64) (ranges []SegmentRange, release func(), err error) {
+	g, err := s.lockedGroup(group)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer g.mu.Unlock()
+	var files []*os.File
+	release = func() {
+		for _, f := range files {
+			_ = f.Close()
+		}
+	}
+	fi, ei, ok := g.locate(g.floor)
+	if !ok {
+		return nil, release, nil
+	}
+	for ; fi < len(g.files); fi, ei = fi+1, 0 {
+		bf := g.files[fi]
+		f, err := os.Open(bf.path)
+		if err != nil {
+			release()
+			return nil, nil, fmt.Errorf("storage: group %d: %w", group, err)
+		}
+		files = append(files, f)
+		es := bf.entries[ei:]
+		for len(es) > 0 {
+			start, n := es[0].pos, 1
+			for n < len(es) && es[n].pos+es[n].length-start <= maxBytes {
+				n++
+			}
+			end := es[n-1].pos + es[n-1].length
+			ranges = append(ranges, SegmentRange{Frontier: es[0].base, SectionReader: io.NewSectionReader(f, start, end-start)})
+			es = es[n:]
+		}
+	}
+	return ranges, release, nil
 }

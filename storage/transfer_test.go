@@ -121,3 +121,51 @@ func TestStagingRespectsTheDiskReserveAndSealing(t *testing.T) {
 		t.Fatal("an unsealed stage was installed")
 	}
 }
+
+// SegmentRanges covers a group's visible batches, from its floor, as
+// ranges of their files split at batch boundaries to at most maxBytes;
+// the ranges read what the files held when they were taken, even after
+// retention deleted the files and the partition was deleted.
+func TestSegmentRangesReadTheFilesAsTheyWere(t *testing.T) {
+	s := openTest(t) // files roll every 64 KiB
+	var batches [][]byte
+	for i := range 12 {
+		b := makeBatch(t, uint64(i*4), 4, 5000, byte(i))
+		if err := s.AppendBatch(3, uint64(i*4), b, false); err != nil {
+			t.Fatal(err)
+		}
+		batches = append(batches, b)
+	}
+	if err := s.DeleteBatchesBelow(3, 8); err != nil { // the floor: batches 0 and 1 hidden
+		t.Fatal(err)
+	}
+	ranges, release, err := s.SegmentRanges(3, 45000) // two batches of ~20 KB per range at most
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if err := s.DeleteBatchesBelow(3, 40); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeletePartition(3); err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	next := uint64(8)
+	for _, r := range ranges {
+		if r.Frontier != next || r.Size() > 45000 {
+			t.Fatalf("range at %d of %d bytes, want one at %d of at most 45000", r.Frontier, r.Size(), next)
+		}
+		b := make([]byte, r.Size())
+		if _, err := r.ReadAt(b, 0); err != nil {
+			t.Fatalf("range at %d after its file was deleted: %v", r.Frontier, err)
+		}
+		for rest := b; len(rest) > 0; rest = rest[wire.Batch(rest).Length():] {
+			next = wire.Batch(rest).BaseOffset() + uint64(wire.Batch(rest).MessageCount())
+		}
+		got = append(got, b...)
+	}
+	if want := bytes.Join(batches[2:], nil); !bytes.Equal(got, want) || len(ranges) < 5 {
+		t.Fatalf("%d ranges of %d bytes, want the %d bytes from the floor", len(ranges), len(got), len(want))
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"io"
 
 	"iggynode/wire"
 )
@@ -526,22 +527,50 @@ func (r *Replica) InstallAllowed(commitOp uint64) bool {
 // Offer is a state transfer offer as its server holds it (7.6 step 2, 7.7
 // rule 2): the artifacts, their manifest and the commit point they are
 // at. The shells build it from their state; answering requests from it
-// is the same for both planes and for the simulator.
+// is the same for both planes and for the simulator. An artifact is held
+// in memory (Add) or read from a file range chunk by chunk (AddSection:
+// a partition's segments, so an offer does not copy the partition).
 type Offer struct {
 	Manifest  []byte
-	Artifacts [][]byte
 	CommitOp  uint64
 	CommitMax uint64
 	entries   []wire.ManifestEntry
+	artifacts []offered
+}
+
+// offered is one artifact: its bytes, or the range they are read from.
+type offered struct {
+	mem     []byte
+	section *io.SectionReader
+}
+
+func (a offered) size() uint64 {
+	if a.section != nil {
+		return uint64(a.section.Size())
+	}
+	return uint64(len(a.mem))
 }
 
 // Add appends an artifact of kind with its frontier (7.8.1).
 func (o *Offer) Add(kind wire.ArtifactKind, frontier uint64, artifact []byte) {
-	o.Artifacts = append(o.Artifacts, artifact)
-	o.entries = append(o.entries, wire.ManifestEntry{Kind: kind, Frontier: frontier, Len: uint64(len(artifact)),
-		Checksum: wire.ArtifactChecksum(artifact)})
+	o.add(kind, frontier, offered{mem: artifact}, wire.ArtifactChecksum(artifact))
+}
+
+// AddSection appends an artifact read from r when asked for, whose H64
+// the caller computed (over the same bytes: a range that changes under
+// the offer fails the receiver's check, 7.6 step 8).
+func (o *Offer) AddSection(kind wire.ArtifactKind, frontier uint64, r *io.SectionReader, checksum uint64) {
+	o.add(kind, frontier, offered{section: r}, checksum)
+}
+
+func (o *Offer) add(kind wire.ArtifactKind, frontier uint64, a offered, checksum uint64) {
+	o.artifacts = append(o.artifacts, a)
+	o.entries = append(o.entries, wire.ManifestEntry{Kind: kind, Frontier: frontier, Len: a.size(), Checksum: checksum})
 	o.Manifest = wire.StateManifest{Entries: o.entries}.AppendTo(o.Manifest[:0])
 }
+
+// Artifacts is the number of artifacts offered.
+func (o *Offer) Artifacts() int { return len(o.artifacts) }
 
 // Server names the replica answering: its cluster, view, id, group and
 // commit_max, which every StateTransferTarget carries (1.4.11).
@@ -572,17 +601,27 @@ func (s Server) Target(nonce wire.U128, o *Offer, transient bool) (head, body []
 
 // Chunk answers a RequestStateChunk from o (7.6 step 5): bytes [offset,
 // offset + min(len, chunkMax)) of the artifact, clipped to its end. ok is
-// false for an artifact or offset out of range (the request is ignored);
-// tail reports that the chunk ends the last artifact.
+// false for an artifact or offset out of range, or a range that could not
+// be read (the request is ignored: the receiver asks again, then gives
+// up); tail reports that the chunk ends the last artifact. A chunk of a
+// section is read into a buffer of its own.
 func (s Server) Chunk(o *Offer, q wire.RequestStateChunkHeader, chunkMax uint32) (head, body []byte, tail, ok bool) {
-	if int(q.Artifact) >= len(o.Artifacts) || q.Offset >= uint64(len(o.Artifacts[q.Artifact])) {
+	if int(q.Artifact) >= len(o.artifacts) || q.Offset >= o.artifacts[q.Artifact].size() {
 		return nil, nil, false, false
 	}
-	a := o.Artifacts[q.Artifact]
-	end := min(q.Offset+uint64(min(q.Len, chunkMax)), uint64(len(a)))
+	a := o.artifacts[q.Artifact]
+	end := min(q.Offset+uint64(min(q.Len, chunkMax)), a.size())
+	if a.section == nil {
+		body = a.mem[q.Offset:end]
+	} else {
+		body = make([]byte, end-q.Offset)
+		if _, err := a.section.ReadAt(body, int64(q.Offset)); err != nil {
+			return nil, nil, false, false
+		}
+	}
 	c := wire.StateChunkHeader{Cluster: s.Cluster, Size: uint32(wire.HeaderSize + end - q.Offset), Replica: s.Replica,
 		Nonce: q.Nonce, Offset: q.Offset, Group: s.Group, Artifact: q.Artifact}
 	head = make([]byte, wire.HeaderSize)
 	c.Encode(wire.HeaderOf(head))
-	return head, a[q.Offset:end], int(q.Artifact) == len(o.Artifacts)-1 && end == uint64(len(a)), true
+	return head, body, int(q.Artifact) == len(o.artifacts)-1 && end == a.size(), true
 }

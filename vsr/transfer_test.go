@@ -3,6 +3,7 @@ package vsr
 import (
 	"bytes"
 	"errors"
+	"io"
 	"testing"
 
 	"iggynode/wire"
@@ -320,5 +321,41 @@ func TestPartitionTransferStagesItsSegments(t *testing.T) {
 	}
 	if _, err := s.VerifyPartition(); err == nil {
 		t.Fatal("segments with a gap verified")
+	}
+}
+
+// An offer's artifact read from a range (AddSection, a partition's batch
+// file) is served chunk by chunk as one held in memory is; a range that
+// cannot be read answers nothing (the receiver asks again, then gives up).
+func TestOfferServesSectionsChunkByChunk(t *testing.T) {
+	seg := append(stampedBatch(t, 0, 3), stampedBatch(t, 3, 5)...)
+	offsets := wire.ConsumerOffsetsArtifact{NextOffset: 8}.AppendTo(nil)
+	o := &Offer{CommitOp: 7, CommitMax: 7}
+	o.AddSection(wire.ArtifactSegmentLog, 0, io.NewSectionReader(bytes.NewReader(seg), 0, int64(len(seg))), wire.ArtifactChecksum(seg))
+	o.Add(wire.ArtifactConsumerOffsets, 7, offsets)
+	s := NewTransferSession(wire.U128{}, 2, 5, 0, true, wire.HeaderSize+100, wire.U128{Lo: 9})
+	sv := Server{Group: 5, CommitMax: 7}
+	head, body := sv.Target(s.Nonce, o, false)
+	next, err := s.OnTarget(append(head, body...))
+	chunks := 0
+	for err == nil && next != nil {
+		q, _ := wire.DecodeRequestStateChunkHeader(wire.HeaderOf(next.Head))
+		h, b, _, ok := sv.Chunk(o, q, 100)
+		if !ok {
+			t.Fatalf("chunk %+v not served", q)
+		}
+		chunks++
+		next, err = s.OnChunk(append(h, b...))
+	}
+	if err != nil || !bytes.Equal(s.Artifacts[0], seg) || chunks != (len(seg)+99)/100+1 {
+		t.Fatalf("%v: %d of %d bytes in %d chunks", err, len(s.Artifacts[0]), len(seg), chunks)
+	}
+	if got, err := s.VerifyPartition(); err != nil || got.NextOffset != 8 {
+		t.Fatalf("verify: %v", err)
+	}
+	short := &Offer{}
+	short.AddSection(wire.ArtifactSegmentLog, 0, io.NewSectionReader(bytes.NewReader(seg[:10]), 0, int64(len(seg))), 0)
+	if _, _, _, ok := sv.Chunk(short, wire.RequestStateChunkHeader{Len: 100, Offset: 50}, 100); ok {
+		t.Fatal("a chunk past what the range could read was served")
 	}
 }
