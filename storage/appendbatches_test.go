@@ -152,15 +152,24 @@ func TestAppendBatchesSyncsWhatItStoredBeforeAFailure(t *testing.T) {
 	}
 }
 
+// openOnFakeSpace opens a store whose filesystem reports free bytes
+// (the test changes them through the fakeFS), with both reserves at the
+// minimum and no periodic statfs.
+func openOnFakeSpace(t *testing.T, free int64) (*Store, *fakeFS) {
+	t.Helper()
+	fs := &fakeFS{}
+	fs.free.Store(free)
+	s := openWith(t, t.TempDir(), func(o *Options) {
+		o.Space = SpaceOptions{ReserveSoft: MinReserveHard, ReserveHard: MinReserveHard, CheckInterval: time.Hour, Statfs: fs.statfs}
+	})
+	return s, fs
+}
+
 // A group too large for the room above the hard reserve stores the
 // batches that fit and refuses from the first that does not.
 func TestAppendBatchesStoresThePrefixThatFits(t *testing.T) {
 	const mib = 1 << 20
-	fs := &fakeFS{}
-	fs.free.Store(MinReserveHard + 3*mib/2)
-	s := openWith(t, t.TempDir(), func(o *Options) {
-		o.Space = SpaceOptions{ReserveSoft: MinReserveHard, ReserveHard: MinReserveHard, CheckInterval: time.Hour, Statfs: fs.statfs}
-	})
+	s, _ := openOnFakeSpace(t, MinReserveHard+3*mib/2)
 	a := makeBatch(t, 0, 1, mib-1000, 1)
 	b := makeBatch(t, 1, 1, mib-1000, 2)
 	n, err := s.AppendBatches(1, [][]byte{a, b}, false)

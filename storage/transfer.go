@@ -1,14 +1,12 @@
 package storage
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 )
 
@@ -178,9 +176,6 @@ func (s *Store) InstallStaged(t *TransferStage) error {
 	}
 	if err := os.Mkdir(g.dir, dirMode); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("storage: %w", err)
-	}
-	if !slices.IsSortedFunc(t.files, func(a, b *stagedFile) int { return cmp.Compare(a.frontier, b.frontier) }) {
-		return fmt.Errorf("storage: staged segments of group %d out of order", t.group)
 	}
 	for _, f := range t.files {
 		if !f.sealed {

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"iggynode/wire"
 )
@@ -94,11 +93,7 @@ func TestStagedSegmentsInstallAsTheGroupsBatchFiles(t *testing.T) {
 // reservation and a write, and an unsealed stage is not installed.
 func TestStagingRespectsTheDiskReserveAndSealing(t *testing.T) {
 	const mib = 1 << 20
-	fs := &fakeFS{}
-	fs.free.Store(MinReserveHard + 3*mib/2)
-	s := openWith(t, t.TempDir(), func(o *Options) {
-		o.Space = SpaceOptions{ReserveSoft: MinReserveHard, ReserveHard: MinReserveHard, CheckInterval: time.Hour, Statfs: fs.statfs}
-	})
+	s, fs := openOnFakeSpace(t, MinReserveHard+3*mib/2)
 	ts, err := s.StageTransfer(3)
 	if err != nil {
 		t.Fatal(err)

@@ -229,10 +229,18 @@ func pullPartition(t *testing.T, stage SegmentStage, chunk int, artifacts ...[3]
 	for _, a := range artifacts {
 		o.Add(a[0].(wire.ArtifactKind), a[1].(uint64), a[2].([]byte))
 	}
-	sv := Server{Group: 5, CommitMax: 7}
+	taken, err := pullOffer(t, s, o, chunk)
+	return s, taken, err
+}
+
+// pullOffer runs session s against offer o, served by group 5's server
+// in chunks of at most chunk bytes, until it completes or fails; it
+// returns how many chunks were taken and the first error.
+func pullOffer(t *testing.T, s *TransferSession, o *Offer, chunk int) (taken int, err error) {
+	t.Helper()
+	sv := Server{Group: 5, CommitMax: o.CommitMax}
 	head, body := sv.Target(s.Nonce, o, false)
 	next, err := s.OnTarget(append(head, body...))
-	taken := 0
 	for err == nil && next != nil {
 		q, qerr := wire.DecodeRequestStateChunkHeader(wire.HeaderOf(next.Head))
 		if qerr != nil {
@@ -240,12 +248,12 @@ func pullPartition(t *testing.T, stage SegmentStage, chunk int, artifacts ...[3]
 		}
 		h, b, _, ok := sv.Chunk(o, q, uint32(chunk))
 		if !ok {
-			t.Fatalf("chunk request %+v out of range", q)
+			t.Fatalf("chunk request %+v not served", q)
 		}
 		taken++
 		next, err = s.OnChunk(append(h, b...))
 	}
-	return s, taken, err
+	return taken, err
 }
 
 // 13.3 rules 3 and 5: with a Stage, a partition session hands every
@@ -334,19 +342,7 @@ func TestOfferServesSectionsChunkByChunk(t *testing.T) {
 	o.AddSection(wire.ArtifactSegmentLog, 0, io.NewSectionReader(bytes.NewReader(seg), 0, int64(len(seg))), wire.ArtifactChecksum(seg))
 	o.Add(wire.ArtifactConsumerOffsets, 7, offsets)
 	s := NewTransferSession(wire.U128{}, 2, 5, 0, true, wire.HeaderSize+100, wire.U128{Lo: 9})
-	sv := Server{Group: 5, CommitMax: 7}
-	head, body := sv.Target(s.Nonce, o, false)
-	next, err := s.OnTarget(append(head, body...))
-	chunks := 0
-	for err == nil && next != nil {
-		q, _ := wire.DecodeRequestStateChunkHeader(wire.HeaderOf(next.Head))
-		h, b, _, ok := sv.Chunk(o, q, 100)
-		if !ok {
-			t.Fatalf("chunk %+v not served", q)
-		}
-		chunks++
-		next, err = s.OnChunk(append(h, b...))
-	}
+	chunks, err := pullOffer(t, s, o, 100)
 	if err != nil || !bytes.Equal(s.Artifacts[0], seg) || chunks != (len(seg)+99)/100+1 {
 		t.Fatalf("%v: %d of %d bytes in %d chunks", err, len(s.Artifacts[0]), len(seg), chunks)
 	}
@@ -355,7 +351,7 @@ func TestOfferServesSectionsChunkByChunk(t *testing.T) {
 	}
 	short := &Offer{}
 	short.AddSection(wire.ArtifactSegmentLog, 0, io.NewSectionReader(bytes.NewReader(seg[:10]), 0, int64(len(seg))), 0)
-	if _, _, _, ok := sv.Chunk(short, wire.RequestStateChunkHeader{Len: 100, Offset: 50}, 100); ok {
+	if _, _, _, ok := (Server{Group: 5}).Chunk(short, wire.RequestStateChunkHeader{Len: 100, Offset: 50}, 100); ok {
 		t.Fatal("a chunk past what the range could read was served")
 	}
 }
