@@ -407,6 +407,13 @@ func (p *partitionActor) receive(ctx actor.Context) {
 		p.node.clock.cancel(p.ref.Group)
 		p.mem.close()
 		p.mem, p.memUsed = nil, 0
+	case *actor.Stopped:
+		// A transfer's outcome still queued when its child's Terminated
+		// overtook it is never taken: the stage it handed over goes here
+		// (the child, stopped first, deleted any it still held).
+		if n, err := p.node.store.DiscardStaged(p.ref.Group); n > 0 || err != nil {
+			p.log.Info("staged state transfer deleted with its stopped partition", "group", p.ref.Group, "stages", n, "err", err)
+		}
 	case *shedMemory:
 		p.shed(0)
 	case *quietIn:

@@ -338,6 +338,13 @@ func (t *nodeTelemetry) clusterGauges(m metric.Meter) {
 		true, func(l *transferLimits) int64 { return l.refused.Load() })
 	transfer("iggy.cluster.transfer.receiving", "partition state transfers this node receives now (at most 4, replica-plane.md 7.7 rule 1)",
 		false, func(l *transferLimits) int64 { return l.receiving.Load() })
+	observe("iggy.cluster.transfer.staged.reserved", "disk bytes the partition state transfers this node receives reserved for their staged segments and have not written yet (refused beyond the soft disk reserve)",
+		func() int64 {
+			if s := t.store.Load(); s != nil {
+				return s.StagedReserved()
+			}
+			return 0
+		}, false, "By")
 	gauge("iggy.cluster.partitions.moving", "partition groups this node is a member of that run on other voters than their placement (a move in progress)", &t.moving, false)
 	gauge("iggy.cluster.partitions.led", "partition groups this node leads", &t.leading, false)
 	gauge("iggy.cluster.partitions.led.away", "partition groups this node leads whose preferred primary is another node (the balancer hands them over)", &t.leadersAway, false)

@@ -335,10 +335,10 @@ func TestAPartitionTransferStagesItsSegmentsOnDisk(t *testing.T) {
 	})
 }
 
-// A receiver without room for the segments above its hard disk reserve
+// A receiver without room for the segments above its soft disk reserve
 // refuses the offer before it fetches a byte (no crash, no actor
-// restart, nothing installed) and goes on asking; once space is freed
-// the transfer installs.
+// restart, nothing installed, no stage left behind) and goes on asking;
+// once space is freed the transfer installs.
 func TestAPartitionTransferWaitsForRoomToStage(t *testing.T) {
 	fs := testutil.MountSmallFS(t, 32<<20)
 	nodes, groups, relink, logs := lateTopic(t, 1, 1, func(o *Options) {
@@ -366,11 +366,63 @@ func TestAPartitionTransferWaitsForRoomToStage(t *testing.T) {
 	if staged, _ := filepath.Glob(filepath.Join(late.store.Dir(), "transfer", "*", "*")); len(staged) != 0 {
 		t.Fatalf("a refused transfer staged %v", staged)
 	}
+	// Each attempt makes a stage and a refused one deletes it: at most the
+	// attempt in flight has one.
+	if stages, _ := filepath.Glob(filepath.Join(late.store.Dir(), "transfer", "*")); len(stages) > 1 {
+		t.Fatalf("refused transfers left their stages: %v", stages)
+	}
+	if r := late.store.StagedReserved(); r != 0 {
+		t.Fatalf("refused transfers hold %d bytes of reservation", r)
+	}
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
 	waitSameBatches(t, nodes[0], late, groups[0], "the partition once space was freed", logs)
 	if r := late.refs.restarts.Load() - restarts; r != 0 {
 		t.Fatalf("%d actor restarts on the receiver", r)
+	}
+}
+
+// A partition actor that stops deletes its group's staged transfers
+// whose owner was lost (a transferDone still queued when the child's
+// Terminated overtook it): here one staged by hand, as that message
+// would have carried it, goes with the topic's deletion, and another
+// group's stays.
+func TestAStoppedPartitionDeletesItsLostStages(t *testing.T) {
+	n := startNodes(t, 1, nil)[0]
+	ctx, c := rootClient(t, n)
+	s, err := c.CreateStream(ctx, "s", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateTopic(ctx, wire.ID(s.ID), "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	group, _ := wire.PartitionGroup(s.ID, 0, 0)
+	lost, err := n.store.StageTransfer(group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := n.store.StageTransfer(group + 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Discard()
+	if err := lost.Write(0, 0, []byte("a staged segment")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteTopic(ctx, wire.ID(s.ID), wire.ID(0)); err != nil {
+		t.Fatal(err)
+	}
+	staging := filepath.Join(n.store.Dir(), "transfer")
+	left := func() []string {
+		dirs, _ := filepath.Glob(filepath.Join(staging, "*"))
+		return dirs
+	}
+	until(t, 10*time.Second, func() bool { return len(left()) == 1 }, func() string {
+		return fmt.Sprintf("staged after the partition stopped: %v", left())
+	})
+	if got := left(); got[0] != other.Dir() {
+		t.Fatalf("left %v, want only the other group's %s", got, other.Dir())
 	}
 }

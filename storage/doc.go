@@ -90,14 +90,17 @@
 //	<store dir>/transfer/<group, 16 hex digits>.<stage number>/<frontier, 20 digits>.log.part
 //
 // written as chunks arrive and fsynced when complete. Reserve refuses an
-// offer whose segments would cut into the hard disk reserve (on a fresh
-// statfs, not counting the files the install will delete), and each write
-// is admitted like a batch append. InstallStaged, after DeletePartition,
+// offer whose segments, with what the other live stages reserved and have
+// not written yet, would cut into the soft disk reserve (on a fresh
+// statfs, not counting the files the install will delete: the live chain
+// keeps the room below), and each write is admitted like a batch append. InstallStaged, after DeletePartition,
 // renames the files into the group's directory as <frontier>.log and
 // fsyncs it and partitions/; the group is indexed again, from the files,
 // on its next use. Each stage has its own directory (the number counts
 // the store's stages), so a transfer that is stopping deletes only its
-// own while its group's next one starts; Open deletes transfer/ whole (a
+// own while its group's next one starts; the store keeps a registry of
+// the live stages, so a group actor that stops deletes those whose owner
+// was lost (DiscardStaged); Open deletes transfer/ whole (a
 // transfer does not survive a restart: the partition asks again). The
 // 13.3 rule 5 reuse of a staged file matching a later manifest entry is
 // not done: a new stage starts empty.

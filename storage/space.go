@@ -209,6 +209,19 @@ func (g *Space) Fits(n int64) bool {
 	return free < 0 || free-n >= g.opts.ReserveHard
 }
 
+// FitsAboveSoft reports whether n more bytes fit above the soft reserve,
+// on a fresh statfs: room for a large write that is not the live chain's
+// (a staged transfer), which must leave the chain what the soft reserve
+// keeps for it.
+func (g *Space) FitsAboveSoft(n int64) bool {
+	if g == nil {
+		return true
+	}
+	g.refresh()
+	free := g.free.Load()
+	return free < 0 || free-n >= g.opts.ReserveSoft
+}
+
 // Reserves are the configured soft and hard reserves (0, 0 when off).
 func (g *Space) Reserves() (soft, hard int64) {
 	if g == nil {

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -162,7 +161,7 @@ type Store struct {
 
 	space *Space // nil: no disk space guard
 
-	stages atomic.Uint64 // staged transfers made (transfer.go)
+	staging staging // staged transfers (transfer.go)
 
 	beforeSync func(group uint64) // a test's hook, before each batch-file fsync
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // Staged state transfers (doc.go, "Staged transfers"; replica-plane.md
@@ -29,13 +30,17 @@ const (
 // TransferStage is one incoming partition transfer's staged segments. The
 // transfer's actor writes it; the partition actor installs it after the
 // transfer reported completion (its methods are not safe for concurrent
-// use, and are not used concurrently).
+// use, and are not used concurrently; the store's registry of live stages
+// is).
 type TransferStage struct {
 	s     *Store
 	group uint64
 	dir   string
 	files []*stagedFile // in the order they were written: ascending frontier
 	open  *stagedFile   // the one being written
+	// reserved is what Reserve took of the disk and Write has not
+	// written yet (staging.reserved counts it).
+	reserved int64
 }
 
 type stagedFile struct {
@@ -47,14 +52,65 @@ type stagedFile struct {
 	sealed   bool
 }
 
+// staging is the store's live stages and the disk room they reserved and
+// have not written yet: the stages a node receives at once (up to 4,
+// replica-plane.md 7.7 rule 1) each pass Reserve only if all of them fit
+// together.
+type staging struct {
+	mu       sync.Mutex
+	made     uint64 // stages made: each one's directory number
+	live     map[*TransferStage]struct{}
+	reserved int64
+}
+
 // StageTransfer starts staging a transfer into group, in a directory of
-// its own. Its owner deletes it (Discard); Open deletes any a crash left.
+// its own. Its owner deletes it (Discard); DiscardStaged deletes a
+// group's that lost their owner, Open any a crash left.
 func (s *Store) StageTransfer(group uint64) (*TransferStage, error) {
-	dir := filepath.Join(s.dir, transferDirName, fmt.Sprintf("%016x.%d", group, s.stages.Add(1)))
+	st := &s.staging
+	st.mu.Lock()
+	st.made++
+	dir := filepath.Join(s.dir, transferDirName, fmt.Sprintf("%016x.%d", group, st.made))
+	st.mu.Unlock()
 	if err := os.MkdirAll(dir, dirMode); err != nil {
 		return nil, fmt.Errorf("storage: stage transfer of group %d: %w", group, err)
 	}
-	return &TransferStage{s: s, group: group, dir: dir}, nil
+	t := &TransferStage{s: s, group: group, dir: dir}
+	st.mu.Lock()
+	if st.live == nil {
+		st.live = map[*TransferStage]struct{}{}
+	}
+	st.live[t] = struct{}{}
+	st.mu.Unlock()
+	return t, nil
+}
+
+// DiscardStaged deletes every live stage of group: those whose owner
+// went without deleting them (a transfer's outcome still queued for its
+// group actor when that actor stopped). It reports how many it deleted.
+func (s *Store) DiscardStaged(group uint64) (int, error) {
+	st := &s.staging
+	st.mu.Lock()
+	var mine []*TransferStage
+	for t := range st.live {
+		if t.group == group {
+			mine = append(mine, t)
+		}
+	}
+	st.mu.Unlock()
+	var errs []error
+	for _, t := range mine {
+		errs = append(errs, t.Discard())
+	}
+	return len(mine), errors.Join(errs...)
+}
+
+// StagedReserved is the disk room the live stages reserved and have not
+// written yet (the gauge iggy.cluster.transfer.staged.reserved).
+func (s *Store) StagedReserved() int64 {
+	s.staging.mu.Lock()
+	defer s.staging.mu.Unlock()
+	return s.staging.reserved
 }
 
 // removeStagedTransfers deletes every staged transfer (Open: no transfer
@@ -63,15 +119,40 @@ func removeStagedTransfers(storeDir string) error {
 	return os.RemoveAll(filepath.Join(storeDir, transferDirName))
 }
 
-// Reserve refuses segments of n bytes that would cut into the hard disk
-// reserve, on a fresh statfs. The partition's present files, which the
+// Reserve takes room for segments of n bytes (replacing what this stage
+// reserved before), or refuses them if, with what the other live stages
+// reserved and have not written, they would cut into the soft disk
+// reserve, on a fresh statfs: a transfer is the node catching up, and it
+// leaves the live chain (and the journal tail the install repairs) the
+// room that reserve keeps. The partition's present files, which the
 // install deletes, are not counted as free: a transfer never depends on
 // deleting data before its own is safe.
 func (t *TransferStage) Reserve(n uint64) error {
-	if !t.s.space.Fits(int64(min(n, 1<<62))) {
-		return fmt.Errorf("%w: %d bytes of staged segments would cut into the hard reserve", ErrNoSpace, n)
+	want := int64(min(n, 1<<62))
+	st := &t.s.staging
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	others := st.reserved - t.reserved
+	if !t.s.space.FitsAboveSoft(others + want) {
+		return fmt.Errorf("%w: %d bytes of staged segments, with the %d other transfers reserved, would cut into the soft reserve",
+			ErrNoSpace, want, others)
 	}
+	st.reserved += want - t.reserved
+	t.reserved = want
 	return nil
+}
+
+// written gives back the reservation n written bytes used: the disk's
+// free space counts them now.
+func (t *TransferStage) written(n int64) {
+	if n = min(n, t.reserved); n <= 0 {
+		return
+	}
+	st := &t.s.staging
+	st.mu.Lock()
+	t.reserved -= n
+	st.reserved -= n
+	st.mu.Unlock()
 }
 
 // Write appends chunk to artifact i, a segment starting at frontier; the
@@ -99,6 +180,7 @@ func (t *TransferStage) Write(i int, frontier uint64, chunk []byte) error {
 	n, err := t.open.f.Write(chunk)
 	t.open.size += int64(n)
 	t.s.space.charge(int64(n))
+	t.written(int64(n))
 	if err != nil {
 		if IsNoSpace(err) {
 			t.s.space.sawNoSpace()
@@ -137,11 +219,17 @@ func (t *TransferStage) Bytes() int64 {
 }
 
 // Discard deletes what the stage holds (after an install: the emptied
-// directory). It is idempotent.
+// directory) and gives back its reservation. It is idempotent.
 func (t *TransferStage) Discard() error {
 	if t == nil {
 		return nil
 	}
+	st := &t.s.staging
+	st.mu.Lock()
+	delete(st.live, t)
+	st.reserved -= t.reserved
+	t.reserved = 0
+	st.mu.Unlock()
 	if t.open != nil {
 		_ = t.open.f.Close()
 		t.open = nil
@@ -250,3 +338,6 @@ func (s *Store) SegmentRanges(group uint64, maxBytes int64) (ranges []SegmentRan
 	}
 	return ranges, release, nil
 }
+
+// Dir is the stage's directory.
+func (t *TransferStage) Dir() string { return t.dir }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"iggynode/wire"
 )
@@ -162,5 +163,92 @@ func TestSegmentRangesReadTheFilesAsTheyWere(t *testing.T) {
 	}
 	if want := bytes.Join(batches[2:], nil); !bytes.Equal(got, want) || len(ranges) < 5 {
 		t.Fatalf("%d ranges of %d bytes, want the %d bytes from the floor", len(ranges), len(got), len(want))
+	}
+}
+
+// The stages a node receives at once reserve their room together, above
+// the soft reserve (the live chain's room), and give back what they
+// wrote or discarded.
+func TestStagesReserveTheirRoomTogetherAboveTheSoftReserve(t *testing.T) {
+	const mib = 1 << 20
+	const soft = MinReserveHard + 4*mib
+	fs := &fakeFS{}
+	fs.free.Store(soft + 3*mib)
+	s := openWith(t, t.TempDir(), func(o *Options) {
+		o.Space = SpaceOptions{ReserveSoft: soft, ReserveHard: MinReserveHard, CheckInterval: time.Hour, Statfs: fs.statfs}
+	})
+	newStage := func(group uint64) *TransferStage {
+		ts, err := s.StageTransfer(group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = ts.Discard() })
+		return ts
+	}
+	a, b, c := newStage(1), newStage(2), newStage(3)
+	if err := a.Reserve(4 * mib); !IsNoSpace(err) {
+		t.Fatalf("4 MiB with 3 MiB above the soft reserve: %v", err)
+	}
+	if err := a.Reserve(2 * mib); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Reserve(2 * mib); !IsNoSpace(err) {
+		t.Fatalf("2 MiB beside another stage's 2 MiB, with 3 MiB above the soft reserve: %v", err)
+	}
+	if err := b.Reserve(mib); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.StagedReserved(); got != 3*mib {
+		t.Fatalf("reserved %d, want 3 MiB", got)
+	}
+	fs.free.Add(-mib) // what a's write takes of the filesystem
+	if err := a.Write(0, 0, make([]byte, mib)); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.StagedReserved(); got != 2*mib {
+		t.Fatalf("after a wrote 1 MiB of its 2: reserved %d, want 2 MiB", got)
+	}
+	if err := c.Reserve(mib); !IsNoSpace(err) {
+		t.Fatalf("1 MiB with 2 MiB free above the soft reserve and 2 MiB reserved: %v", err)
+	}
+	if err := a.Discard(); err != nil {
+		t.Fatal(err)
+	}
+	fs.free.Add(mib) // its file deleted
+	if got := s.StagedReserved(); got != mib {
+		t.Fatalf("after a was discarded: reserved %d, want b's 1 MiB", got)
+	}
+	if err := c.Reserve(2 * mib); err != nil {
+		t.Fatalf("2 MiB beside b's 1 MiB with 3 MiB above the soft reserve: %v", err)
+	}
+}
+
+// DiscardStaged deletes a group's live stages (those an owner lost), and
+// only that group's.
+func TestDiscardStagedDeletesOnlyThatGroupsStages(t *testing.T) {
+	s := openTest(t)
+	var dirs []string
+	for _, g := range []uint64{5, 5, 6} {
+		ts := stage(t, s, g, 1000, [][]byte{makeBatch(t, 0, 2, 300, byte(g))})
+		if err := ts.Reserve(1 << 20); err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, ts.dir)
+	}
+	n, err := s.DiscardStaged(5)
+	if err != nil || n != 2 {
+		t.Fatalf("DiscardStaged(5) = %d, %v; want 2", n, err)
+	}
+	for i, dir := range dirs {
+		_, err := os.Stat(dir)
+		if gone := os.IsNotExist(err); gone != (i < 2) {
+			t.Fatalf("stage %d (%s): gone %v", i, dir, gone)
+		}
+	}
+	if got := s.StagedReserved(); got != 1<<20 {
+		t.Fatalf("reserved %d after group 5's stages went, want group 6's 1 MiB", got)
+	}
+	if n, _ := s.DiscardStaged(5); n != 0 {
+		t.Fatalf("a second DiscardStaged(5) found %d", n)
 	}
 }
