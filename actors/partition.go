@@ -1591,12 +1591,16 @@ func (p *partitionActor) persistTruncation(oldest uint64) {
 	if err != nil {
 		p.log.Error("persist truncation", "err", err)
 	}
+	if !p.node.acceptsClientWrites() {
+		p.transfers.dropOffers("segments deleted while the disk is below its soft reserve")
+	}
 	p.publishStats()
 }
 
 // purge empties the partition (server-behaviour.md 5.8): offsets restart
 // at 0 and stored consumer offsets are cleared.
 func (p *partitionActor) purge() {
+	p.transfers.dropOffers("the partition was purged")
 	p.plog.Purge()
 	if err := p.node.store.DeletePartition(p.ref.Group); err != nil {
 		p.log.Error("purge partition", "err", err)

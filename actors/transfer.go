@@ -49,6 +49,10 @@ import (
 //     does not fit is refused transiently (the requester asks again once
 //     others expire), and a partition larger than the whole bound
 //     permanently (the operator raises the bound, up to 64 GiB).
+//     An offer is dropped when its files are deleted by a purge or an
+//     install, or by retention while the disk is below its soft reserve
+//     (the handles would keep the deleted files' blocks until the offer
+//     expired); its requester is refused at its next chunk and asks again.
 //   - A node receives at most 4 partition transfers at once (7.7 rule 1);
 //     a partition that needs one meanwhile waits, asking every tick, and
 //     gives the request back to its core if the view changes first. The
@@ -335,8 +339,17 @@ func (t *transferShell) serveChunk(q wire.RequestStateChunkHeader) {
 		t.n.send([]vsr.Envelope{{To: q.Replica, Head: head}})
 		return
 	}
-	head, body, tail, ok := t.server().Chunk(o.Offer, q, chunkMax(t.n))
-	if !ok {
+	head, body, tail, err := t.server().Chunk(o.Offer, q, chunkMax(t.n))
+	if errors.Is(err, vsr.ErrChunkOutside) {
+		return
+	}
+	if err != nil {
+		// Its segments cannot be read: refused for good (7.7 rule 3);
+		// the requester moves on to another peer or repair.
+		t.log.Warn("state transfer offer dropped: a segment could not be read", "group", t.group, "to", q.Replica, "err", err)
+		t.dropOffer(offerKey{q.Replica, q.Nonce}, o)
+		head, _ := t.server().Target(q.Nonce, nil, false)
+		t.n.send([]vsr.Envelope{{To: q.Replica, Head: head}})
 		return
 	}
 	o.idle, o.served = 0, o.served || tail
@@ -452,6 +465,21 @@ func (t *transferShell) dropOffer(k offerKey, o *transferOffer) {
 	if o.release != nil {
 		o.release()
 	}
+}
+
+// dropOffers forgets every offer the group serves, closing the files
+// they read: their requesters are refused at their next chunk and ask
+// again, for the group as it is now. The group's files were deleted
+// (purge, install) or retention freed space the disk is short of; an
+// offer would keep the deleted files' blocks until it expired.
+func (t *transferShell) dropOffers(why string) {
+	if t == nil || len(t.offers) == 0 {
+		return
+	}
+	for k, o := range t.offers {
+		t.dropOffer(k, o)
+	}
+	t.log.Info("state transfer offers dropped", "group", t.group, "why", why)
 }
 
 // close gives back everything the shell holds of the node's transfer
@@ -815,6 +843,7 @@ func (p *partitionActor) installPartition(tr *vsr.TransferSession, stage *storag
 		return fmt.Errorf("offer ends at offset %d, below this replica's %d", offsets.NextOffset, p.plog.HighWatermark())
 	}
 	st, g := p.node.store, p.ref.Group
+	p.transfers.dropOffers("the partition's state is replaced by a transfer")
 	// From here until the marker goes, a crash leaves a partition whose
 	// boot drops it all and starts empty (see installKey), never a
 	// mixture of the old and the new state.

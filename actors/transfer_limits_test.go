@@ -426,3 +426,46 @@ func TestAStoppedPartitionDeletesItsLostStages(t *testing.T) {
 		t.Fatalf("left %v, want only the other group's %s", got, other.Dir())
 	}
 }
+
+// A purge drops the offers that read the partition's files: the served
+// bound is given back and the deleted files' handles closed at once, not
+// when the offers expire (10 retry intervals idle, 10 s here); the held
+// receiver is refused at its next chunk, asks again, and ends with the
+// primary's purged partition and what came after.
+func TestAPurgeDropsTheOffersThatReadItsFiles(t *testing.T) {
+	nodes, groups, relink, logs := lateTopic(t, 1, 8, func(o *Options) {
+		o.PartitionView = func(uint64) uint32 { return 3 } // served by node 0
+		o.Config.Cluster.RepairRetryInterval = config.Duration(time.Second)
+	})
+	served := &nodes[0].transferLimits.served
+	release := holdStateChunks(t)
+	relink()
+	until(t, 20*time.Second, func() bool { return served.Load() > 0 }, func() string {
+		return "no offer served\n" + lastLines(logs.String(), 30)
+	})
+	deletedHeld := func() (held []string) {
+		fds, _ := os.ReadDir("/proc/self/fd")
+		for _, fd := range fds {
+			if l, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil &&
+				strings.HasPrefix(l, nodes[0].store.Dir()) && strings.HasSuffix(l, " (deleted)") {
+				held = append(held, l)
+			}
+		}
+		return held
+	}
+	ctx, c := rootClient(t, nodes[0])
+	if err := c.PurgeTopic(ctx, wire.Named("late"), wire.ID(0)); err != nil {
+		t.Fatal(err)
+	}
+	until(t, 5*time.Second, func() bool { return served.Load() == 0 && len(deletedHeld()) == 0 }, func() string {
+		return fmt.Sprintf("after the purge: %d bytes offered, deleted files held open %v", served.Load(), deletedHeld())
+	})
+	if !strings.Contains(logs.String(), "the partition was purged") {
+		t.Fatalf("the offer was not dropped by the purge\n%s", lastLines(logs.String(), 30))
+	}
+	release()
+	if _, err := c.SendMessages(ctx, wire.Named("late"), wire.ID(0), wire.PartitionID(0), []wire.Message{client.NewMessage([]byte("after the purge"))}); err != nil {
+		t.Fatal(err)
+	}
+	waitSameBatches(t, nodes[0], nodes[2], groups[0], "the purged partition and a batch after", logs)
+}

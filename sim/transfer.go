@@ -104,7 +104,7 @@ func (g *group) serveChunk(server, requester int, q wire.RequestStateChunkHeader
 	if o == nil {
 		return
 	}
-	if head, body, _, ok := g.server(server).Chunk(o.Offer, q, q.Len); ok {
+	if head, body, _, err := g.server(server).Chunk(o.Offer, q, q.Len); err == nil {
 		g.r.net.send(g.r.now, server, requester, append(head, body...))
 	}
 }

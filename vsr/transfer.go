@@ -156,15 +156,21 @@ func (s *TransferSession) Complete() bool {
 // OnTarget takes the peer's StateTransferTarget frame (7.6 step 3). It
 // returns the next request to send, or an error that ends the session:
 // ErrTransferRefused for a refusal (the caller falls back to repair), or
-// the Stage's refusal to reserve room for the segments. Frames for
-// another session or a duplicate offer are ignored (nil, nil).
+// the Stage's refusal to reserve room for the segments. A refusal after
+// the offer ends the session too: the peer no longer holds the offer
+// (expired, its segments unreadable or deleted to free the disk), so no
+// chunk would come. Frames for another session or a duplicate offer are
+// ignored (nil, nil).
 func (s *TransferSession) OnTarget(frame []byte) (*Envelope, error) {
 	t, err := wire.DecodeStateTransferTargetHeader(wire.HeaderOf(frame))
-	if err != nil || t.Nonce != s.Nonce || t.Group != s.group || t.Replica != s.Peer || s.Manifest != nil {
+	if err != nil || t.Nonce != s.Nonce || t.Group != s.group || t.Replica != s.Peer {
 		return nil, nil
 	}
 	if !t.Available {
 		return nil, fmt.Errorf("%w (transient %v)", ErrTransferRefused, t.UnavailableTransient)
+	}
+	if s.Manifest != nil {
+		return nil, nil
 	}
 	var m wire.StateManifest
 	if err := m.Decode(frame[wire.HeaderSize:]); err != nil {
@@ -599,15 +605,20 @@ func (s Server) Target(nonce wire.U128, o *Offer, transient bool) (head, body []
 	return head, body
 }
 
+// ErrChunkOutside: a RequestStateChunk for an artifact or offset the
+// offer does not have (ignored: not this offer's receiver, or a bad one).
+var ErrChunkOutside = errors.New("vsr: chunk outside the offer")
+
 // Chunk answers a RequestStateChunk from o (7.6 step 5): bytes [offset,
-// offset + min(len, chunkMax)) of the artifact, clipped to its end. ok is
-// false for an artifact or offset out of range, or a range that could not
-// be read (the request is ignored: the receiver asks again, then gives
-// up); tail reports that the chunk ends the last artifact. A chunk of a
-// section is read into a buffer of its own.
-func (s Server) Chunk(o *Offer, q wire.RequestStateChunkHeader, chunkMax uint32) (head, body []byte, tail, ok bool) {
+// offset + min(len, chunkMax)) of the artifact, clipped to its end; tail
+// reports that the chunk ends the last artifact. A chunk of a section is
+// read into a buffer of its own. It fails with ErrChunkOutside for an
+// artifact or offset out of range, or with the read's error for a
+// section that could not be read: the offer cannot be served any more
+// (7.7 rule 3: unreadable segment, a permanent refusal).
+func (s Server) Chunk(o *Offer, q wire.RequestStateChunkHeader, chunkMax uint32) (head, body []byte, tail bool, err error) {
 	if int(q.Artifact) >= len(o.artifacts) || q.Offset >= o.artifacts[q.Artifact].size() {
-		return nil, nil, false, false
+		return nil, nil, false, ErrChunkOutside
 	}
 	a := o.artifacts[q.Artifact]
 	end := min(q.Offset+uint64(min(q.Len, chunkMax)), a.size())
@@ -616,12 +627,12 @@ func (s Server) Chunk(o *Offer, q wire.RequestStateChunkHeader, chunkMax uint32)
 	} else {
 		body = make([]byte, end-q.Offset)
 		if _, err := a.section.ReadAt(body, int64(q.Offset)); err != nil {
-			return nil, nil, false, false
+			return nil, nil, false, fmt.Errorf("vsr: artifact %d at %d: %w", q.Artifact, q.Offset, err)
 		}
 	}
 	c := wire.StateChunkHeader{Cluster: s.Cluster, Size: uint32(wire.HeaderSize + end - q.Offset), Replica: s.Replica,
 		Nonce: q.Nonce, Offset: q.Offset, Group: s.Group, Artifact: q.Artifact}
 	head = make([]byte, wire.HeaderSize)
 	c.Encode(wire.HeaderOf(head))
-	return head, body, int(q.Artifact) == len(o.artifacts)-1 && end == a.size(), true
+	return head, body, int(q.Artifact) == len(o.artifacts)-1 && end == a.size(), nil
 }

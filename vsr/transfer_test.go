@@ -153,9 +153,9 @@ func TestPartitionTransferCarriesTheGroupRoster(t *testing.T) {
 			if qerr != nil {
 				return s, qerr
 			}
-			h, b, _, ok := sv.Chunk(o, q, 1<<20)
-			if !ok {
-				return s, errors.New("chunk out of range")
+			h, b, _, cerr := sv.Chunk(o, q, 1<<20)
+			if cerr != nil {
+				return s, cerr
 			}
 			next, err = s.OnChunk(append(h, b...))
 		}
@@ -246,9 +246,9 @@ func pullOffer(t *testing.T, s *TransferSession, o *Offer, chunk int) (taken int
 		if qerr != nil {
 			t.Fatal(qerr)
 		}
-		h, b, _, ok := sv.Chunk(o, q, uint32(chunk))
-		if !ok {
-			t.Fatalf("chunk request %+v not served", q)
+		h, b, _, cerr := sv.Chunk(o, q, uint32(chunk))
+		if cerr != nil {
+			t.Fatalf("chunk request %+v not served: %v", q, cerr)
 		}
 		taken++
 		next, err = s.OnChunk(append(h, b...))
@@ -334,7 +334,8 @@ func TestPartitionTransferStagesItsSegments(t *testing.T) {
 
 // An offer's artifact read from a range (AddSection, a partition's batch
 // file) is served chunk by chunk as one held in memory is; a range that
-// cannot be read answers nothing (the receiver asks again, then gives up).
+// cannot be read fails with the read's error (the server refuses the
+// offer), one outside the offer with ErrChunkOutside.
 func TestOfferServesSectionsChunkByChunk(t *testing.T) {
 	seg := append(stampedBatch(t, 0, 3), stampedBatch(t, 3, 5)...)
 	offsets := wire.ConsumerOffsetsArtifact{NextOffset: 8}.AppendTo(nil)
@@ -351,7 +352,36 @@ func TestOfferServesSectionsChunkByChunk(t *testing.T) {
 	}
 	short := &Offer{}
 	short.AddSection(wire.ArtifactSegmentLog, 0, io.NewSectionReader(bytes.NewReader(seg[:10]), 0, int64(len(seg))), 0)
-	if _, _, _, ok := (Server{Group: 5}).Chunk(short, wire.RequestStateChunkHeader{Len: 100, Offset: 50}, 100); ok {
-		t.Fatal("a chunk past what the range could read was served")
+	if _, _, _, err := (Server{Group: 5}).Chunk(short, wire.RequestStateChunkHeader{Len: 100, Offset: 50}, 100); err == nil || errors.Is(err, ErrChunkOutside) {
+		t.Fatalf("a chunk past what the range could read: %v", err)
+	}
+	if _, _, _, err := (Server{Group: 5}).Chunk(short, wire.RequestStateChunkHeader{Len: 100, Artifact: 1}, 100); !errors.Is(err, ErrChunkOutside) {
+		t.Fatalf("a chunk of an artifact the offer lacks: %v", err)
+	}
+}
+
+// A refusal of the session's nonce after its offer ends the session: the
+// peer dropped the offer, and no chunk would come (before this, the
+// receiver stalled through every retry); a duplicate offer is ignored.
+func TestARefusalAfterTheOfferEndsTheSession(t *testing.T) {
+	o := &Offer{CommitOp: 7, CommitMax: 7}
+	o.Add(wire.ArtifactConsumerOffsets, 7, wire.ConsumerOffsetsArtifact{NextOffset: 8}.AppendTo(nil))
+	s := NewTransferSession(wire.U128{}, 2, 5, 0, true, wire.HeaderSize+4, wire.U128{Lo: 9})
+	sv := Server{Group: 5, CommitMax: 7}
+	head, body := sv.Target(s.Nonce, o, false)
+	offer := append(head, body...)
+	if next, err := s.OnTarget(offer); err != nil || next == nil {
+		t.Fatalf("the offer: %v, %v", next, err)
+	}
+	if next, err := s.OnTarget(offer); err != nil || next != nil {
+		t.Fatalf("a duplicate offer: %v, %v", next, err)
+	}
+	other, _ := sv.Target(wire.U128{Lo: 10}, nil, false)
+	if _, err := s.OnTarget(other); err != nil {
+		t.Fatalf("another session's refusal: %v", err)
+	}
+	refusal, _ := sv.Target(s.Nonce, nil, false)
+	if _, err := s.OnTarget(refusal); !errors.Is(err, ErrTransferRefused) {
+		t.Fatalf("a refusal after the offer: %v", err)
 	}
 }
