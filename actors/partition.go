@@ -597,7 +597,7 @@ func journalHeadKey(group uint64) string { return fmt.Sprintf("partition/%d/jour
 func creationKey(group uint64) string { return fmt.Sprintf("partition/%d/creation", group) }
 
 // scanBatchInfos reads what the partition log keeps of each stored
-// batch (boot, and the install of a state transfer).
+// batch (boot; a state transfer's install takes them from its walk).
 func (p *partitionActor) scanBatchInfos() ([]partition.BatchInfo, error) {
 	var infos []partition.BatchInfo
 	err := p.node.store.ScanBatches(p.ref.Group, 0, func(_ uint64, b []byte) error {

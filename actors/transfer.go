@@ -856,9 +856,9 @@ func (p *partitionActor) installPartition(tr *vsr.TransferSession, stage *storag
 	if err := st.InstallStaged(stage); err != nil {
 		return err
 	}
-	infos, err := p.scanBatchInfos()
-	if err != nil {
-		return err
+	infos := make([]partition.BatchInfo, len(tr.Batches)) // walked as they arrived: the files are not read back
+	for i, b := range tr.Batches {
+		infos[i] = partition.BatchInfo{BaseOffset: b.BaseOffset, BaseTimestamp: b.BaseTimestamp, Count: b.Count, Size: b.Length}
 	}
 	var restored []partition.StoredOffset
 	for kind, section := range map[wire.ConsumerKind][]wire.OffsetEntry{wire.ConsumerSingle: offsets.Consumers, wire.ConsumerGroup: offsets.Groups} {

@@ -18,6 +18,7 @@ import (
 	"iggynode/client"
 	"iggynode/config"
 	"iggynode/internal/testutil"
+	"iggynode/partition"
 	"iggynode/wire"
 )
 
@@ -329,6 +330,15 @@ func TestAPartitionTransferStagesItsSegmentsOnDisk(t *testing.T) {
 	}
 	release()
 	waitSameBatches(t, nodes[0], nodes[2], groups[0], "the transferred partition", logs)
+	// The receiver's log was indexed from the records as they arrived
+	// (vsr.TransferSession.Batches), not from the files read back: it
+	// counts what the primary's does.
+	stats := func(n *Node) partition.Stats {
+		return askPartitions(t, n, func(p *partitionActor) partition.Stats { return p.plog.Stats() })[0]
+	}
+	if got, want := stats(nodes[2]), stats(nodes[0]); got != want || want.MessagesCount != 7 { // lateTopic's one, then six
+		t.Fatalf("the receiver's log: %+v, the primary's %+v", got, want)
+	}
 	until(t, 10*time.Second, func() bool { left, _ := os.ReadDir(staging); return len(left) == 0 }, func() string {
 		left, _ := os.ReadDir(staging)
 		return fmt.Sprintf("left staged after the install: %v", left)

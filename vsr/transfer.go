@@ -51,7 +51,11 @@ type TransferSession struct {
 	Artifacts [][]byte
 	// Stage, set before the offer arrives, takes a partition session's
 	// SEGMENT_LOG artifacts (nil: they are kept in Artifacts).
-	Stage     SegmentStage
+	Stage SegmentStage
+	// Batches are the records of its SEGMENT_LOG artifacts in offset
+	// order, as the walk read their headers when they arrived: what the
+	// receiver's log indexes, without reading the staged files back.
+	Batches   []SegmentBatch
 	CommitOp  uint64
 	CommitMax uint64
 	// received counts each artifact's bytes so far; sums holds the H64 of
@@ -277,7 +281,7 @@ func (s *TransferSession) onChunk(frame []byte) (*Envelope, error) {
 	segment := s.partition && e.Kind == wire.ArtifactSegmentLog
 	if segment {
 		if s.received[i] == 0 {
-			s.walk = segmentWalk{next: e.Frontier}
+			s.walk = segmentWalk{next: e.Frontier, out: &s.Batches}
 		}
 		if err := s.walk.feed(body); err != nil {
 			return nil, fmt.Errorf("vsr: segment at %d: %w", e.Frontier, err)
@@ -307,12 +311,20 @@ func (s *TransferSession) onChunk(frame []byte) (*Envelope, error) {
 	return &next, nil
 }
 
+// SegmentBatch is one record of a fetched SEGMENT_LOG artifact, from its
+// header.
+type SegmentBatch struct {
+	BaseOffset, BaseTimestamp uint64
+	Count, Length             uint32 // message_count, batch_length
+}
+
 // segmentWalk checks a SEGMENT_LOG artifact record by record as its
 // bytes arrive (13.3 rule 3): the records walk it by batch_length, and
 // each one's base_offset is next (the frontier, then the one before's
-// plus its message_count).
+// plus its message_count). Each record it walks is appended to out.
 type segmentWalk struct {
 	next uint64
+	out  *[]SegmentBatch
 	// skip is what is left of the current record after its header; head
 	// gathers a header that spans chunks, fill of it so far.
 	skip uint64
@@ -337,10 +349,12 @@ func (w *segmentWalk) feed(p []byte) error {
 		}
 		w.fill = 0
 		b := wire.Batch(w.head[:])
-		if b.Length() < wire.BatchHeaderSize || b.BaseOffset() != w.next || b.MessageCount() == 0 {
+		if b.Length() < wire.BatchHeaderSize || b.Length() > 1<<32-1 || b.BaseOffset() != w.next || b.MessageCount() == 0 {
 			w.err = fmt.Errorf("a batch at %d does not walk", w.next)
 			break
 		}
+		*w.out = append(*w.out, SegmentBatch{BaseOffset: w.next, BaseTimestamp: b.BaseTimestamp(),
+			Count: b.MessageCount(), Length: uint32(b.Length())})
 		w.next += uint64(b.MessageCount())
 		w.skip = b.Length() - wire.BatchHeaderSize
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"slices"
 	"testing"
 
 	"iggynode/wire"
@@ -283,6 +284,14 @@ func TestPartitionTransferStagesItsSegments(t *testing.T) {
 	got, err := s.VerifyPartition()
 	if err != nil || got.NextOffset != 19 {
 		t.Fatalf("verify: %v, next offset %d", err, got.NextOffset)
+	}
+	// The walk kept each record's index fields, for the install.
+	var want []SegmentBatch
+	for _, b := range []wire.Batch{wire.Batch(segA), wire.Batch(segA[wire.Batch(segA).Length():]), wire.Batch(segB)} {
+		want = append(want, SegmentBatch{BaseOffset: b.BaseOffset(), BaseTimestamp: b.BaseTimestamp(), Count: b.MessageCount(), Length: uint32(b.Length())})
+	}
+	if !slices.Equal(s.Batches, want) || want[1].BaseOffset != 13 || want[1].Count != 2 {
+		t.Fatalf("walked %+v, want %+v", s.Batches, want)
 	}
 
 	// The walk runs as bytes arrive: a record at the wrong offset ends
