@@ -57,7 +57,12 @@ import (
 //     a partition that needs one meanwhile waits, asking every tick, and
 //     gives the request back to its core if the view changes first. The
 //     receiver stages the segments it fetches in files (storage.TransferStage,
-//     13.3 rule 5) and holds only the offsets in memory.
+//     13.3 rule 5) and holds only the offsets in memory. A transfer that
+//     fails leaves the segments it staged whole to the group's next one
+//     (7.7 rule 6), which takes those its offer names with the same
+//     frontier, length and checksum from the stage instead of fetching
+//     them; they are deleted after keptStageTicks retry intervals without
+//     a transfer, with a purge, or when the group actor stops.
 //   - A fetched state that is not ahead of this replica's commit point is
 //     not installed (no table-only install): the replica goes back to
 //     journal repair, which that commit point can reach.
@@ -166,6 +171,12 @@ type transferShell struct {
 	// install applies a complete session's state (partitions: with the
 	// segments it staged), once verified.
 	install func(s *vsr.TransferSession, stage *storage.TransferStage) error
+	// kept is the stage a failed transfer left with segments staged
+	// whole (keptSegments), for the next one; keptIdle counts the ticks
+	// since (keptStageTicks).
+	kept         *storage.TransferStage
+	keptSegments []vsr.StagedSegment
+	keptIdle     int
 	// Installed counts installed transfers.
 	Installed uint64
 	tr        *groupTrace // spans (telemetry.go); set by the group actor
@@ -186,11 +197,27 @@ type (
 		stage   *storage.TransferStage
 	}
 	// transferFailed: refused or stalled (the child stops after it).
+	// A partition's stage comes with it when it holds segments staged
+	// whole (completed): the group's next transfer reuses those its
+	// offer names again (7.7 rule 6).
 	transferFailed struct {
-		child *actor.PID
-		err   error
+		child     *actor.PID
+		err       error
+		stage     *storage.TransferStage
+		completed []vsr.StagedSegment
+	}
+	// stageHandoff passes a kept stage to the next transfer child once:
+	// an incarnation that restarts after a panic begins a fresh stage.
+	stageHandoff struct {
+		stage     *storage.TransferStage
+		completed []vsr.StagedSegment
 	}
 )
+
+// keptStageTicks is how long, in repair retry intervals, a group keeps
+// the segments a failed transfer staged for its next attempt (the core
+// asks again within 64 intervals, its longest repair backoff).
+const keptStageTicks = 128
 
 // onFrame handles commands 22-25 of this group from peer `from`.
 func (t *transferShell) onFrame(ctx actor.Context, from uint8, frame []byte) {
@@ -262,10 +289,12 @@ func (t *transferShell) onOutcome(ctx actor.Context, msg any) bool {
 		return true
 	case *transferFailed:
 		if m.child != t.child {
+			t.discard(m.stage)
 			return false
 		}
 		ctx.Stop(t.child)
 		t.childGone()
+		t.keep(m.stage, m.completed)
 		t.abandon(m.err)
 		return true
 	case *actor.Terminated:
@@ -401,13 +430,30 @@ func (t *transferShell) tick(ctx actor.Context) {
 	if t.child != nil {
 		ctx.Send(t.child, &tick{})
 	}
+	if t.kept != nil && t.child == nil {
+		if t.keptIdle++; t.keptIdle > keptStageTicks*retry {
+			t.log.Info("staged segments of a failed state transfer deleted: no transfer reused them", "group", t.group)
+			t.keep(nil, nil)
+		}
+	}
 	t.maybeStart(ctx)
+}
+
+// keep holds stage (nil: none) for the group's next transfer, deleting
+// the one kept before.
+func (t *transferShell) keep(stage *storage.TransferStage, completed []vsr.StagedSegment) {
+	t.discard(t.kept)
+	t.kept, t.keptSegments, t.keptIdle = stage, completed, 0
+	if stage != nil {
+		t.log.Info("state transfer keeps the segments it staged whole for its next attempt", "group", t.group,
+			"segments", len(completed), "bytes", stage.Bytes())
+	}
 }
 
 // busy reports whether tick has work every tick: offers to expire, a
 // transfer running, or one the core asks for.
 func (t *transferShell) busy() bool {
-	return t != nil && (len(t.offers) > 0 || t.child != nil || t.core.NeedTransfer >= 0)
+	return t != nil && (len(t.offers) > 0 || t.child != nil || t.core.NeedTransfer >= 0 || t.kept != nil)
 }
 
 // maybeStart spawns a transfer child when the core found that repair
@@ -440,8 +486,11 @@ func (t *transferShell) maybeStart(ctx actor.Context) {
 		t.waiting, t.receiving = false, true
 	}
 	t.peer = uint8(peer)
+	handoff := &stageHandoff{stage: t.kept, completed: t.keptSegments}
+	t.kept, t.keptSegments = nil, nil // the child's now
 	props := t.n.props(func() actor.Actor {
-		return &transferActor{n: t.n, log: t.log, group: t.group, peer: t.peer, partition: t.group != wire.MetadataGroup, view: t.core.View()}
+		return &transferActor{n: t.n, log: t.log, group: t.group, peer: t.peer, partition: t.group != wire.MetadataGroup, view: t.core.View(),
+			handoff: handoff}
 	})
 	t.child = ctx.Spawn(props)
 	t.core.SetTransferring(true)
@@ -495,6 +544,7 @@ func (t *transferShell) close() {
 	if t.child != nil || t.receiving {
 		t.childGone()
 	}
+	t.keep(nil, nil)
 }
 
 // discard deletes a finished transfer's staged segments (after an
@@ -528,6 +578,7 @@ type transferActor struct {
 	view      uint32 // the core's view when it asked
 	session   *vsr.TransferSession
 	stage     *storage.TransferStage // partitions; handed over with transferDone
+	handoff   *stageHandoff          // a stage an earlier transfer of the group kept
 }
 
 func (a *transferActor) Receive(ctx actor.Context) {
@@ -539,12 +590,17 @@ func (a *transferActor) Receive(ctx actor.Context) {
 			int(a.n.opts.Config.MessageBus.MaxMessageSize), wire.U128{Lo: binary.LittleEndian.Uint64(nonce[:]), Hi: binary.LittleEndian.Uint64(nonce[8:])})
 		a.session.RequesterView = a.view
 		if a.partition {
-			stage, err := a.n.store.StageTransfer(a.group)
-			if err != nil {
-				a.finish(ctx, &transferFailed{child: ctx.Self(), err: err})
-				return
+			if h := a.handoff; h != nil && h.stage != nil {
+				a.stage, a.session.Stage, a.session.Reusable = h.stage, h.stage, h.completed
+				h.stage, h.completed = nil, nil
+			} else {
+				stage, err := a.n.store.StageTransfer(a.group)
+				if err != nil {
+					a.finish(ctx, &transferFailed{child: ctx.Self(), err: err})
+					return
+				}
+				a.stage, a.session.Stage = stage, stage
 			}
-			a.stage, a.session.Stage = stage, stage
 		}
 		a.n.send([]vsr.Envelope{a.session.Request()})
 	case *actor.Stopping, *actor.Restarting:
@@ -600,6 +656,19 @@ var transferFrameHook func(frame []byte)
 // when it has taken it (stopping here would let the Terminated system
 // message overtake the outcome), and forgets the session.
 func (a *transferActor) finish(ctx actor.Context, outcome any) {
+	if f, ok := outcome.(*transferFailed); ok && a.stage != nil && a.session != nil {
+		// What was staged whole goes to the group for its next attempt;
+		// the rest of the stage is deleted now.
+		if done := a.session.Completed(); len(done) > 0 {
+			frontiers := make([]uint64, len(done))
+			for i, d := range done {
+				frontiers[i] = d.Frontier
+			}
+			if err := a.stage.Keep(frontiers); err == nil {
+				f.stage, f.completed, a.stage = a.stage, done, nil
+			}
+		}
+	}
 	ctx.Send(ctx.Parent(), outcome)
 	a.session = nil
 	a.dropStage()
@@ -708,7 +777,7 @@ func (m *metadataActor) metadataRoster(tr *vsr.TransferSession) (*vsr.Roster, er
 // Partitions (7.7).
 
 // segmentArtifactMax bounds one SEGMENT_LOG artifact of an offer.
-const segmentArtifactMax = 64 << 20
+var segmentArtifactMax int64 = 64 << 20 // a test lowers it
 
 // Why a partition offer was not built (partitionOffer).
 var (
@@ -856,8 +925,9 @@ func (p *partitionActor) installPartition(tr *vsr.TransferSession, stage *storag
 	if err := st.InstallStaged(stage); err != nil {
 		return err
 	}
-	infos := make([]partition.BatchInfo, len(tr.Batches)) // walked as they arrived: the files are not read back
-	for i, b := range tr.Batches {
+	walked := tr.Batches() // as they arrived: the files are not read back
+	infos := make([]partition.BatchInfo, len(walked))
+	for i, b := range walked {
 		infos[i] = partition.BatchInfo{BaseOffset: b.BaseOffset, BaseTimestamp: b.BaseTimestamp, Count: b.Count, Size: b.Length}
 	}
 	var restored []partition.StoredOffset

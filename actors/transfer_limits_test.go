@@ -479,3 +479,92 @@ func TestAPurgeDropsTheOffersThatReadItsFiles(t *testing.T) {
 	}
 	waitSameBatches(t, nodes[0], nodes[2], groups[0], "the purged partition and a batch after", logs)
 }
+
+// replica-plane.md 7.7 rule 6: a partition transfer cut short (here the
+// receiver's disk fills while it stages its third of four segments)
+// keeps the segments it staged whole, and the group's next transfer,
+// once space is back, fetches only the rest: no chunk of the first two
+// segments travels again, and the install indexes them from what the
+// first walk read.
+func TestAnInterruptedTransferReusesTheSegmentsItStagedWhole(t *testing.T) {
+	defer func(max int64) { segmentArtifactMax = max }(segmentArtifactMax)
+	segmentArtifactMax = 1 << 20 // one artifact per batch of 1 MiB
+	fs := testutil.MountSmallFS(t, 32<<20)
+	nodes, groups, relink, logs := lateTopic(t, 1, 1, func(o *Options) {
+		if o.Config.Cluster.ReplicaID == 2 {
+			smallDisk(o, fs, testReserveSoft, testReserveHard)
+		}
+	})
+	ctx, c := rootClient(t, nodes[0])
+	for i := range 4 {
+		msg := client.NewMessage(bytes.Repeat([]byte{byte(i)}, 1<<20-4096))
+		if _, err := c.SendMessages(ctx, wire.Named("late"), wire.ID(0), wire.PartitionID(0), []wire.Message{msg}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	late := nodes[2]
+	var mu sync.Mutex
+	var first wire.U128
+	chunks := map[wire.U128]map[uint32]int{} // per session, chunks per artifact
+	held, holding := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	transferFrameHook = func(frame []byte) {
+		q, err := wire.DecodeStateChunkHeader(wire.HeaderOf(frame))
+		if err != nil || wire.HeaderOf(frame).Command() != wire.CmdStateChunk {
+			return
+		}
+		mu.Lock()
+		if first == (wire.U128{}) {
+			first = q.Nonce
+		}
+		if chunks[q.Nonce] == nil {
+			chunks[q.Nonce] = map[uint32]int{}
+		}
+		chunks[q.Nonce][q.Artifact]++
+		cut := q.Nonce == first && q.Artifact == 2 && q.Offset == 0
+		mu.Unlock()
+		if cut {
+			once.Do(func() { close(holding); <-held })
+		}
+	}
+	t.Cleanup(func() { transferFrameHook = nil })
+	relink()
+	select {
+	case <-holding:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the transfer never reached its third segment\n%s", lastLines(logs.String(), 30))
+	}
+	filler := fill(t, late, fs, testReserveHard+128<<10) // the third segment's first chunk does not fit
+	close(held)
+	if !logs.Await("state transfer keeps the segments it staged whole", 20*time.Second) {
+		t.Fatalf("the cut transfer kept nothing\n%s", lastLines(logs.String(), 30))
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	waitSameBatches(t, nodes[0], late, groups[0], "the partition after the cut transfer", logs)
+	stats := func(n *Node) partition.Stats {
+		return askPartitions(t, n, func(p *partitionActor) partition.Stats { return p.plog.Stats() })[0]
+	}
+	if got, want := stats(late), stats(nodes[0]); got != want {
+		t.Fatalf("the receiver's log: %+v, the primary's %+v", got, want)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if chunks[first][0] == 0 || chunks[first][1] == 0 {
+		t.Fatalf("the first session fetched %v", chunks[first])
+	}
+	sessions := 0
+	for nonce, per := range chunks {
+		if nonce == first {
+			continue
+		}
+		sessions++
+		if per[0]+per[1] != 0 {
+			t.Fatalf("a later session fetched the staged segments again: %v", per)
+		}
+	}
+	if sessions == 0 {
+		t.Fatalf("no later session fetched anything: %v", chunks)
+	}
+}

@@ -101,9 +101,10 @@
 // own while its group's next one starts; the store keeps a registry of
 // the live stages, so a group actor that stops deletes those whose owner
 // was lost (DiscardStaged); Open deletes transfer/ whole (a
-// transfer does not survive a restart: the partition asks again). The
-// 13.3 rule 5 reuse of a staged file matching a later manifest entry is
-// not done: a new stage starts empty.
+// transfer does not survive a restart: the partition asks again). A
+// stage outlives a failed attempt when it holds sealed segments: Keep
+// leaves only those the group's next offer names again (7.7 rule 6), and
+// that attempt writes the rest beside them, in any frontier order.
 //
 // # Recovery
 //

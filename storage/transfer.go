@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -36,7 +37,7 @@ type TransferStage struct {
 	s     *Store
 	group uint64
 	dir   string
-	files []*stagedFile // in the order they were written: ascending frontier
+	files []*stagedFile // in the order they were written
 	open  *stagedFile   // the one being written
 	// reserved is what Reserve took of the disk and Write has not
 	// written yet (staging.reserved counts it).
@@ -155,16 +156,52 @@ func (t *TransferStage) written(n int64) {
 	st.mu.Unlock()
 }
 
+// Keep deletes every staged file but the sealed ones at frontiers (a new
+// offer of the group reuses them, 7.7 rule 6), the one being written
+// included, and gives back the stage's reservation: what a transfer that
+// ended without an install leaves for the next.
+func (t *TransferStage) Keep(frontiers []uint64) error {
+	if t.open != nil {
+		_ = t.open.f.Close()
+		t.open.f, t.open = nil, nil
+	}
+	var kept []*stagedFile
+	var errs []error
+	for _, f := range t.files {
+		if f.sealed && slices.Contains(frontiers, f.frontier) {
+			kept = append(kept, f)
+			continue
+		}
+		if err := os.Remove(f.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	t.files = kept
+	st := &t.s.staging
+	st.mu.Lock()
+	st.reserved -= t.reserved
+	t.reserved = 0
+	st.mu.Unlock()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("storage: staged transfer of group %d: %w", t.group, err)
+	}
+	return nil
+}
+
 // Write appends chunk to artifact i, a segment starting at frontier; the
 // first chunk of an artifact creates its file. Artifacts arrive one after
-// the other, each complete (Seal) before the next starts.
+// the other, each complete (Seal) before the next starts, and not
+// necessarily in frontier order (those kept from an earlier attempt are
+// not written again).
 func (t *TransferStage) Write(i int, frontier uint64, chunk []byte) error {
 	if t.open == nil || t.open.artifact != i {
 		if t.open != nil {
 			return fmt.Errorf("storage: staged artifact %d started before %d was sealed", i, t.open.artifact)
 		}
-		if n := len(t.files); n > 0 && t.files[n-1].frontier >= frontier {
-			return fmt.Errorf("storage: staged segment at %d after one at %d", frontier, t.files[n-1].frontier)
+		for _, f := range t.files {
+			if f.frontier == frontier {
+				return fmt.Errorf("storage: a second staged segment at %d", frontier)
+			}
 		}
 		path := filepath.Join(t.dir, batchFileName(frontier)+stagedFileExt)
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, fileMode)

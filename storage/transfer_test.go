@@ -252,3 +252,57 @@ func TestDiscardStagedDeletesOnlyThatGroupsStages(t *testing.T) {
 		t.Fatalf("a second DiscardStaged(5) found %d", n)
 	}
 }
+
+// Keep leaves a stage only the sealed segments a new offer reuses (the
+// one being written and every other go, with the reservation); the next
+// attempt writes the rest in its manifest's order, below the kept one
+// too, and the install takes them all.
+func TestAStageKeepsTheSegmentsANewOfferReuses(t *testing.T) {
+	s := openTest(t)
+	a, b, c := makeBatch(t, 10, 3, 500, 1), makeBatch(t, 13, 2, 900, 2), makeBatch(t, 15, 4, 300, 3)
+	ts := stage(t, s, 7, 1000, [][]byte{b}, [][]byte{c})
+	if err := ts.Reserve(1 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Write(2, 20, []byte("half a segment")); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Keep([]uint64{13, 20}); err != nil { // 20 was never sealed: it goes
+		t.Fatal(err)
+	}
+	names := func() (out []string) {
+		files, _ := filepath.Glob(filepath.Join(ts.Dir(), "*"))
+		for _, f := range files {
+			out = append(out, filepath.Base(f))
+		}
+		return out
+	}
+	if got := names(); !slices.Equal(got, []string{batchFileName(13) + stagedFileExt}) {
+		t.Fatalf("kept %v, want segment 13's file alone", got)
+	}
+	if r := s.StagedReserved(); r != 0 {
+		t.Fatalf("%d bytes still reserved after Keep", r)
+	}
+	for i, seg := range [][]byte{a, c} { // the next attempt's artifacts 0 and 2
+		frontier := wire.Batch(seg).BaseOffset()
+		if err := ts.Write(i*2, frontier, seg); err != nil {
+			t.Fatal(err)
+		}
+		if err := ts.Seal(i * 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ts.Write(3, 13, b); err == nil {
+		t.Fatal("a second segment at a kept frontier was staged")
+	}
+	if err := ts.Keep([]uint64{10, 13, 15}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.InstallStaged(ts); err != nil {
+		t.Fatal(err)
+	}
+	want := []kv{{10, a}, {13, b}, {15, c}}
+	if got := scanBatches(t, s, 7, 0); !slices.EqualFunc(got, want, func(x, y kv) bool { return x.n == y.n && bytes.Equal(x.b, y.b) }) {
+		t.Fatalf("after install: %v", keysOf(got))
+	}
+}

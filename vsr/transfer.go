@@ -52,17 +52,23 @@ type TransferSession struct {
 	// Stage, set before the offer arrives, takes a partition session's
 	// SEGMENT_LOG artifacts (nil: they are kept in Artifacts).
 	Stage SegmentStage
-	// Batches are the records of its SEGMENT_LOG artifacts in offset
-	// order, as the walk read their headers when they arrived: what the
-	// receiver's log indexes, without reading the staged files back.
-	Batches   []SegmentBatch
+	// Reusable are the segments an earlier session of the group staged
+	// whole (its Completed), set before the offer arrives: an entry of
+	// the offer that matches one is taken from the Stage, not fetched
+	// (replica-plane.md 7.7 rule 6).
+	Reusable  []StagedSegment
 	CommitOp  uint64
 	CommitMax uint64
 	// received counts each artifact's bytes so far; sums holds the H64 of
 	// each complete one and ends, of a SEGMENT_LOG one, the offset after
-	// its last record; hash and walk are the pending artifact's so far.
+	// its last record, batches its records as the walk read their headers
+	// (what the receiver's log indexes, without reading the files back),
+	// sealed whether the Stage holds it whole; hash and walk are the
+	// pending artifact's so far.
 	received   []uint64
 	sums, ends []uint64
+	batches    [][]SegmentBatch
+	sealed     []bool
 	hash       hash.Hash64
 	walk       segmentWalk
 	// failed is the error OnChunk ended the session with: sticky, so a
@@ -86,10 +92,14 @@ const (
 
 // SegmentStage keeps the SEGMENT_LOG artifacts of a partition session
 // out of memory (replica-plane.md 13.3 rule 5). Its errors end the
-// session; the shell that made it deletes what it staged.
+// session; the shell that made it deletes what it staged, or hands it,
+// with the session's Completed, to the group's next session.
 type SegmentStage interface {
-	// Reserve is told, as an offer is accepted, how many bytes its
-	// segments hold: an error (no room for them) refuses the offer.
+	// Keep is told, as an offer is accepted, the frontiers of the staged
+	// segments it reuses (Reusable): every other staged file goes.
+	Keep(frontiers []uint64) error
+	// Reserve is told, next, how many bytes the segments it fetches
+	// hold: an error (no room for them) refuses the offer.
 	Reserve(bytes uint64) error
 	// Write appends chunk to artifact i, the segment whose first record's
 	// base_offset is frontier.
@@ -185,19 +195,31 @@ func (s *TransferSession) OnTarget(frame []byte) (*Envelope, error) {
 	}
 	n := len(m.Entries)
 	s.Artifacts, s.received, s.sums, s.ends = make([][]byte, n), make([]uint64, n), make([]uint64, n), make([]uint64, n)
-	staged := uint64(0)
+	s.batches, s.sealed = make([][]SegmentBatch, n), make([]bool, n)
+	staged, kept := uint64(0), []uint64(nil)
 	for i, e := range m.Entries {
 		s.ends[i] = e.Frontier
 		if e.Len == 0 {
 			s.sums[i] = wire.ArtifactChecksum(nil)
 		}
 		if s.staged(e) {
+			if r, ok := s.reusable(e); ok {
+				s.received[i], s.sums[i], s.ends[i], s.batches[i], s.sealed[i] = e.Len, r.Checksum, r.End, r.Batches, true
+				kept = append(kept, e.Frontier)
+				continue
+			}
 			staged += e.Len
 			continue
 		}
 		// Grown as chunks arrive: a manifest's lengths are the peer's word.
 		s.Artifacts[i] = make([]byte, 0, min(e.Len, uint64(s.ChunkMax)))
 	}
+	if s.partition && s.Stage != nil {
+		if err := s.Stage.Keep(kept); err != nil {
+			return nil, fmt.Errorf("vsr: staged segments: %w", err)
+		}
+	}
+	s.Reusable = nil
 	if staged > 0 {
 		if err := s.Stage.Reserve(staged); err != nil {
 			return nil, fmt.Errorf("vsr: no room to stage the offer's %d segment bytes: %w", staged, err)
@@ -237,6 +259,56 @@ func (s *TransferSession) acceptable(m wire.StateManifest) bool {
 		return total <= maxPartitionBytes && offsets == 1 && rosters <= 1
 	}
 	return total <= maxManifestBytes && snapshot
+}
+
+// reusable finds the segment an earlier session staged that entry e
+// names: the same frontier, length and checksum (the staged file's own
+// hash), so the same bytes.
+func (s *TransferSession) reusable(e wire.ManifestEntry) (StagedSegment, bool) {
+	for _, r := range s.Reusable {
+		if r.Frontier == e.Frontier && r.Len == e.Len && r.Checksum == e.Checksum && e.Len > 0 {
+			return r, true
+		}
+	}
+	return StagedSegment{}, false
+}
+
+// StagedSegment is a SEGMENT_LOG artifact a session staged whole, whose
+// hash matched its manifest entry: what a later session needs to take it
+// from the Stage instead of fetching it (7.7 rule 6).
+type StagedSegment struct {
+	Frontier, Len, Checksum uint64
+	End                     uint64 // the offset after its last record
+	Batches                 []SegmentBatch
+}
+
+// Completed lists the segments this session staged whole with the hash
+// its manifest names (sealed in the Stage), for the group's next session
+// (Reusable) if this one ends without an install.
+func (s *TransferSession) Completed() []StagedSegment {
+	if s.Manifest == nil {
+		return nil
+	}
+	var out []StagedSegment
+	for i, e := range s.Manifest.Entries {
+		if s.staged(e) && s.sealed[i] && s.sums[i] == e.Checksum && e.Len > 0 {
+			out = append(out, StagedSegment{Frontier: e.Frontier, Len: e.Len, Checksum: e.Checksum, End: s.ends[i], Batches: s.batches[i]})
+		}
+	}
+	return out
+}
+
+// Batches are the records of the session's SEGMENT_LOG artifacts in
+// offset order (manifest order, which VerifyPartition checks).
+func (s *TransferSession) Batches() []SegmentBatch {
+	if s.Manifest == nil {
+		return nil
+	}
+	var out []SegmentBatch
+	for _, b := range s.batches {
+		out = append(out, b...)
+	}
+	return out
 }
 
 // staged reports whether artifact e goes to the Stage.
@@ -281,7 +353,7 @@ func (s *TransferSession) onChunk(frame []byte) (*Envelope, error) {
 	segment := s.partition && e.Kind == wire.ArtifactSegmentLog
 	if segment {
 		if s.received[i] == 0 {
-			s.walk = segmentWalk{next: e.Frontier, out: &s.Batches}
+			s.walk = segmentWalk{next: e.Frontier, out: &s.batches[i]}
 		}
 		if err := s.walk.feed(body); err != nil {
 			return nil, fmt.Errorf("vsr: segment at %d: %w", e.Frontier, err)
@@ -301,6 +373,7 @@ func (s *TransferSession) onChunk(frame []byte) (*Envelope, error) {
 			if err := s.Stage.Seal(i); err != nil {
 				return nil, fmt.Errorf("vsr: stage artifact %d: %w", i, err)
 			}
+			s.sealed[i] = true
 		}
 	}
 	s.idle, s.attempts = 0, 0

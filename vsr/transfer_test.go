@@ -203,14 +203,20 @@ func stampedBatch(t *testing.T, base uint64, count int) []byte {
 
 // memoryStage is a SegmentStage that records what it is given.
 type memoryStage struct {
+	full     map[int]bool // artifacts whose writes fail
+	kept     []uint64
 	reserved uint64
 	refuse   error
 	segments map[int][]byte
 	sealed   map[int]bool
 }
 
-func (m *memoryStage) Reserve(n uint64) error { m.reserved += n; return m.refuse }
+func (m *memoryStage) Keep(frontiers []uint64) error { m.kept = frontiers; return nil }
+func (m *memoryStage) Reserve(n uint64) error        { m.reserved += n; return m.refuse }
 func (m *memoryStage) Write(i int, frontier uint64, chunk []byte) error {
+	if m.full[i] {
+		return errors.New("no space")
+	}
 	if m.sealed[i] {
 		return errors.New("write after seal")
 	}
@@ -290,8 +296,8 @@ func TestPartitionTransferStagesItsSegments(t *testing.T) {
 	for _, b := range []wire.Batch{wire.Batch(segA), wire.Batch(segA[wire.Batch(segA).Length():]), wire.Batch(segB)} {
 		want = append(want, SegmentBatch{BaseOffset: b.BaseOffset(), BaseTimestamp: b.BaseTimestamp(), Count: b.MessageCount(), Length: uint32(b.Length())})
 	}
-	if !slices.Equal(s.Batches, want) || want[1].BaseOffset != 13 || want[1].Count != 2 {
-		t.Fatalf("walked %+v, want %+v", s.Batches, want)
+	if !slices.Equal(s.Batches(), want) || want[1].BaseOffset != 13 || want[1].Count != 2 {
+		t.Fatalf("walked %+v, want %+v", s.Batches(), want)
 	}
 
 	// The walk runs as bytes arrive: a record at the wrong offset ends
@@ -392,5 +398,63 @@ func TestARefusalAfterTheOfferEndsTheSession(t *testing.T) {
 	refusal, _ := sv.Target(s.Nonce, nil, false)
 	if _, err := s.OnTarget(refusal); !errors.Is(err, ErrTransferRefused) {
 		t.Fatalf("a refusal after the offer: %v", err)
+	}
+}
+
+// 7.7 rule 6: a session that ends without an install leaves the segments
+// it staged whole (Completed); the group's next session takes an entry
+// of its offer that names the same frontier, length and checksum from
+// the stage instead of fetching it, and fetches one that differs.
+func TestALaterSessionReusesTheSegmentsStagedWhole(t *testing.T) {
+	segA := append(stampedBatch(t, 10, 3), stampedBatch(t, 13, 2)...)
+	segB := stampedBatch(t, 15, 4)
+	offsets := wire.ConsumerOffsetsArtifact{NextOffset: 19}.AppendTo(nil)
+	artifacts := func(a []byte) [][3]any {
+		return [][3]any{{wire.ArtifactSegmentLog, uint64(10), a}, {wire.ArtifactSegmentLog, uint64(15), segB},
+			{wire.ArtifactConsumerOffsets, uint64(7), offsets}}
+	}
+	first := &memoryStage{segments: map[int][]byte{}, sealed: map[int]bool{}, full: map[int]bool{1: true}}
+	s1, _, err := pullPartition(t, first, 100, artifacts(segA)...)
+	if err == nil {
+		t.Fatal("a session whose second segment could not be staged went on")
+	}
+	done := s1.Completed()
+	if len(done) != 1 || done[0].Frontier != 10 || done[0].Len != uint64(len(segA)) || done[0].End != 15 || len(done[0].Batches) != 2 {
+		t.Fatalf("completed %+v, want segment 10 (5 records, two batches) alone", done)
+	}
+
+	next := func(reuse []StagedSegment, a []byte) (*TransferSession, *memoryStage, int) {
+		stage := &memoryStage{segments: map[int][]byte{}, sealed: map[int]bool{}}
+		s := NewTransferSession(wire.U128{}, 2, 5, 0, true, wire.HeaderSize+100, wire.U128{Lo: 10})
+		s.Stage, s.Reusable = stage, reuse
+		o := &Offer{CommitOp: 7, CommitMax: 7}
+		for _, x := range artifacts(a) {
+			o.Add(x[0].(wire.ArtifactKind), x[1].(uint64), x[2].([]byte))
+		}
+		taken, err := pullOffer(t, s, o, 100)
+		if err != nil || !s.Complete() {
+			t.Fatalf("the next session: %v", err)
+		}
+		if _, err := s.VerifyPartition(); err != nil {
+			t.Fatalf("the next session verifies: %v", err)
+		}
+		return s, stage, taken
+	}
+	s2, stage, taken := next(done, segA)
+	if want := (len(segB)+99)/100 + 1; taken != want || len(stage.segments[0]) != 0 || !bytes.Equal(stage.segments[1], segB) {
+		t.Fatalf("reusing segment 10: %d chunks (want %d), staged %d and %d bytes", taken, want, len(stage.segments[0]), len(stage.segments[1]))
+	}
+	if !slices.Equal(stage.kept, []uint64{10}) || stage.reserved != uint64(len(segB)) {
+		t.Fatalf("kept %v, reserved %d; want segment 10 kept and segment 15's %d bytes reserved", stage.kept, stage.reserved, len(segB))
+	}
+	if got := s2.Batches(); len(got) != 3 || got[0].BaseOffset != 10 || got[1].BaseOffset != 13 || got[2].BaseOffset != 15 {
+		t.Fatalf("records %+v, want 10, 13, 15", got)
+	}
+
+	other := bytes.Clone(segA)
+	other[len(other)-1] ^= 0xff // the same records, other bytes: another checksum
+	_, stage, taken = next(done, other)
+	if len(stage.kept) != 0 || !bytes.Equal(stage.segments[0], other) || taken != (len(other)+99)/100+(len(segB)+99)/100+1 {
+		t.Fatalf("a segment with another checksum: kept %v, fetched %d bytes in %d chunks", stage.kept, len(stage.segments[0]), taken)
 	}
 }
