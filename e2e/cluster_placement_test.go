@@ -133,6 +133,17 @@ func TestKill9OneOfFiveWithPlacement(t *testing.T) {
 func balancedStatus(ctx context.Context, t *testing.T, clients []string, skip map[int]bool, partitions int, what string) wire.ClusterStatusReply {
 	t.Helper()
 	var last string
+	// One session per node for the whole wait, made again only after an
+	// error: a login every half second on five nodes (Argon2id each) was
+	// most of a loaded machine's work, and starved the cluster it watched.
+	conns := make([]*client.Client, len(clients))
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				_ = c.Close()
+			}
+		}
+	}()
 	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
 		primaries := map[uint64]uint8{}
 		var any wire.ClusterStatusReply
@@ -140,13 +151,17 @@ func balancedStatus(ctx context.Context, t *testing.T, clients []string, skip ma
 			if skip[i] {
 				continue
 			}
-			c, err := client.Connect(ctx, client.Options{Address: addr, Username: "iggy", Password: "iggy", StayOnNode: true, RequestTimeout: 3 * time.Second})
-			if err != nil {
-				continue
+			if conns[i] == nil {
+				c, err := client.Connect(ctx, client.Options{Address: addr, Username: "iggy", Password: "iggy", StayOnNode: true, RequestTimeout: 3 * time.Second})
+				if err != nil {
+					continue
+				}
+				conns[i] = c
 			}
-			st, err := c.ClusterStatus(ctx)
-			_ = c.Close()
+			st, err := conns[i].ClusterStatus(ctx)
 			if err != nil {
+				_ = conns[i].Close()
+				conns[i] = nil
 				continue
 			}
 			any = st
