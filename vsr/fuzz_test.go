@@ -73,8 +73,12 @@ func FuzzTransferSession(f *testing.F) {
 	meta := NewTransferSession(wire.U128{}, 2, 5, 0, false, 1<<20, wire.U128{Lo: 9})
 	f.Add(offerFrame(meta, 3, []byte("snap"), []byte("tbl")), chunkFrame(meta, 0, 0, []byte("snap")))
 	f.Fuzz(func(t *testing.T, target, chunk []byte) {
-		for _, partition := range []bool{false, true} {
+		for i, partition := range []bool{false, true, true} {
 			s := NewTransferSession(wire.U128{}, 2, 5, 0, partition, 1<<20, wire.U128{Lo: 9})
+			if i == 2 { // staged, with a segment an earlier session left
+				s.Stage = &memoryStage{segments: map[int][]byte{}, sealed: map[int]bool{}}
+				s.Reusable = []StagedSegment{{Frontier: 0, Len: 256, Checksum: 0, End: 1, Batches: []SegmentBatch{{Count: 1, Length: 256}}}}
+			}
 			if len(target) >= wire.HeaderSize {
 				_, _ = s.OnTarget(append([]byte(nil), target...))
 			}
@@ -85,6 +89,7 @@ func FuzzTransferSession(f *testing.F) {
 			if partition {
 				_, _ = s.VerifyPartition()
 				_, _ = s.GroupRoster()
+				_, _ = s.Completed(), s.Batches()
 			} else {
 				_, _, _, _, _ = s.Verify()
 			}
