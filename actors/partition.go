@@ -481,6 +481,8 @@ func (p *partitionActor) receive(ctx actor.Context) {
 		ctx.Stop(ctx.Self())
 	case *partitionLeaveCheck:
 		p.onLeaveCheck(ctx)
+	case *offerRound:
+		p.onOfferRound(ctx, m)
 	case *partitionSegments:
 		p.settle(ctx)
 		upTo, ok := p.plog.DeleteSegmentsUpTo(m.count)

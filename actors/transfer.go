@@ -163,7 +163,10 @@ type transferShell struct {
 	// bound, or says why not (transient: retry later).
 	// release (nil: nothing) closes what the offer reads its artifacts
 	// from, once it is dropped.
-	build func() (o *vsr.Offer, reserved int64, release func(), transient bool)
+	build func(ctx actor.Context) (o *vsr.Offer, reserved int64, release func(), transient bool)
+	// building is a partition offer being hashed round by round
+	// (offerBuild); the next request after its last round takes it.
+	building *offerBuild
 	// rosterOf reads the roster a fetched state applied (nil: the group
 	// keeps its roster, as partition groups do for now), so the core
 	// installs across epochs (InstallAllowedEpoch, InstalledEpoch).
@@ -225,7 +228,7 @@ func (t *transferShell) onFrame(ctx actor.Context, from uint8, frame []byte) {
 	switch h.Command() {
 	case wire.CmdRequestStateTransfer:
 		if q, err := wire.DecodeRequestStateTransferHeader(h); err == nil && q.Replica == from && (t.offers[offerKey{q.Replica, q.Nonce}] != nil || t.serves(q)) {
-			t.serveOffer(q)
+			t.serveOffer(ctx, q)
 		} else if err == nil && q.Replica == from {
 			head, _ := t.server().Target(q.Nonce, nil, true) // not from here now: retry
 			t.n.send([]vsr.Envelope{{To: q.Replica, Head: head}})
@@ -329,7 +332,7 @@ func (t *transferShell) server() vsr.Server {
 }
 
 // serveOffer is 7.6 step 2 (7.7 rule 2 for partitions).
-func (t *transferShell) serveOffer(q wire.RequestStateTransferHeader) {
+func (t *transferShell) serveOffer(ctx actor.Context, q wire.RequestStateTransferHeader) {
 	key := offerKey{q.Replica, q.Nonce}
 	o := t.offers[key]
 	transient := true
@@ -344,7 +347,7 @@ func (t *transferShell) serveOffer(q wire.RequestStateTransferHeader) {
 		var built *vsr.Offer
 		var reserved int64
 		var release func()
-		if built, reserved, release, transient = t.build(); built != nil {
+		if built, reserved, release, transient = t.build(ctx); built != nil {
 			o = &transferOffer{Offer: built, reserved: reserved, release: release}
 			t.offers[key] = o
 			t.log.Info("state transfer offered", "group", t.group, "to", q.Replica, "commit_op", o.CommitOp, "artifacts", o.Artifacts())
@@ -430,6 +433,11 @@ func (t *transferShell) tick(ctx actor.Context) {
 	if t.child != nil {
 		ctx.Send(t.child, &tick{})
 	}
+	if b := t.building; b != nil {
+		if b.idle++; b.idle > 10*retry { // nobody asked for it since
+			t.abortBuild()
+		}
+	}
 	if t.kept != nil && t.child == nil {
 		if t.keptIdle++; t.keptIdle > keptStageTicks*retry {
 			t.log.Info("staged segments of a failed state transfer deleted: no transfer reused them", "group", t.group)
@@ -453,7 +461,7 @@ func (t *transferShell) keep(stage *storage.TransferStage, completed []vsr.Stage
 // busy reports whether tick has work every tick: offers to expire, a
 // transfer running, or one the core asks for.
 func (t *transferShell) busy() bool {
-	return t != nil && (len(t.offers) > 0 || t.child != nil || t.core.NeedTransfer >= 0 || t.kept != nil)
+	return t != nil && (len(t.offers) > 0 || t.child != nil || t.core.NeedTransfer >= 0 || t.kept != nil || t.building != nil)
 }
 
 // maybeStart spawns a transfer child when the core found that repair
@@ -522,7 +530,11 @@ func (t *transferShell) dropOffer(k offerKey, o *transferOffer) {
 // (purge, install) or retention freed space the disk is short of; an
 // offer would keep the deleted files' blocks until it expired.
 func (t *transferShell) dropOffers(why string) {
-	if t == nil || len(t.offers) == 0 {
+	if t == nil {
+		return
+	}
+	t.abortBuild()
+	if len(t.offers) == 0 {
 		return
 	}
 	for k, o := range t.offers {
@@ -545,6 +557,17 @@ func (t *transferShell) close() {
 		t.childGone()
 	}
 	t.keep(nil, nil)
+	t.abortBuild()
+}
+
+// abortBuild gives up the offer being built (nil: none): what it
+// reserved of the served bound and the files it reads.
+func (t *transferShell) abortBuild() {
+	if b := t.building; b != nil {
+		t.building = nil
+		t.n.transferLimits.release(b.reserved)
+		b.release()
+	}
 }
 
 // discard deletes a finished transfer's staged segments (after an
@@ -684,7 +707,7 @@ func (a *transferActor) dropStage() {
 
 // metadataOffer builds the metadata group's offer: only a caught-up
 // primary offers.
-func (m *metadataActor) metadataOffer() (*vsr.Offer, int64, func(), bool) {
+func (m *metadataActor) metadataOffer(actor.Context) (*vsr.Offer, int64, func(), bool) {
 	o := &vsr.Offer{CommitOp: m.core.CommitMin(), CommitMax: m.core.CommitMax()}
 	o.Add(wire.ArtifactMetadataSnapshot, o.CommitOp, m.state.Snapshot())
 	o.Add(wire.ArtifactClientTable, o.CommitOp, m.state.Clients().EncodeICT2(true))
@@ -785,10 +808,89 @@ var (
 	errServedFull    = errors.New("the offers this node serves hold partition.transfer_served_cache_bytes_max")
 )
 
+// offerHashRound is what one round of a partition offer's build hashes
+// on the partition actor (7.7 rule 2: about 256 MiB per round), at least
+// one artifact; a test lowers it.
+var offerHashRound int64 = 256 << 20
+
+// offerBuild is a partition offer whose segments are hashed a round at a
+// time (offerRound messages to the partition actor), so a large
+// partition's build never holds the group's traffic for longer than one
+// round; requests meanwhile are refused transiently (7.7 rule 3, build in
+// progress). It is consistent as of its start: its ranges read through
+// handles on the files as they were (storage.SegmentRanges), and its
+// offsets artifact was encoded then.
+type offerBuild struct {
+	o        *vsr.Offer
+	ranges   []storage.SegmentRange
+	next     int      // ranges hashed and added so far
+	tail     [][]byte // the offsets artifact and the roster (nil: none), added after the ranges
+	reserved int64    // of the node's served bound: the whole offer
+	release  func()
+	buf      []byte
+	idle     int // ticks since it was last asked for
+}
+
+// offerRound asks the partition actor for the next round of b.
+type offerRound struct{ b *offerBuild }
+
+func (b *offerBuild) done() bool { return b.next == len(b.ranges) }
+
+// round hashes the next ranges, at least one and about offerHashRound
+// bytes, and completes the offer after the last.
+func (b *offerBuild) round() error {
+	for hashed := int64(0); !b.done() && (hashed == 0 || hashed < offerHashRound); b.next++ {
+		r := b.ranges[b.next]
+		h := wire.NewArtifactHash()
+		if _, err := io.CopyBuffer(h, io.NewSectionReader(r, 0, r.Size()), b.buf); err != nil {
+			return fmt.Errorf("read the segments to offer: %w", err)
+		}
+		b.o.AddSection(wire.ArtifactSegmentLog, r.Frontier, r.SectionReader, h.Sum64())
+		hashed += r.Size()
+	}
+	if b.done() {
+		b.o.Add(wire.ArtifactConsumerOffsets, b.o.CommitOp, b.tail[0])
+		if b.tail[1] != nil {
+			b.o.Add(wire.ArtifactGroupRoster, b.o.CommitOp, b.tail[1])
+		}
+		b.buf = nil
+	}
+	return nil
+}
+
+// onOfferRound runs the next round of the offer being built, and asks
+// for another until it is complete.
+func (p *partitionActor) onOfferRound(ctx actor.Context, m *offerRound) {
+	t := p.transfers
+	if t == nil || t.building != m.b || m.b.done() {
+		return // given up meanwhile, or complete
+	}
+	if err := m.b.round(); err != nil {
+		p.log.Warn("partition state transfer offer given up", "err", err)
+		t.abortBuild()
+		return
+	}
+	if !m.b.done() {
+		ctx.Send(ctx.Self(), m)
+		return
+	}
+	p.log.Info("partition state transfer offer hashed", "artifacts", m.b.o.Artifacts(), "bytes", m.b.reserved)
+}
+
 // partitionOffer builds a partition's offer (7.7 rule 2): only a caught-up
 // primary that has committed something offers; its committed batches are
-// all in the segments (they are written at commit).
-func (p *partitionActor) partitionOffer() (*vsr.Offer, int64, func(), bool) {
+// all in the segments (they are written at commit). An offer of more
+// than one round is built in rounds (offerBuild), and taken by the first
+// request after its last.
+func (p *partitionActor) partitionOffer(ctx actor.Context) (*vsr.Offer, int64, func(), bool) {
+	if b := p.transfers.building; b != nil {
+		b.idle = 0
+		if !b.done() {
+			return nil, 0, nil, true // build in progress (7.7 rule 3)
+		}
+		p.transfers.building = nil
+		return b.o, b.reserved, b.release, false
+	}
 	if p.core.CommitMax() == 0 {
 		return nil, 0, nil, true
 	}
@@ -801,12 +903,10 @@ func (p *partitionActor) partitionOffer() (*vsr.Offer, int64, func(), bool) {
 		return nil, 0, nil, true
 	}
 	limits := &p.node.transferLimits
-	var reserved int64 // of the node's served bound, batch by batch
-	// refuse gives back what the build reserved; for the bound being
-	// held by others' offers (they expire once served or idle) it is
-	// transient and counted, and the requester asks again.
+	// refuse says why no offer is built; for the bound being held by
+	// others' offers (they expire once served or idle) it is transient
+	// and counted, and the requester asks again.
 	refuse := func(err error) (*vsr.Offer, int64, func(), bool) {
-		limits.release(reserved)
 		if errors.Is(err, errServedFull) {
 			limits.refused.Add(1)
 			p.log.Debug("partition state transfer refused for now", "err", err)
@@ -816,22 +916,10 @@ func (p *partitionActor) partitionOffer() (*vsr.Offer, int64, func(), bool) {
 		return nil, 0, nil, false
 	}
 	if size := int64(p.plog.Stats().SizeBytes); size <= limits.servedMax && limits.served.Load()+size > limits.servedMax {
-		// It would not fit now: refused before its batches are read
-		// only to be thrown away. One larger than the whole bound
-		// is found out by the scan below (the size is the log's count).
+		// It would not fit now: refused before its files are opened.
+		// One larger than the whole bound is found out below (the size
+		// is the log's count).
 		return refuse(errServedFull)
-	}
-	o := &vsr.Offer{CommitOp: p.core.CommitMin(), CommitMax: p.core.CommitMax()}
-	// reserve takes n more bytes of the bound for this offer.
-	reserve := func(n int64) error {
-		if reserved+n > limits.servedMax {
-			return errOfferTooLarge
-		}
-		if !limits.reserve(n) {
-			return errServedFull
-		}
-		reserved += n
-		return nil
 	}
 	// The segments are served from the batch files, through handles the
 	// offer holds (the files may be deleted meanwhile): hashing them is
@@ -840,32 +928,40 @@ func (p *partitionActor) partitionOffer() (*vsr.Offer, int64, func(), bool) {
 	if err != nil {
 		return refuse(err)
 	}
-	buf := make([]byte, 1<<20)
-	for _, r := range ranges {
-		if err := reserve(r.Size()); err != nil {
-			closeFiles()
-			return refuse(err)
-		}
-		h := wire.NewArtifactHash()
-		if _, err := io.CopyBuffer(h, io.NewSectionReader(r, 0, r.Size()), buf); err != nil {
-			closeFiles()
-			return refuse(fmt.Errorf("read the segments to offer: %w", err))
-		}
-		o.AddSection(wire.ArtifactSegmentLog, r.Frontier, r.SectionReader, h.Sum64())
-	}
 	offsets, err := p.offsetsArtifact()
-	if err == nil {
-		err = reserve(int64(len(offsets))) // served from memory
-	}
 	if err != nil {
 		closeFiles()
 		return refuse(err)
 	}
-	o.Add(wire.ArtifactConsumerOffsets, o.CommitOp, offsets)
-	if p.core.Epoch() > 0 { // a joiner takes the group's roster with its state
-		o.Add(wire.ArtifactGroupRoster, o.CommitOp, vsr.EncodeGroupRoster(p.core.Roster(), p.core.EpochOp()))
+	total := int64(len(offsets)) // served from memory
+	for _, r := range ranges {
+		total += r.Size()
 	}
-	return o, reserved, closeFiles, false
+	if total > limits.servedMax {
+		closeFiles()
+		return refuse(errOfferTooLarge)
+	}
+	if !limits.reserve(total) {
+		closeFiles()
+		return refuse(errServedFull)
+	}
+	b := &offerBuild{o: &vsr.Offer{CommitOp: p.core.CommitMin(), CommitMax: p.core.CommitMax()}, ranges: ranges,
+		tail: [][]byte{offsets, nil}, reserved: total, release: closeFiles, buf: make([]byte, 1<<20)}
+	if p.core.Epoch() > 0 { // a joiner takes the group's roster with its state
+		b.tail[1] = vsr.EncodeGroupRoster(p.core.Roster(), p.core.EpochOp())
+	}
+	if err := b.round(); err != nil {
+		limits.release(total)
+		closeFiles()
+		return refuse(err)
+	}
+	if b.done() {
+		return b.o, total, closeFiles, false
+	}
+	p.transfers.building = b
+	ctx.Send(ctx.Self(), &offerRound{b})
+	p.log.Info("partition state transfer offer hashed in rounds", "bytes", total, "round_bytes", offerHashRound)
+	return nil, 0, nil, true
 }
 
 // offsetsArtifact is the partition's ICO1 encoding (7.8.3): its next

@@ -568,3 +568,41 @@ func TestAnInterruptedTransferReusesTheSegmentsItStagedWhole(t *testing.T) {
 		t.Fatalf("no later session fetched anything: %v", chunks)
 	}
 }
+
+// 7.7 rule 2: a partition offer larger than one hashing round is built
+// in rounds on the partition actor (each an offerRound message, so the
+// group's other traffic runs between them); a request meanwhile is
+// refused transiently (rule 3, build in progress), and the first after
+// the last round takes the offer. Here four rounds of 1 MiB.
+func TestALargePartitionOfferIsHashedInRounds(t *testing.T) {
+	defer func(artifact, round int64) { segmentArtifactMax, offerHashRound = artifact, round }(segmentArtifactMax, offerHashRound)
+	segmentArtifactMax, offerHashRound = 1<<20, 1<<20
+	nodes, groups, relink, logs := lateTopic(t, 1, 1, nil)
+	ctx, c := rootClient(t, nodes[0])
+	for i := range 4 {
+		msg := client.NewMessage(bytes.Repeat([]byte{byte(i)}, 1<<20-4096))
+		if _, err := c.SendMessages(ctx, wire.Named("late"), wire.ID(0), wire.PartitionID(0), []wire.Message{msg}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var refusals atomic.Int32
+	transferFrameHook = func(frame []byte) {
+		if h := wire.HeaderOf(frame); h.Command() == wire.CmdStateTransferTarget {
+			if tt, err := wire.DecodeStateTransferTargetHeader(h); err == nil && !tt.Available && tt.UnavailableTransient {
+				refusals.Add(1)
+			}
+		}
+	}
+	t.Cleanup(func() { transferFrameHook = nil })
+	relink()
+	waitSameBatches(t, nodes[0], nodes[2], groups[0], "the partition offered in rounds", logs)
+	if !strings.Contains(logs.String(), "partition state transfer offer hashed in rounds") || !strings.Contains(logs.String(), "partition state transfer offer hashed\"") {
+		t.Fatalf("the offer was not built in rounds\n%s", lastLines(logs.String(), 30))
+	}
+	if refusals.Load() == 0 {
+		t.Fatal("no request was refused while the offer was being built")
+	}
+	until(t, 10*time.Second, func() bool { return nodes[0].transferLimits.served.Load() == 0 }, func() string {
+		return fmt.Sprintf("%d bytes of the served bound still held", nodes[0].transferLimits.served.Load())
+	})
+}
