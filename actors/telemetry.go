@@ -336,6 +336,8 @@ func (t *nodeTelemetry) clusterGauges(m metric.Meter) {
 		false, func(l *transferLimits) int64 { return l.served.Load() }, "By")
 	transfer("iggy.cluster.transfer.offers.refused", "partition state-transfer offers refused for now because the served offers held the bound",
 		true, func(l *transferLimits) int64 { return l.refused.Load() })
+	transfer("iggy.cluster.transfer.offers.hashed", "segment bytes partition offer builds read to hash (a range served before is not hashed again)",
+		true, func(l *transferLimits) int64 { return l.hashed.Load() }, "By")
 	transfer("iggy.cluster.transfer.receiving", "partition state transfers this node receives now (at most 4, replica-plane.md 7.7 rule 1)",
 		false, func(l *transferLimits) int64 { return l.receiving.Load() })
 	observe("iggy.cluster.transfer.staged.reserved", "disk bytes the partition state transfers this node receives reserved for their staged segments and have not written yet (refused beyond the soft disk reserve)",

@@ -42,7 +42,9 @@ import (
 //     batch files (storage.SegmentRanges) and reads each chunk from them
 //     as it is asked for, so an offer costs memory only for its offsets;
 //     building it reads the segments once, to hash them, on the partition
-//     actor. The bytes of the partition offers a node holds are bounded
+//     actor, in rounds of about 256 MiB (requests meanwhile are refused
+//     transiently), and a range an earlier offer hashed is not read again
+//     (the files are append-only). The bytes of the partition offers a node holds are bounded
 //     node-wide by partition.transfer_served_cache_bytes_max (7.7 rule 2,
 //     default 2176 MiB), which bounds that reading and the files held
 //     open: reserved range by range while an offer is built, one that
@@ -93,8 +95,9 @@ type transferLimits struct {
 	servedMax int64
 	served    atomic.Int64
 	receiving atomic.Int64
-	// refused counts offers refused for the served bound.
-	refused atomic.Int64
+	// refused counts offers refused for the served bound; hashed the
+	// segment bytes offer builds read to hash them.
+	refused, hashed atomic.Int64
 }
 
 // reserve takes n bytes of the served bound, or reports that they do not
@@ -167,6 +170,12 @@ type transferShell struct {
 	// building is a partition offer being hashed round by round
 	// (offerBuild); the next request after its last round takes it.
 	building *offerBuild
+	// sums caches the hash of each batch-file range the last offer
+	// served: the files are append-only, so the next build (a retry, the
+	// next learner) hashes only what is new. Cleared when the group's
+	// files are deleted (dropOffers), which may make a range's name and
+	// place hold other bytes.
+	sums map[sectionKey]uint64
 	// rosterOf reads the roster a fetched state applied (nil: the group
 	// keeps its roster, as partition groups do for now), so the core
 	// installs across epochs (InstallAllowedEpoch, InstalledEpoch).
@@ -534,6 +543,7 @@ func (t *transferShell) dropOffers(why string) {
 		return
 	}
 	t.abortBuild()
+	t.sums = nil
 	if len(t.offers) == 0 {
 		return
 	}
@@ -821,14 +831,32 @@ var offerHashRound int64 = 256 << 20
 // handles on the files as they were (storage.SegmentRanges), and its
 // offsets artifact was encoded then.
 type offerBuild struct {
+	limits   *transferLimits
 	o        *vsr.Offer
 	ranges   []storage.SegmentRange
-	next     int      // ranges hashed and added so far
-	tail     [][]byte // the offsets artifact and the roster (nil: none), added after the ranges
-	reserved int64    // of the node's served bound: the whole offer
+	sums     map[sectionKey]uint64 // the ones hashed by earlier builds, and this one's
+	used     map[sectionKey]uint64 // this build's: what the shell caches once it is complete
+	next     int                   // ranges hashed and added so far
+	tail     [][]byte              // the offsets artifact and the roster (nil: none), added after the ranges
+	reserved int64                 // of the node's served bound: the whole offer
 	release  func()
 	buf      []byte
 	idle     int // ticks since it was last asked for
+}
+
+// sectionKey names a range of a batch file.
+type sectionKey struct {
+	path      string
+	off, size int64
+}
+
+func sectionKeyOf(r storage.SegmentRange) sectionKey {
+	outer, off, n := r.Outer()
+	k := sectionKey{off: off, size: n}
+	if f, ok := outer.(interface{ Name() string }); ok {
+		k.path = f.Name()
+	}
+	return k
 }
 
 // offerRound asks the partition actor for the next round of b.
@@ -841,14 +869,22 @@ func (b *offerBuild) done() bool { return b.next == len(b.ranges) }
 func (b *offerBuild) round() error {
 	for hashed := int64(0); !b.done() && (hashed == 0 || hashed < offerHashRound); b.next++ {
 		r := b.ranges[b.next]
-		h := wire.NewArtifactHash()
-		if _, err := io.CopyBuffer(h, io.NewSectionReader(r, 0, r.Size()), b.buf); err != nil {
-			return fmt.Errorf("read the segments to offer: %w", err)
+		k := sectionKeyOf(r)
+		sum, known := b.sums[k]
+		if !known || k.path == "" {
+			h := wire.NewArtifactHash()
+			if _, err := io.CopyBuffer(h, io.NewSectionReader(r, 0, r.Size()), b.buf); err != nil {
+				return fmt.Errorf("read the segments to offer: %w", err)
+			}
+			sum = h.Sum64()
+			hashed += r.Size()
+			b.limits.hashed.Add(r.Size())
 		}
-		b.o.AddSection(wire.ArtifactSegmentLog, r.Frontier, r.SectionReader, h.Sum64())
-		hashed += r.Size()
+		b.used[k] = sum
+		b.o.AddSection(wire.ArtifactSegmentLog, r.Frontier, r.SectionReader, sum)
 	}
 	if b.done() {
+		b.sums = nil
 		b.o.Add(wire.ArtifactConsumerOffsets, b.o.CommitOp, b.tail[0])
 		if b.tail[1] != nil {
 			b.o.Add(wire.ArtifactGroupRoster, b.o.CommitOp, b.tail[1])
@@ -889,6 +925,7 @@ func (p *partitionActor) partitionOffer(ctx actor.Context) (*vsr.Offer, int64, f
 			return nil, 0, nil, true // build in progress (7.7 rule 3)
 		}
 		p.transfers.building = nil
+		p.transfers.sums = b.used
 		return b.o, b.reserved, b.release, false
 	}
 	if p.core.CommitMax() == 0 {
@@ -946,6 +983,7 @@ func (p *partitionActor) partitionOffer(ctx actor.Context) (*vsr.Offer, int64, f
 		return refuse(errServedFull)
 	}
 	b := &offerBuild{o: &vsr.Offer{CommitOp: p.core.CommitMin(), CommitMax: p.core.CommitMax()}, ranges: ranges,
+		limits: limits, sums: p.transfers.sums, used: map[sectionKey]uint64{},
 		tail: [][]byte{offsets, nil}, reserved: total, release: closeFiles, buf: make([]byte, 1<<20)}
 	if p.core.Epoch() > 0 { // a joiner takes the group's roster with its state
 		b.tail[1] = vsr.EncodeGroupRoster(p.core.Roster(), p.core.EpochOp())
@@ -956,6 +994,7 @@ func (p *partitionActor) partitionOffer(ctx actor.Context) (*vsr.Offer, int64, f
 		return refuse(err)
 	}
 	if b.done() {
+		p.transfers.sums = b.used
 		return b.o, total, closeFiles, false
 	}
 	p.transfers.building = b

@@ -19,6 +19,7 @@ import (
 	"iggynode/config"
 	"iggynode/internal/testutil"
 	"iggynode/partition"
+	"iggynode/vsr"
 	"iggynode/wire"
 )
 
@@ -605,4 +606,75 @@ func TestALargePartitionOfferIsHashedInRounds(t *testing.T) {
 	until(t, 10*time.Second, func() bool { return nodes[0].transferLimits.served.Load() == 0 }, func() string {
 		return fmt.Sprintf("%d bytes of the served bound still held", nodes[0].transferLimits.served.Load())
 	})
+}
+
+// A second offer of a partition hashes only what its files gained since
+// the first (transferShell.sums): the batch files are append-only. After
+// a learner took three ranges by transfer and two more batches were
+// sent, the primary's next offer reads only the two new ranges, and
+// names all five with the checksums of their bytes.
+func TestASecondOfferHashesOnlyWhatIsNew(t *testing.T) {
+	defer func(max int64) { segmentArtifactMax = max }(segmentArtifactMax)
+	segmentArtifactMax = 1 << 20 // one range per batch of about 1 MiB
+	nodes, groups, relink, logs := lateTopic(t, 1, 1, func(o *Options) {
+		o.PartitionView = func(uint64) uint32 { return 3 } // served by node 0
+	})
+	ctx, c := rootClient(t, nodes[0])
+	const payload = 1<<20 - 4096
+	send := func(n int) {
+		for i := range n {
+			msg := client.NewMessage(bytes.Repeat([]byte{byte(i)}, payload))
+			if _, err := c.SendMessages(ctx, wire.Named("late"), wire.ID(0), wire.PartitionID(0), []wire.Message{msg}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	send(3)
+	hashed := &nodes[0].transferLimits.hashed
+	relink()
+	waitSameBatches(t, nodes[0], nodes[2], groups[0], "the first transfer", logs)
+	first := hashed.Load()
+	if first < 3*payload {
+		t.Fatalf("the first offer hashed %d bytes, want at least the three ranges", first)
+	}
+	send(2)
+	type built struct {
+		o        *vsr.Offer
+		reserved int64
+		release  func()
+	}
+	var b built
+	until(t, 10*time.Second, func() bool {
+		b = askPartitions(t, nodes[0], func(p *partitionActor) built {
+			o, reserved, release, _ := p.partitionOffer(nil) // one round: the context is not used
+			return built{o, reserved, release}
+		})[0]
+		return b.o != nil
+	}, func() string { return "no second offer was built" })
+	defer func() { nodes[0].transferLimits.release(b.reserved); b.release() }()
+	again := hashed.Load() - first
+	if again < 2*payload || again >= 3*payload {
+		t.Fatalf("the second offer hashed %d bytes, want only the two new ranges (about %d)", again, 2*payload)
+	}
+	var m wire.StateManifest
+	if err := m.Decode(b.o.Manifest); err != nil {
+		t.Fatal(err)
+	}
+	ranges, release, err := nodes[0].store.SegmentRanges(groups[0], segmentArtifactMax)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if n := b.o.Artifacts(); n != len(ranges)+1 || len(ranges) != 5 { // five ranges of about 1 MiB, the offsets
+		t.Fatalf("the second offer has %d artifacts for %d ranges, want five and the offsets", n, len(ranges))
+	}
+	for i, r := range ranges {
+		data := make([]byte, r.Size())
+		if _, err := r.ReadAt(data, 0); err != nil {
+			t.Fatal(err)
+		}
+		if m.Entries[i].Checksum != wire.ArtifactChecksum(data) {
+			t.Fatalf("artifact %d's checksum is not its bytes'", i)
+		}
+	}
 }
