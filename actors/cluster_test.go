@@ -744,12 +744,12 @@ func TestLateBackupCatchesUpByPartitionStateTransfer(t *testing.T) {
 // begins a fresh session, and the backup still catches up.
 func TestFailingTransferChildIsRestarted(t *testing.T) {
 	var panics atomic.Int32
-	transferFrameHook = func(frame []byte) {
+	setTransferFrameHook(func(frame []byte) {
 		if wire.HeaderOf(frame).Command() == wire.CmdStateChunk && panics.Add(1) == 1 {
 			panic("transfer child fails on its first chunk")
 		}
-	}
-	defer func() { transferFrameHook = nil }()
+	})
+	defer func() { setTransferFrameHook(nil) }()
 	TestLateBackupCatchesUpByPartitionStateTransfer(t)
 	if panics.Load() < 2 {
 		t.Fatalf("the child saw %d chunks: it was not restarted after failing", panics.Load())
@@ -781,12 +781,12 @@ func TestTransferSurvivesItsServersCrash(t *testing.T) {
 	// rest of the offer can only come from elsewhere.
 	firstChunk, serverGone := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	transferFrameHook = func(frame []byte) {
+	setTransferFrameHook(func(frame []byte) {
 		if wire.HeaderOf(frame).Command() == wire.CmdStateChunk {
 			once.Do(func() { close(firstChunk); <-serverGone })
 		}
-	}
-	defer func() { transferFrameHook = nil }()
+	})
+	defer func() { setTransferFrameHook(nil) }()
 	relink()
 	select {
 	case <-firstChunk:

@@ -642,8 +642,8 @@ func (a *transferActor) Receive(ctx actor.Context) {
 		if a.session == nil {
 			return // finished; the parent stops this actor
 		}
-		if transferFrameHook != nil {
-			transferFrameHook(m.frame)
+		if hook := transferFrameHook.Load(); hook != nil {
+			(*hook)(m.frame)
 		}
 		var next *vsr.Envelope
 		if wire.HeaderOf(m.frame).Command() == wire.CmdStateTransferTarget {
@@ -683,7 +683,7 @@ func (a *transferActor) Receive(ctx actor.Context) {
 
 // transferFrameHook, when set (tests), sees every frame a transfer child
 // takes, before it does: a test panics in it to prove the supervision.
-var transferFrameHook func(frame []byte)
+var transferFrameHook atomic.Pointer[func(frame []byte)]
 
 // finish reports the outcome to the group actor, which stops this actor
 // when it has taken it (stopping here would let the Terminated system

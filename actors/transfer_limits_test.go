@@ -2,6 +2,7 @@ package actors
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -75,12 +76,12 @@ func holdStateChunks(t *testing.T) (release func()) {
 	held := make(chan struct{})
 	var once sync.Once
 	release = func() { once.Do(func() { close(held) }) }
-	transferFrameHook = func(frame []byte) {
+	setTransferFrameHook(func(frame []byte) {
 		if wire.HeaderOf(frame).Command() == wire.CmdStateChunk {
 			<-held
 		}
-	}
-	t.Cleanup(func() { release(); transferFrameHook = nil })
+	})
+	t.Cleanup(func() { release(); setTransferFrameHook(nil) })
 	return release
 }
 
@@ -304,14 +305,14 @@ func TestAPartitionTransferStagesItsSegmentsOnDisk(t *testing.T) {
 	}
 	held := make(chan struct{})
 	var chunks atomic.Int32
-	transferFrameHook = func(frame []byte) {
+	setTransferFrameHook(func(frame []byte) {
 		if wire.HeaderOf(frame).Command() == wire.CmdStateChunk && chunks.Add(1) == 3 {
 			<-held
 		}
-	}
+	})
 	var once sync.Once
 	release := func() { once.Do(func() { close(held) }) }
-	t.Cleanup(func() { release(); transferFrameHook = nil })
+	t.Cleanup(func() { release(); setTransferFrameHook(nil) })
 	staging := filepath.Join(nodes[2].store.Dir(), "transfer")
 	staged := func() (n int64) {
 		files, _ := filepath.Glob(filepath.Join(staging, "*", "*.log.part"))
@@ -509,7 +510,7 @@ func TestAnInterruptedTransferReusesTheSegmentsItStagedWhole(t *testing.T) {
 	chunks := map[wire.U128]map[uint32]int{} // per session, chunks per artifact
 	held, holding := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	transferFrameHook = func(frame []byte) {
+	setTransferFrameHook(func(frame []byte) {
 		q, err := wire.DecodeStateChunkHeader(wire.HeaderOf(frame))
 		if err != nil || wire.HeaderOf(frame).Command() != wire.CmdStateChunk {
 			return
@@ -527,8 +528,8 @@ func TestAnInterruptedTransferReusesTheSegmentsItStagedWhole(t *testing.T) {
 		if cut {
 			once.Do(func() { close(holding); <-held })
 		}
-	}
-	t.Cleanup(func() { transferFrameHook = nil })
+	})
+	t.Cleanup(func() { setTransferFrameHook(nil) })
 	relink()
 	select {
 	case <-holding:
@@ -587,14 +588,14 @@ func TestALargePartitionOfferIsHashedInRounds(t *testing.T) {
 		}
 	}
 	var refusals atomic.Int32
-	transferFrameHook = func(frame []byte) {
+	setTransferFrameHook(func(frame []byte) {
 		if h := wire.HeaderOf(frame); h.Command() == wire.CmdStateTransferTarget {
 			if tt, err := wire.DecodeStateTransferTargetHeader(h); err == nil && !tt.Available && tt.UnavailableTransient {
 				refusals.Add(1)
 			}
 		}
-	}
-	t.Cleanup(func() { transferFrameHook = nil })
+	})
+	t.Cleanup(func() { setTransferFrameHook(nil) })
 	relink()
 	waitSameBatches(t, nodes[0], nodes[2], groups[0], "the partition offered in rounds", logs)
 	if !strings.Contains(logs.String(), "partition state transfer offer hashed in rounds") || !strings.Contains(logs.String(), "partition state transfer offer hashed\"") {
@@ -677,4 +678,74 @@ func TestASecondOfferHashesOnlyWhatIsNew(t *testing.T) {
 			t.Fatalf("artifact %d's checksum is not its bytes'", i)
 		}
 	}
+}
+
+// Deleting segments while the disk is below its soft reserve drops the
+// offers that read the partition's files (transferShell.dropOffers): the
+// space their handles would keep is what the disk is short of. Node 0
+// serves node 2 an offer (held on its first chunk), its disk is filled
+// below the soft reserve, and a DeleteSegments gives the served bound
+// back at once, not when the offer expires (10 s idle here).
+func TestDeletingSegmentsBelowTheSoftReserveDropsTheOffers(t *testing.T) {
+	fs := testutil.MountSmallFS(t, 48<<20)
+	logs := &testutil.Buffer{}
+	nodes := startNodes(t, 3, func(o *Options) {
+		o.Config.Partition.EvictedRingCapacity = 1
+		o.Config.Cluster.RepairRetryInterval = config.Duration(time.Second)
+		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
+		o.PartitionView = func(uint64) uint32 { return 3 } // led by node 0
+		if o.Config.Cluster.ReplicaID == 0 {
+			smallDisk(o, fs, testReserveSoft, testReserveHard)
+		}
+	})
+	relink := unlinkReplica2(t, nodes)
+	ctx, c := rootClient(t, nodes[0])
+	s, err := c.CreateStream(ctx, "late", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	segment := binary.LittleEndian.AppendUint64(nil, 1<<20) // the smallest: every batch below seals one
+	if _, err := c.CreateTopic(ctx, wire.ID(s.ID), "t", 1, wire.Options{{Key: wire.OptSegmentSize, Kind: wire.KindUint64, Value: segment}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		msg := client.NewMessage(bytes.Repeat([]byte{byte(i)}, 1<<20))
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			_, err := c.SendMessages(ctx, wire.ID(s.ID), wire.ID(0), wire.PartitionID(0), []wire.Message{msg})
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, wire.ErrTransientNotAccepted) || time.Now().After(deadline) {
+				t.Fatalf("send %d: %v", i, err)
+			}
+		}
+	}
+	served := &nodes[0].transferLimits.served
+	release := holdStateChunks(t)
+	relink()
+	until(t, 20*time.Second, func() bool { return served.Load() > 0 }, func() string {
+		return "no offer served\n" + lastLines(logs.String(), 30)
+	})
+	filler := fill(t, nodes[0], fs, testReserveSoft-2<<20)
+	defer os.Remove(filler)
+	if err := c.DeleteSegments(ctx, wire.ID(s.ID), wire.ID(0), 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	until(t, 5*time.Second, func() bool { return served.Load() == 0 }, func() string {
+		return fmt.Sprintf("%d bytes still offered after segments were deleted below the soft reserve\n%s", served.Load(), lastLines(logs.String(), 30))
+	})
+	if !strings.Contains(logs.String(), "segments deleted while the disk is below its soft reserve") {
+		t.Fatalf("the offers were not dropped by the deletion\n%s", lastLines(logs.String(), 30))
+	}
+	release()
+}
+
+// setTransferFrameHook sets transferFrameHook (nil: none); a test's
+// cleanup may clear it while a transfer child still runs.
+func setTransferFrameHook(fn func(frame []byte)) {
+	if fn == nil {
+		transferFrameHook.Store(nil)
+		return
+	}
+	transferFrameHook.Store(&fn)
 }
