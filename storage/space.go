@@ -201,25 +201,28 @@ func (g *Space) Total() int64 {
 // Fits reports whether n more bytes fit above the hard reserve, on a
 // fresh statfs (a caller waiting for space asks this now and then).
 func (g *Space) Fits(n int64) bool {
-	if g == nil {
-		return true
-	}
-	g.refresh()
-	free := g.free.Load()
-	return free < 0 || free-n >= g.opts.ReserveHard
+	_, hard := g.Reserves()
+	return g.fitsAbove(n, hard)
 }
 
-// FitsAboveSoft reports whether n more bytes fit above the soft reserve,
+// fitsAboveSoft reports whether n more bytes fit above the soft reserve,
 // on a fresh statfs: room for a large write that is not the live chain's
 // (a staged transfer), which must leave the chain what the soft reserve
 // keeps for it.
-func (g *Space) FitsAboveSoft(n int64) bool {
+func (g *Space) fitsAboveSoft(n int64) bool {
+	soft, _ := g.Reserves()
+	return g.fitsAbove(n, soft)
+}
+
+// fitsAbove reports whether n more bytes leave reserve free, on a fresh
+// statfs (true when the guard is off or free space unknown).
+func (g *Space) fitsAbove(n, reserve int64) bool {
 	if g == nil {
 		return true
 	}
 	g.refresh()
 	free := g.free.Load()
-	return free < 0 || free-n >= g.opts.ReserveSoft
+	return free < 0 || free-n >= reserve
 }
 
 // Reserves are the configured soft and hard reserves (0, 0 when off).

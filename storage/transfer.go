@@ -44,6 +44,9 @@ type TransferStage struct {
 	reserved int64
 }
 
+// Dir is the stage's directory.
+func (t *TransferStage) Dir() string { return t.dir }
+
 type stagedFile struct {
 	artifact int
 	frontier uint64
@@ -134,7 +137,7 @@ func (t *TransferStage) Reserve(n uint64) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	others := st.reserved - t.reserved
-	if !t.s.space.FitsAboveSoft(others + want) {
+	if !t.s.space.fitsAboveSoft(others + want) {
 		return fmt.Errorf("%w: %d bytes of staged segments, with the %d other transfers reserved, would cut into the soft reserve",
 			ErrNoSpace, want, others)
 	}
@@ -143,17 +146,24 @@ func (t *TransferStage) Reserve(n uint64) error {
 	return nil
 }
 
-// written gives back the reservation n written bytes used: the disk's
-// free space counts them now.
-func (t *TransferStage) written(n int64) {
-	if n = min(n, t.reserved); n <= 0 {
-		return
-	}
+// unreserve gives back n bytes of the stage's reservation (at most what
+// it holds): written (the disk's free space counts them now) or not
+// needed any more.
+func (t *TransferStage) unreserve(n int64) {
 	st := &t.s.staging
 	st.mu.Lock()
+	defer st.mu.Unlock()
+	n = min(n, t.reserved)
 	t.reserved -= n
 	st.reserved -= n
-	st.mu.Unlock()
+}
+
+// closeOpen closes the file being written, if any.
+func (t *TransferStage) closeOpen() {
+	if t.open != nil {
+		_ = t.open.f.Close()
+		t.open.f, t.open = nil, nil
+	}
 }
 
 // Keep deletes every staged file but the sealed ones at frontiers (a new
@@ -161,10 +171,7 @@ func (t *TransferStage) written(n int64) {
 // included, and gives back the stage's reservation: what a transfer that
 // ended without an install leaves for the next.
 func (t *TransferStage) Keep(frontiers []uint64) error {
-	if t.open != nil {
-		_ = t.open.f.Close()
-		t.open.f, t.open = nil, nil
-	}
+	t.closeOpen()
 	var kept []*stagedFile
 	var errs []error
 	for _, f := range t.files {
@@ -177,11 +184,7 @@ func (t *TransferStage) Keep(frontiers []uint64) error {
 		}
 	}
 	t.files = kept
-	st := &t.s.staging
-	st.mu.Lock()
-	st.reserved -= t.reserved
-	t.reserved = 0
-	st.mu.Unlock()
+	t.unreserve(t.reserved)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("storage: staged transfer of group %d: %w", t.group, err)
 	}
@@ -217,7 +220,7 @@ func (t *TransferStage) Write(i int, frontier uint64, chunk []byte) error {
 	n, err := t.open.f.Write(chunk)
 	t.open.size += int64(n)
 	t.s.space.charge(int64(n))
-	t.written(int64(n))
+	t.unreserve(int64(n))
 	if err != nil {
 		if IsNoSpace(err) {
 			t.s.space.sawNoSpace()
@@ -261,16 +264,11 @@ func (t *TransferStage) Discard() error {
 	if t == nil {
 		return nil
 	}
-	st := &t.s.staging
-	st.mu.Lock()
-	delete(st.live, t)
-	st.reserved -= t.reserved
-	t.reserved = 0
-	st.mu.Unlock()
-	if t.open != nil {
-		_ = t.open.f.Close()
-		t.open = nil
-	}
+	t.unreserve(t.reserved)
+	t.s.staging.mu.Lock()
+	delete(t.s.staging.live, t)
+	t.s.staging.mu.Unlock()
+	t.closeOpen()
 	t.files = nil
 	if err := os.RemoveAll(t.dir); err != nil {
 		return fmt.Errorf("storage: discard staged transfer of group %d: %w", t.group, err)
@@ -375,6 +373,3 @@ func (s *Store) SegmentRanges(group uint64, maxBytes int64) (ranges []SegmentRan
 	}
 	return ranges, release, nil
 }
-
-// Dir is the stage's directory.
-func (t *TransferStage) Dir() string { return t.dir }
