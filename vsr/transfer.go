@@ -197,13 +197,17 @@ func (s *TransferSession) OnTarget(frame []byte) (*Envelope, error) {
 	s.Artifacts, s.received, s.sums, s.ends = make([][]byte, n), make([]uint64, n), make([]uint64, n), make([]uint64, n)
 	s.batches, s.sealed = make([][]SegmentBatch, n), make([]bool, n)
 	staged, kept := uint64(0), []uint64(nil)
+	reusable := make(map[uint64]StagedSegment, len(s.Reusable)) // by frontier: a manifest may have thousands
+	for _, r := range s.Reusable {
+		reusable[r.Frontier] = r
+	}
 	for i, e := range m.Entries {
 		s.ends[i] = e.Frontier
 		if e.Len == 0 {
 			s.sums[i] = wire.ArtifactChecksum(nil)
 		}
 		if s.staged(e) {
-			if r, ok := s.reusable(e); ok {
+			if r, ok := reusable[e.Frontier]; ok && r.Len == e.Len && r.Checksum == e.Checksum && e.Len > 0 {
 				s.received[i], s.sums[i], s.ends[i], s.batches[i], s.sealed[i] = e.Len, r.Checksum, r.End, r.Batches, true
 				kept = append(kept, e.Frontier)
 				continue
@@ -261,21 +265,11 @@ func (s *TransferSession) acceptable(m wire.StateManifest) bool {
 	return total <= maxManifestBytes && snapshot
 }
 
-// reusable finds the segment an earlier session staged that entry e
-// names: the same frontier, length and checksum (the staged file's own
-// hash), so the same bytes.
-func (s *TransferSession) reusable(e wire.ManifestEntry) (StagedSegment, bool) {
-	for _, r := range s.Reusable {
-		if r.Frontier == e.Frontier && r.Len == e.Len && r.Checksum == e.Checksum && e.Len > 0 {
-			return r, true
-		}
-	}
-	return StagedSegment{}, false
-}
-
 // StagedSegment is a SEGMENT_LOG artifact a session staged whole, whose
 // hash matched its manifest entry: what a later session needs to take it
-// from the Stage instead of fetching it (7.7 rule 6).
+// from the Stage instead of fetching it (7.7 rule 6). An entry with the
+// same frontier, length and checksum (the staged file's own hash) names
+// the same bytes.
 type StagedSegment struct {
 	Frontier, Len, Checksum uint64
 	End                     uint64 // the offset after its last record
