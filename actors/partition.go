@@ -1603,7 +1603,7 @@ func (p *partitionActor) persistTruncation(oldest uint64) {
 // at 0 and stored consumer offsets are cleared.
 func (p *partitionActor) purge() {
 	p.transfers.dropOffers("the partition was purged")
-	p.transfers.keep(nil, nil) // segments a failed transfer staged: of the data purged
+	p.transfers.keep(nil) // segments a failed transfer staged: of the data purged
 	p.plog.Purge()
 	if err := p.node.store.DeletePartition(p.ref.Group); err != nil {
 		p.log.Error("purge partition", "err", err)

@@ -44,10 +44,11 @@ import (
 //     building it reads the segments once, to hash them, on the partition
 //     actor, in rounds of about 256 MiB (requests meanwhile are refused
 //     transiently), and a range an earlier offer hashed is not read again
-//     (the files are append-only). The bytes of the partition offers a node holds are bounded
-//     node-wide by partition.transfer_served_cache_bytes_max (7.7 rule 2,
-//     default 2176 MiB), which bounds that reading and the files held
-//     open: reserved range by range while an offer is built, one that
+//     (the files are append-only). The bytes of the partition offers a
+//     node holds are bounded node-wide by
+//     partition.transfer_served_cache_bytes_max (7.7 rule 2, default
+//     2176 MiB), which bounds that reading and the files held open: an
+//     offer reserves its whole size before its build starts, one that
 //     does not fit is refused transiently (the requester asks again once
 //     others expire), and a partition larger than the whole bound
 //     permanently (the operator raises the bound, up to 64 GiB).
@@ -183,12 +184,10 @@ type transferShell struct {
 	// install applies a complete session's state (partitions: with the
 	// segments it staged), once verified.
 	install func(s *vsr.TransferSession, stage *storage.TransferStage) error
-	// kept is the stage a failed transfer left with segments staged
-	// whole (keptSegments), for the next one; keptIdle counts the ticks
-	// since (keptStageTicks).
-	kept         *storage.TransferStage
-	keptSegments []vsr.StagedSegment
-	keptIdle     int
+	// kept is what a failed transfer staged whole, for the next one;
+	// keptIdle counts the ticks since (keptStageTicks).
+	kept     *keptStage
+	keptIdle int
 	// Installed counts installed transfers.
 	Installed uint64
 	tr        *groupTrace // spans (telemetry.go); set by the group actor
@@ -210,17 +209,16 @@ type (
 	}
 	// transferFailed: refused or stalled (the child stops after it).
 	// A partition's stage comes with it when it holds segments staged
-	// whole (completed): the group's next transfer reuses those its
-	// offer names again (7.7 rule 6).
+	// whole: the group's next transfer reuses those its offer names
+	// again (7.7 rule 6).
 	transferFailed struct {
-		child     *actor.PID
-		err       error
-		stage     *storage.TransferStage
-		completed []vsr.StagedSegment
+		child *actor.PID
+		err   error
+		kept  *keptStage // nil: nothing staged whole
 	}
-	// stageHandoff passes a kept stage to the next transfer child once:
-	// an incarnation that restarts after a panic begins a fresh stage.
-	stageHandoff struct {
+	// keptStage is a stage a failed transfer left, holding the segments
+	// it staged whole (completed) and nothing else.
+	keptStage struct {
 		stage     *storage.TransferStage
 		completed []vsr.StagedSegment
 	}
@@ -301,12 +299,14 @@ func (t *transferShell) onOutcome(ctx actor.Context, msg any) bool {
 		return true
 	case *transferFailed:
 		if m.child != t.child {
-			t.discard(m.stage)
+			if m.kept != nil {
+				t.discard(m.kept.stage)
+			}
 			return false
 		}
 		ctx.Stop(t.child)
 		t.childGone()
-		t.keep(m.stage, m.completed)
+		t.keep(m.kept)
 		t.abandon(m.err)
 		return true
 	case *actor.Terminated:
@@ -450,20 +450,22 @@ func (t *transferShell) tick(ctx actor.Context) {
 	if t.kept != nil && t.child == nil {
 		if t.keptIdle++; t.keptIdle > keptStageTicks*retry {
 			t.log.Info("staged segments of a failed state transfer deleted: no transfer reused them", "group", t.group)
-			t.keep(nil, nil)
+			t.keep(nil)
 		}
 	}
 	t.maybeStart(ctx)
 }
 
-// keep holds stage (nil: none) for the group's next transfer, deleting
-// the one kept before.
-func (t *transferShell) keep(stage *storage.TransferStage, completed []vsr.StagedSegment) {
-	t.discard(t.kept)
-	t.kept, t.keptSegments, t.keptIdle = stage, completed, 0
-	if stage != nil {
+// keep holds k (nil: none) for the group's next transfer, deleting what
+// was kept before.
+func (t *transferShell) keep(k *keptStage) {
+	if t.kept != nil {
+		t.discard(t.kept.stage)
+	}
+	t.kept, t.keptIdle = k, 0
+	if k != nil {
 		t.log.Info("state transfer keeps the segments it staged whole for its next attempt", "group", t.group,
-			"segments", len(completed), "bytes", stage.Bytes())
+			"segments", len(k.completed), "bytes", k.stage.Bytes())
 	}
 }
 
@@ -503,8 +505,8 @@ func (t *transferShell) maybeStart(ctx actor.Context) {
 		t.waiting, t.receiving = false, true
 	}
 	t.peer = uint8(peer)
-	handoff := &stageHandoff{stage: t.kept, completed: t.keptSegments}
-	t.kept, t.keptSegments = nil, nil // the child's now
+	handoff := t.kept // the child's now (nil: none)
+	t.kept = nil
 	props := t.n.props(func() actor.Actor {
 		return &transferActor{n: t.n, log: t.log, group: t.group, peer: t.peer, partition: t.group != wire.MetadataGroup, view: t.core.View(),
 			handoff: handoff}
@@ -566,7 +568,7 @@ func (t *transferShell) close() {
 	if t.child != nil || t.receiving {
 		t.childGone()
 	}
-	t.keep(nil, nil)
+	t.keep(nil)
 	t.abortBuild()
 }
 
@@ -611,7 +613,9 @@ type transferActor struct {
 	view      uint32 // the core's view when it asked
 	session   *vsr.TransferSession
 	stage     *storage.TransferStage // partitions; handed over with transferDone
-	handoff   *stageHandoff          // a stage an earlier transfer of the group kept
+	// handoff is the stage an earlier transfer of the group kept, taken
+	// once: an incarnation that restarts after a panic begins afresh.
+	handoff *keptStage
 }
 
 func (a *transferActor) Receive(ctx actor.Context) {
@@ -624,6 +628,8 @@ func (a *transferActor) Receive(ctx actor.Context) {
 		a.session.RequesterView = a.view
 		if a.partition {
 			if h := a.handoff; h != nil && h.stage != nil {
+				// Its first incarnation takes it (the field is shared by
+				// the props' every incarnation).
 				a.stage, a.session.Stage, a.session.Reusable = h.stage, h.stage, h.completed
 				h.stage, h.completed = nil, nil
 			} else {
@@ -698,7 +704,7 @@ func (a *transferActor) finish(ctx actor.Context, outcome any) {
 				frontiers[i] = d.Frontier
 			}
 			if err := a.stage.Keep(frontiers); err == nil {
-				f.stage, f.completed, a.stage = a.stage, done, nil
+				f.kept, a.stage = &keptStage{stage: a.stage, completed: done}, nil
 			}
 		}
 	}
@@ -837,7 +843,8 @@ type offerBuild struct {
 	sums     map[sectionKey]uint64 // the ones hashed by earlier builds, and this one's
 	used     map[sectionKey]uint64 // this build's: what the shell caches once it is complete
 	next     int                   // ranges hashed and added so far
-	tail     [][]byte              // the offsets artifact and the roster (nil: none), added after the ranges
+	offsets  []byte                // the ICO1 artifact, added after the ranges
+	roster   []byte                // the group roster artifact (nil: none), added last
 	reserved int64                 // of the node's served bound: the whole offer
 	release  func()
 	buf      []byte
@@ -857,6 +864,13 @@ func sectionKeyOf(r storage.SegmentRange) sectionKey {
 		k.path = f.Name()
 	}
 	return k
+}
+
+// took hands a complete build over as the offer, keeping the hashes it
+// used for the next build.
+func (t *transferShell) took(b *offerBuild) (*vsr.Offer, int64, func(), bool) {
+	t.sums = b.used
+	return b.o, b.reserved, b.release, false
 }
 
 // offerRound asks the partition actor for the next round of b.
@@ -885,9 +899,9 @@ func (b *offerBuild) round() error {
 	}
 	if b.done() {
 		b.sums = nil
-		b.o.Add(wire.ArtifactConsumerOffsets, b.o.CommitOp, b.tail[0])
-		if b.tail[1] != nil {
-			b.o.Add(wire.ArtifactGroupRoster, b.o.CommitOp, b.tail[1])
+		b.o.Add(wire.ArtifactConsumerOffsets, b.o.CommitOp, b.offsets)
+		if b.roster != nil {
+			b.o.Add(wire.ArtifactGroupRoster, b.o.CommitOp, b.roster)
 		}
 		b.buf = nil
 	}
@@ -925,8 +939,7 @@ func (p *partitionActor) partitionOffer(ctx actor.Context) (*vsr.Offer, int64, f
 			return nil, 0, nil, true // build in progress (7.7 rule 3)
 		}
 		p.transfers.building = nil
-		p.transfers.sums = b.used
-		return b.o, b.reserved, b.release, false
+		return p.transfers.took(b)
 	}
 	if p.core.CommitMax() == 0 {
 		return nil, 0, nil, true
@@ -984,9 +997,9 @@ func (p *partitionActor) partitionOffer(ctx actor.Context) (*vsr.Offer, int64, f
 	}
 	b := &offerBuild{o: &vsr.Offer{CommitOp: p.core.CommitMin(), CommitMax: p.core.CommitMax()}, ranges: ranges,
 		limits: limits, sums: p.transfers.sums, used: map[sectionKey]uint64{},
-		tail: [][]byte{offsets, nil}, reserved: total, release: closeFiles, buf: make([]byte, 1<<20)}
+		offsets: offsets, reserved: total, release: closeFiles, buf: make([]byte, 1<<20)}
 	if p.core.Epoch() > 0 { // a joiner takes the group's roster with its state
-		b.tail[1] = vsr.EncodeGroupRoster(p.core.Roster(), p.core.EpochOp())
+		b.roster = vsr.EncodeGroupRoster(p.core.Roster(), p.core.EpochOp())
 	}
 	if err := b.round(); err != nil {
 		limits.release(total)
@@ -994,8 +1007,7 @@ func (p *partitionActor) partitionOffer(ctx actor.Context) (*vsr.Offer, int64, f
 		return refuse(err)
 	}
 	if b.done() {
-		p.transfers.sums = b.used
-		return b.o, total, closeFiles, false
+		return p.transfers.took(b)
 	}
 	p.transfers.building = b
 	ctx.Send(ctx.Self(), &offerRound{b})
