@@ -2,6 +2,7 @@ package actors
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -52,22 +53,45 @@ func lateTopic(t *testing.T, partitions, batches int, adjust func(*Options)) (no
 	}
 	for p := range partitions {
 		for i := range batches {
-			msg := client.NewMessage([]byte(fmt.Sprintf("partition-%d-batch-%d", p, i)))
-			// A new partition's group may not have settled its view yet.
-			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-				_, err := c.SendMessages(ctx, wire.ID(s.ID), wire.ID(0), wire.PartitionID(uint32(p)), []wire.Message{msg})
-				if err == nil {
-					break
-				}
-				if !errors.Is(err, wire.ErrTransientNotAccepted) || time.Now().After(deadline) {
-					t.Fatalf("send %d to partition %d: %v", i, p, err)
-				}
-			}
+			sendAccepted(t, ctx, c, wire.ID(s.ID), uint32(p), client.NewMessage([]byte(fmt.Sprintf("partition-%d-batch-%d", p, i))))
 		}
 		group, _ := wire.PartitionGroup(s.ID, 0, uint32(p))
 		groups = append(groups, group)
 	}
 	return nodes, groups, relink, logs
+}
+
+// sendAccepted sends msg to partition p of stream's topic 0, again while
+// it is refused 58 for at most 10 s: a new partition's group may not have
+// settled its view yet.
+func sendAccepted(t *testing.T, ctx context.Context, c *client.Client, stream wire.Identifier, p uint32, msg wire.Message) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		_, err := c.SendMessages(ctx, stream, wire.ID(0), wire.PartitionID(p), []wire.Message{msg})
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, wire.ErrTransientNotAccepted) || time.Now().After(deadline) {
+			t.Fatalf("send to partition %d: %v", p, err)
+		}
+	}
+}
+
+// sendFilled sends n batches of one message of size bytes, batch i's
+// filled with byte i, to partition 0 of lateTopic's stream.
+func sendFilled(t *testing.T, ctx context.Context, c *client.Client, n, size int) {
+	t.Helper()
+	for i := range n {
+		msg := client.NewMessage(bytes.Repeat([]byte{byte(i)}, size))
+		if _, err := c.SendMessages(ctx, wire.Named("late"), wire.ID(0), wire.PartitionID(0), []wire.Message{msg}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// logStats is what n's one partition's log counts.
+func logStats(t *testing.T, n *Node) partition.Stats {
+	return askPartitions(t, n, func(p *partitionActor) partition.Stats { return p.plog.Stats() })[0]
 }
 
 // holdStateChunks makes every transfer receiver wait on its first
@@ -297,12 +321,7 @@ func TestAWaitingTransferIsGivenBackWhenTheViewChanges(t *testing.T) {
 func TestAPartitionTransferStagesItsSegmentsOnDisk(t *testing.T) {
 	nodes, groups, relink, logs := lateTopic(t, 1, 1, nil)
 	ctx, c := rootClient(t, nodes[0])
-	for i := range 6 { // ~600 KiB: three chunks of 256 KiB
-		msg := client.NewMessage(bytes.Repeat([]byte{byte(i)}, 100<<10))
-		if _, err := c.SendMessages(ctx, wire.Named("late"), wire.ID(0), wire.PartitionID(0), []wire.Message{msg}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sendFilled(t, ctx, c, 6, 100<<10) // ~600 KiB: three chunks of 256 KiB
 	held := make(chan struct{})
 	var chunks atomic.Int32
 	setTransferFrameHook(func(frame []byte) {
@@ -335,10 +354,7 @@ func TestAPartitionTransferStagesItsSegmentsOnDisk(t *testing.T) {
 	// The receiver's log was indexed from the records as they arrived
 	// (vsr.TransferSession.Batches), not from the files read back: it
 	// counts what the primary's does.
-	stats := func(n *Node) partition.Stats {
-		return askPartitions(t, n, func(p *partitionActor) partition.Stats { return p.plog.Stats() })[0]
-	}
-	if got, want := stats(nodes[2]), stats(nodes[0]); got != want || want.MessagesCount != 7 { // lateTopic's one, then six
+	if got, want := logStats(t, nodes[2]), logStats(t, nodes[0]); got != want || want.MessagesCount != 7 { // lateTopic's one, then six
 		t.Fatalf("the receiver's log: %+v, the primary's %+v", got, want)
 	}
 	until(t, 10*time.Second, func() bool { left, _ := os.ReadDir(staging); return len(left) == 0 }, func() string {
@@ -359,12 +375,7 @@ func TestAPartitionTransferWaitsForRoomToStage(t *testing.T) {
 		}
 	})
 	ctx, c := rootClient(t, nodes[0])
-	for i := range 4 { // 4 MiB of segments
-		msg := client.NewMessage(bytes.Repeat([]byte{byte(i)}, 1<<20))
-		if _, err := c.SendMessages(ctx, wire.Named("late"), wire.ID(0), wire.PartitionID(0), []wire.Message{msg}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sendFilled(t, ctx, c, 4, 1<<20) // 4 MiB of segments
 	late := nodes[2]
 	filler := fill(t, late, fs, testReserveHard+2<<20)
 	restarts := late.refs.restarts.Load()
@@ -403,14 +414,7 @@ func TestAPartitionTransferWaitsForRoomToStage(t *testing.T) {
 func TestAStoppedPartitionDeletesItsLostStages(t *testing.T) {
 	n := startNodes(t, 1, nil)[0]
 	ctx, c := rootClient(t, n)
-	s, err := c.CreateStream(ctx, "s", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.CreateTopic(ctx, wire.ID(s.ID), "t", 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	group, _ := wire.PartitionGroup(s.ID, 0, 0)
+	stream, group := streamWithTopic(t, ctx, c, n, "s")
 	lost, err := n.store.StageTransfer(group)
 	if err != nil {
 		t.Fatal(err)
@@ -423,7 +427,7 @@ func TestAStoppedPartitionDeletesItsLostStages(t *testing.T) {
 	if err := lost.Write(0, 0, []byte("a staged segment")); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.DeleteTopic(ctx, wire.ID(s.ID), wire.ID(0)); err != nil {
+	if err := c.DeleteTopic(ctx, wire.ID(stream), wire.ID(0)); err != nil {
 		t.Fatal(err)
 	}
 	staging := filepath.Join(n.store.Dir(), "transfer")
@@ -498,12 +502,7 @@ func TestAnInterruptedTransferReusesTheSegmentsItStagedWhole(t *testing.T) {
 		}
 	})
 	ctx, c := rootClient(t, nodes[0])
-	for i := range 4 {
-		msg := client.NewMessage(bytes.Repeat([]byte{byte(i)}, 1<<20-4096))
-		if _, err := c.SendMessages(ctx, wire.Named("late"), wire.ID(0), wire.PartitionID(0), []wire.Message{msg}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sendFilled(t, ctx, c, 4, 1<<20-4096)
 	late := nodes[2]
 	var mu sync.Mutex
 	var first wire.U128
@@ -545,10 +544,7 @@ func TestAnInterruptedTransferReusesTheSegmentsItStagedWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitSameBatches(t, nodes[0], late, groups[0], "the partition after the cut transfer", logs)
-	stats := func(n *Node) partition.Stats {
-		return askPartitions(t, n, func(p *partitionActor) partition.Stats { return p.plog.Stats() })[0]
-	}
-	if got, want := stats(late), stats(nodes[0]); got != want {
+	if got, want := logStats(t, late), logStats(t, nodes[0]); got != want {
 		t.Fatalf("the receiver's log: %+v, the primary's %+v", got, want)
 	}
 	mu.Lock()
@@ -581,12 +577,7 @@ func TestALargePartitionOfferIsHashedInRounds(t *testing.T) {
 	segmentArtifactMax, offerHashRound = 1<<20, 1<<20
 	nodes, groups, relink, logs := lateTopic(t, 1, 1, nil)
 	ctx, c := rootClient(t, nodes[0])
-	for i := range 4 {
-		msg := client.NewMessage(bytes.Repeat([]byte{byte(i)}, 1<<20-4096))
-		if _, err := c.SendMessages(ctx, wire.Named("late"), wire.ID(0), wire.PartitionID(0), []wire.Message{msg}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sendFilled(t, ctx, c, 4, 1<<20-4096)
 	var refusals atomic.Int32
 	setTransferFrameHook(func(frame []byte) {
 		if h := wire.HeaderOf(frame); h.Command() == wire.CmdStateTransferTarget {
@@ -622,15 +613,7 @@ func TestASecondOfferHashesOnlyWhatIsNew(t *testing.T) {
 	})
 	ctx, c := rootClient(t, nodes[0])
 	const payload = 1<<20 - 4096
-	send := func(n int) {
-		for i := range n {
-			msg := client.NewMessage(bytes.Repeat([]byte{byte(i)}, payload))
-			if _, err := c.SendMessages(ctx, wire.Named("late"), wire.ID(0), wire.PartitionID(0), []wire.Message{msg}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	send(3)
+	sendFilled(t, ctx, c, 3, payload)
 	hashed := &nodes[0].transferLimits.hashed
 	relink()
 	waitSameBatches(t, nodes[0], nodes[2], groups[0], "the first transfer", logs)
@@ -638,7 +621,7 @@ func TestASecondOfferHashesOnlyWhatIsNew(t *testing.T) {
 	if first < 3*payload {
 		t.Fatalf("the first offer hashed %d bytes, want at least the three ranges", first)
 	}
-	send(2)
+	sendFilled(t, ctx, c, 2, payload)
 	type built struct {
 		o        *vsr.Offer
 		reserved int64
@@ -709,16 +692,7 @@ func TestDeletingSegmentsBelowTheSoftReserveDropsTheOffers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 4 {
-		msg := client.NewMessage(bytes.Repeat([]byte{byte(i)}, 1<<20))
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			_, err := c.SendMessages(ctx, wire.ID(s.ID), wire.ID(0), wire.PartitionID(0), []wire.Message{msg})
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, wire.ErrTransientNotAccepted) || time.Now().After(deadline) {
-				t.Fatalf("send %d: %v", i, err)
-			}
-		}
+		sendAccepted(t, ctx, c, wire.ID(s.ID), 0, client.NewMessage(bytes.Repeat([]byte{byte(i)}, 1<<20)))
 	}
 	served := &nodes[0].transferLimits.served
 	release := holdStateChunks(t)
