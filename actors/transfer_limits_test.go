@@ -44,13 +44,15 @@ func lateTopic(t *testing.T, partitions, batches int, adjust func(*Options)) (no
 	})
 	relink = unlinkReplica2(t, nodes)
 	ctx, c := rootClient(t, nodes[0])
-	s, err := c.CreateStream(ctx, "late", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.CreateTopic(ctx, wire.ID(s.ID), "t", uint32(partitions), nil); err != nil {
-		t.Fatal(err)
-	}
+	var s *wire.StreamDetails
+	retryRefused(t, "create the stream", func() (err error) {
+		s, err = c.CreateStream(ctx, "late", nil)
+		return err
+	})
+	retryRefused(t, "create the topic", func() error {
+		_, err := c.CreateTopic(ctx, wire.ID(s.ID), "t", uint32(partitions), nil)
+		return err
+	})
 	for p := range partitions {
 		for i := range batches {
 			sendAccepted(t, ctx, c, wire.ID(s.ID), uint32(p), client.NewMessage([]byte(fmt.Sprintf("partition-%d-batch-%d", p, i))))
@@ -61,18 +63,29 @@ func lateTopic(t *testing.T, partitions, batches int, adjust func(*Options)) (no
 	return nodes, groups, relink, logs
 }
 
-// sendAccepted sends msg to partition p of stream's topic 0, again while
-// it is refused 58 for at most 10 s: a new partition's group may not have
-// settled its view yet.
+// sendAccepted sends msg to partition p of stream's topic 0 (see
+// retryRefused: a new partition's group may not have settled its view).
 func sendAccepted(t *testing.T, ctx context.Context, c *client.Client, stream wire.Identifier, p uint32, msg wire.Message) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	retryRefused(t, fmt.Sprintf("send to partition %d", p), func() error {
 		_, err := c.SendMessages(ctx, stream, wire.ID(0), wire.PartitionID(p), []wire.Message{msg})
+		return err
+	})
+}
+
+// retryRefused runs op again while it is refused 58 (not accepted, so
+// safe to re-issue) for at most 20 s: on a loaded machine a backup may
+// time out its primary while the cluster starts, and the group answers
+// 58 through the view change for longer than the SDK replays it.
+func retryRefused(t *testing.T, what string, op func() error) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		err := op()
 		if err == nil {
 			return
 		}
 		if !errors.Is(err, wire.ErrTransientNotAccepted) || time.Now().After(deadline) {
-			t.Fatalf("send to partition %d: %v", p, err)
+			t.Fatalf("%s: %v", what, err)
 		}
 	}
 }
