@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -30,8 +31,11 @@ func TestHelperNodeProcess(t *testing.T) {
 }
 
 // serveUntilTerminated is the rest of a helper node process: it prints the
-// client address its parent waits for, then serves until SIGTERM (or two
-// minutes, should the parent die without killing it).
+// client address its parent waits for, then serves until SIGTERM or until
+// its parent is gone (its stdin, a pipe the parent holds, reaches EOF).
+// It once also stopped after two minutes, and a five-node test that took
+// 135 s under CI's race run found its first nodes gone before it read
+// their copies. childLifetime bounds a child whose parent hangs.
 func serveUntilTerminated(n interface {
 	TCPAddr() string
 	Close() error
@@ -39,12 +43,22 @@ func serveUntilTerminated(n interface {
 	fmt.Printf("ADDR %s\n", n.TCPAddr())
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM)
+	orphaned := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		close(orphaned)
+	}()
 	select {
 	case <-sig:
-	case <-time.After(2 * time.Minute):
+	case <-orphaned:
+	case <-time.After(childLifetime):
 	}
 	_ = n.Close()
 }
+
+// childLifetime is the longest a helper node process serves: longer than
+// any test that starts one may run (.ci/run's -timeout is 40 minutes).
+const childLifetime = 45 * time.Minute
 
 // streamWithTopic logs in as root at addr and creates stream (id 0) with
 // topic "t" (id 0) of partitions partitions; the caller closes the client.
@@ -90,6 +104,13 @@ func startHelperProcess(t *testing.T, helper string, env ...string) (*exec.Cmd, 
 		t.Fatal(err)
 	}
 	cmd.Stderr = os.Stderr
+	// The child reads its stdin until EOF, which comes when this process
+	// closes the pipe or dies: then it stops (serveUntilTerminated).
+	parentAlive, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = parentAlive.Close() })
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
