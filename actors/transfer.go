@@ -58,7 +58,10 @@ import (
 //     expired); its requester is refused at its next chunk and asks again.
 //   - A node receives at most 4 partition transfers at once (7.7 rule 1);
 //     a partition that needs one meanwhile waits, asking every tick, and
-//     gives the request back to its core if the view changes first. The
+//     gives the request back to its core if the view changes first. A
+//     transient refusal of its request keeps the transfer (and its slot):
+//     it asks again a repair retry interval later (7.7 rule 5), and falls
+//     back to repair only after more than 5 in a row (the stall rule). The
 //     receiver stages the segments it fetches in files (storage.TransferStage,
 //     13.3 rule 5) and holds only the offsets in memory. A transfer that
 //     fails leaves the segments it staged whole to the group's next one

@@ -44,6 +44,9 @@ type TransferSession struct {
 	View uint32
 	// ChunkMax is C of 7.6 step 4: min(256 KiB, max_message_size - 256).
 	ChunkMax int
+	// RefusedTransiently counts the transient refusals a partition
+	// session waited through before its offer (7.7 rule 5).
+	RefusedTransiently int
 
 	Manifest *wire.StateManifest
 	// Artifacts holds the artifacts kept in memory as they arrive; the
@@ -170,7 +173,9 @@ func (s *TransferSession) Complete() bool {
 // OnTarget takes the peer's StateTransferTarget frame (7.6 step 3). It
 // returns the next request to send, or an error that ends the session:
 // ErrTransferRefused for a refusal (the caller falls back to repair), or
-// the Stage's refusal to reserve room for the segments. A refusal after
+// the Stage's refusal to reserve room for the segments. A partition
+// session waits through a transient refusal of its request (7.7 rule 5:
+// asked again by the stall retry). A refusal after
 // the offer ends the session too: the peer no longer holds the offer
 // (expired, its segments unreadable or deleted to free the disk), so no
 // chunk would come. Frames for another session or a duplicate offer are
@@ -181,6 +186,17 @@ func (s *TransferSession) OnTarget(frame []byte) (*Envelope, error) {
 		return nil, nil
 	}
 	if !t.Available {
+		if t.UnavailableTransient && s.partition && s.Manifest == nil {
+			// 7.7 rule 5: a transient refusal of a partition offer (a
+			// build in rounds, the served bound full) re-arms after a
+			// fixed delay: the stall retry asks again a full interval
+			// from now, and burns one of its attempts doing so (more
+			// than 5 in a row end the session as stalled). 7.6 step 3
+			// (metadata) and a refusal after the offer end it at once.
+			s.idle = 0
+			s.RefusedTransiently++
+			return nil, nil
+		}
 		return nil, fmt.Errorf("%w (transient %v)", ErrTransferRefused, t.UnavailableTransient)
 	}
 	if s.Manifest != nil {

@@ -458,3 +458,62 @@ func TestALaterSessionReusesTheSegmentsStagedWhole(t *testing.T) {
 		t.Fatalf("a segment with another checksum: kept %v, fetched %d bytes in %d chunks", stage.kept, len(stage.segments[0]), taken)
 	}
 }
+
+// 7.7 rule 5: a transient refusal of a partition request (an offer built
+// in rounds, the served bound full) re-arms after a fixed delay: the
+// session stays armed and its stall retry asks again a full interval
+// later, so the offer built meanwhile is taken; refused more than 5
+// times in a row it ends as stalled. A permanent refusal, and any
+// refusal of a metadata session (7.6 step 3), end it at once.
+func TestATransientRefusalOfAPartitionRequestIsAskedAgain(t *testing.T) {
+	const retry = 4
+	sv := Server{Group: 5, CommitMax: 7}
+	s := NewTransferSession(wire.U128{}, 2, 5, 0, true, wire.HeaderSize+4, wire.U128{Lo: 9})
+	refusal := func(transient bool) []byte { head, _ := sv.Target(s.Nonce, nil, transient); return head }
+	if next, err := s.OnTarget(refusal(true)); err != nil || next != nil || s.RefusedTransiently != 1 {
+		t.Fatalf("a transient refusal: %v, %v, %d counted", next, err, s.RefusedTransiently)
+	}
+	for i := 1; i < retry; i++ {
+		if next, err := s.Tick(retry); err != nil || next != nil {
+			t.Fatalf("tick %d after the refusal: %v, %v", i, next, err)
+		}
+	}
+	next, err := s.Tick(retry)
+	if err != nil || next == nil || wire.HeaderOf(next.Head).Command() != wire.CmdRequestStateTransfer {
+		t.Fatalf("the request asked again a full interval after the refusal: %v, %v", next, err)
+	}
+	o := &Offer{CommitOp: 7, CommitMax: 7}
+	o.Add(wire.ArtifactConsumerOffsets, 7, wire.ConsumerOffsetsArtifact{NextOffset: 8}.AppendTo(nil))
+	head, body := sv.Target(s.Nonce, o, false)
+	if next, err := s.OnTarget(append(head, body...)); err != nil || next == nil {
+		t.Fatalf("the offer after the refusal: %v, %v", next, err)
+	}
+
+	s = NewTransferSession(wire.U128{}, 2, 5, 0, true, wire.HeaderSize+4, wire.U128{Lo: 10})
+	stalled := false
+	for refused := 0; refused < 10 && !stalled; refused++ {
+		if _, err := s.OnTarget(refusal(true)); err != nil {
+			t.Fatalf("transient refusal %d: %v", refused, err)
+		}
+		for range retry {
+			if _, err := s.Tick(retry); errors.Is(err, ErrTransferStalled) {
+				if refused != transferMaxRetries {
+					t.Fatalf("stalled after %d transient refusals, want %d", refused+1, transferMaxRetries+1)
+				}
+				stalled = true
+			}
+		}
+	}
+	if !stalled {
+		t.Fatal("a peer that refuses transiently for ever never ended the session")
+	}
+
+	s = NewTransferSession(wire.U128{}, 2, 5, 0, true, wire.HeaderSize+4, wire.U128{Lo: 11})
+	if _, err := s.OnTarget(refusal(false)); !errors.Is(err, ErrTransferRefused) {
+		t.Fatalf("a permanent refusal: %v", err)
+	}
+	s = NewTransferSession(wire.U128{}, 2, 5, 0, false, wire.HeaderSize+4, wire.U128{Lo: 12})
+	if _, err := s.OnTarget(refusal(true)); !errors.Is(err, ErrTransferRefused) {
+		t.Fatalf("a transient refusal of a metadata session: %v", err)
+	}
+}
