@@ -583,8 +583,9 @@ func TestAnInterruptedTransferReusesTheSegmentsItStagedWhole(t *testing.T) {
 // 7.7 rule 2: a partition offer larger than one hashing round is built
 // in rounds on the partition actor (each an offerRound message, so the
 // group's other traffic runs between them); a request meanwhile is
-// refused transiently (rule 3, build in progress), and the first after
-// the last round takes the offer. Here four rounds of 1 MiB.
+// refused transiently (rule 3, build in progress), the receiver asks
+// again in the same transfer (rule 5), and the first request after the
+// last round takes the offer. Here four rounds of 1 MiB.
 func TestALargePartitionOfferIsHashedInRounds(t *testing.T) {
 	defer func(artifact, round int64) { segmentArtifactMax, offerHashRound = artifact, round }(segmentArtifactMax, offerHashRound)
 	segmentArtifactMax, offerHashRound = 1<<20, 1<<20
@@ -607,6 +608,11 @@ func TestALargePartitionOfferIsHashedInRounds(t *testing.T) {
 	}
 	if refusals.Load() == 0 {
 		t.Fatal("no request was refused while the offer was being built")
+	}
+	// 7.7 rule 5: the receiver waited through the transient refusals in
+	// its one transfer, not falling back to repair after each.
+	if n := strings.Count(logs.String(), `msg="state transfer started"`); n != 1 || strings.Contains(logs.String(), "state transfer abandoned") {
+		t.Fatalf("%d transfers started, want 1 waiting through %d refusals\n%s", n, refusals.Load(), lastLines(logs.String(), 30))
 	}
 	until(t, 10*time.Second, func() bool { return nodes[0].transferLimits.served.Load() == 0 }, func() string {
 		return fmt.Sprintf("%d bytes of the served bound still held", nodes[0].transferLimits.served.Load())
