@@ -297,7 +297,8 @@ func (t *transferShell) onOutcome(ctx actor.Context, msg any) bool {
 			t.core.Installed(s.CommitOp, s.CommitMax)
 		}
 		t.Installed++
-		t.log.Info("state transfer installed", "group", t.group, "commit_op", s.CommitOp, "commit_max", s.CommitMax, "from", s.Peer)
+		t.log.Info("state transfer installed", "group", t.group, "commit_op", s.CommitOp, "commit_max", s.CommitMax, "from", s.Peer,
+			"refused_transiently", s.RefusedTransiently)
 		t.tr.endTransfer("installed")
 		return true
 	case *transferFailed:

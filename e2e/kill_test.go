@@ -31,11 +31,12 @@ func TestHelperNodeProcess(t *testing.T) {
 }
 
 // serveUntilTerminated is the rest of a helper node process: it prints the
-// client address its parent waits for, then serves until SIGTERM or until
-// its parent is gone (its stdin, a pipe the parent holds, reaches EOF).
-// It once also stopped after two minutes, and a five-node test that took
+// client address its parent waits for, then serves until SIGTERM, until
+// its parent is gone (its stdin, a pipe the parent holds, reaches EOF),
+// or until the parent test's deadline (a parent that hangs alive). It
+// once stopped after two minutes instead, and a five-node test that took
 // 135 s under CI's race run found its first nodes gone before it read
-// their copies. childLifetime bounds a child whose parent hangs.
+// their copies.
 func serveUntilTerminated(n interface {
 	TCPAddr() string
 	Close() error
@@ -48,17 +49,20 @@ func serveUntilTerminated(n interface {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		close(orphaned)
 	}()
+	var deadline <-chan time.Time // none: the parent runs without -test.timeout
+	if d, err := time.Parse(time.RFC3339Nano, os.Getenv(parentDeadlineEnv)); err == nil {
+		deadline = time.After(time.Until(d))
+	}
 	select {
 	case <-sig:
 	case <-orphaned:
-	case <-time.After(childLifetime):
+	case <-deadline:
 	}
 	_ = n.Close()
 }
 
-// childLifetime is the longest a helper node process serves: longer than
-// any test that starts one may run (.ci/run's -timeout is 40 minutes).
-const childLifetime = 45 * time.Minute
+// parentDeadlineEnv passes a helper process its parent test's deadline.
+const parentDeadlineEnv = "E2E_PARENT_DEADLINE"
 
 // streamWithTopic logs in as root at addr and creates stream (id 0) with
 // topic "t" (id 0) of partitions partitions; the caller closes the client.
@@ -99,6 +103,9 @@ func startHelperProcess(t *testing.T, helper string, env ...string) (*exec.Cmd, 
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run", "^"+helper+"$", "-test.count=1")
 	cmd.Env = append(os.Environ(), env...)
+	if d, ok := t.Deadline(); ok {
+		cmd.Env = append(cmd.Env, parentDeadlineEnv+"="+d.Format(time.RFC3339Nano))
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

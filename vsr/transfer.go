@@ -45,7 +45,8 @@ type TransferSession struct {
 	// ChunkMax is C of 7.6 step 4: min(256 KiB, max_message_size - 256).
 	ChunkMax int
 	// RefusedTransiently counts the transient refusals a partition
-	// session waited through before its offer (7.7 rule 5).
+	// session waited through before its offer (7.7 rule 5; logged with
+	// the install).
 	RefusedTransiently int
 
 	Manifest *wire.StateManifest
@@ -175,11 +176,10 @@ func (s *TransferSession) Complete() bool {
 // ErrTransferRefused for a refusal (the caller falls back to repair), or
 // the Stage's refusal to reserve room for the segments. A partition
 // session waits through a transient refusal of its request (7.7 rule 5:
-// asked again by the stall retry). A refusal after
-// the offer ends the session too: the peer no longer holds the offer
-// (expired, its segments unreadable or deleted to free the disk), so no
-// chunk would come. Frames for another session or a duplicate offer are
-// ignored (nil, nil).
+// asked again by the stall retry). A refusal after the offer ends the
+// session too: the peer no longer holds the offer (expired, its segments
+// unreadable or deleted to free the disk), so no chunk would come.
+// Frames for another session or a duplicate offer are ignored (nil, nil).
 func (s *TransferSession) OnTarget(frame []byte) (*Envelope, error) {
 	t, err := wire.DecodeStateTransferTargetHeader(wire.HeaderOf(frame))
 	if err != nil || t.Nonce != s.Nonce || t.Group != s.group || t.Replica != s.Peer {
